@@ -1,0 +1,49 @@
+/**
+ * Why a run's signal fired. `ctx.signal.reason` is always a RunAborted, so a consumer can
+ * tell a user's stop (return normally: the stop is the outcome) from a lost claim
+ * (let it propagate: the attempt is surrendered and a successor takes over).
+ */
+export type AbortCode =
+  /** an abortOn event was appended: the user stopped this run */
+  | 'CANCELLED'
+  /** no successful lease renewal before the deadline, decided locally */
+  | 'CLAIM_EXPIRED'
+  /** another attempt holds the job */
+  | 'SUPERSEDED_ATTEMPT'
+  /** the run ignored its cancel past the grace period and was fenced out */
+  | 'FENCED_OUT'
+  /** the worker is shutting down; the attempt is surrendered */
+  | 'SHUTDOWN'
+
+export interface EventRef {
+  id: string
+  index: number
+}
+
+export class RunAborted extends Error {
+  readonly code: AbortCode
+  /** The cancelling event, for CANCELLED. */
+  readonly event?: EventRef
+
+  constructor(code: AbortCode, event?: EventRef) {
+    super(code === 'CANCELLED' ? `cancelled by event ${event?.id}` : code)
+    this.name = 'RunAborted'
+    this.code = code
+    this.event = event
+  }
+
+  /** A user's cancel, as opposed to a lost claim. */
+  get isCancel(): boolean {
+    return this.code === 'CANCELLED'
+  }
+
+  /** The claim is gone or going: surrender, a successor takes over. */
+  get isLeaseLoss(): boolean {
+    return this.code === 'CLAIM_EXPIRED' || this.code === 'SUPERSEDED_ATTEMPT' || this.code === 'SHUTDOWN'
+  }
+}
+
+/** The typed reason of an aborted run signal, or undefined while it has not fired. */
+export function abortReason(signal: AbortSignal): RunAborted | undefined {
+  return signal.aborted && signal.reason instanceof RunAborted ? signal.reason : undefined
+}

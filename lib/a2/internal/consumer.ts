@@ -1,0 +1,66 @@
+/**
+ * `consumer({...}).run(fn)`: a named handler for some event types of a contract.
+ */
+import type { Contract, EventInput, EventOf, EventTypes } from './contract'
+import type { EffectOptions } from './effects'
+
+export type AbortOn<C extends Contract, T extends EventTypes<C>> =
+  | ReadonlyArray<EventTypes<C>>
+  | { [K in EventTypes<C>]?: (event: EventOf<C, K>, trigger: EventOf<C, T>) => boolean }
+
+export interface ConsumerOptions<C extends Contract, T extends EventTypes<C>> {
+  contract: C
+  name: string
+  types: readonly T[]
+  abortOn?: AbortOn<C, T>
+  /** Jobs of this consumer in one session and lane run one at a time, in log order. */
+  lane?: string
+  /** Attempts before the job fails (crashes and lease losses count). Default 3. */
+  maxAttempts?: number
+  /** How long an attempt holds its claim without renewal. Default 15 s; renewed every third of it. */
+  leaseMs?: number
+  /**
+   * Settles an effect a dead attempt left DISPATCHED when the job is being drained after a
+   * cancel (no successor will run to ask). Absent: such effects become UNKNOWN.
+   */
+  reconcile?: (key: string) => Promise<ReconcileResult>
+}
+
+export type ReconcileResult = { done: true; result?: unknown } | { done: false } | 'unknown'
+
+export interface RunContext<C extends Contract, T extends EventTypes<C>> {
+  /** The event that triggered this job. */
+  readonly event: EventOf<C, T>
+  /** Fires on an abortOn event, a lost claim, or shutdown; the reason is a RunAborted. */
+  readonly signal: AbortSignal
+  /** 1 for the first attempt; the fencing token of every write this run makes. */
+  readonly attempt: number
+  readonly jobId: number
+  readonly sessionId: string
+  /** The session's log, from `after` (default: the start), up to `limit` events. */
+  read(options?: { after?: number; before?: number; limit?: number }): Promise<Array<EventOf<C>>>
+  /** Appends events, fenced: rejected (A2Error 'fenced') once this attempt no longer holds the job. */
+  append(...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>>
+  /**
+   * Runs a side effect once under a stable key: intent recorded before dispatch; dispatched
+   * only while the run is still ACTIVE at the cancel_version and attempt it observed; the
+   * key reaches `fn` as an idempotency key; the result is recorded and replayed on retry.
+   */
+  effect<R>(key: string, fn: (idempotencyKey: string, signal: AbortSignal) => Promise<R>, options?: EffectOptions<R>): Promise<R>
+}
+
+export type Handler<C extends Contract, T extends EventTypes<C>> = (ctx: RunContext<C, T>) => Promise<void>
+
+export interface Consumer<C extends Contract = Contract, T extends EventTypes<C> = EventTypes<C>> {
+  readonly options: ConsumerOptions<C, T>
+  readonly handler: Handler<C, T>
+}
+
+export function consumer<C extends Contract, T extends EventTypes<C>>(options: ConsumerOptions<C, T>) {
+  if (options.types.length === 0) throw new Error(`consumer "${options.name}" handles no event types`)
+  return {
+    run(handler: Handler<C, T>): Consumer<C, T> {
+      return { options, handler }
+    },
+  }
+}

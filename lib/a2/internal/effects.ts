@@ -1,0 +1,193 @@
+/**
+ * Effects: side effects outside the log (a model call, a tool, a webhook), each recorded
+ * under a stable key (job id + key) so a cancel, a crash or a retry can be explained.
+ *
+ *   INTENT ──dispatch CAS──▶ DISPATCHED ──▶ DONE | FAILED
+ *      └──(run no longer ACTIVE at the observed version)──▶ CANCELLED_BEFORE_DISPATCH
+ *   DISPATCHED by a dead attempt ──reconcile──▶ DONE | INTENT (not done: dispatch again)
+ *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
+ */
+import { sql } from 'drizzle-orm'
+import { A2Error } from './errors'
+import { RunAborted } from './abort'
+import type { ReconcileResult } from './consumer'
+import type { Fence } from './log'
+import { query, type Executor } from './store'
+import { recordTransitions } from './transitions'
+
+export type EffectStatus = 'INTENT' | 'DISPATCHED' | 'DONE' | 'FAILED' | 'CANCELLED_BEFORE_DISPATCH' | 'UNKNOWN'
+
+export interface EffectOptions<R> {
+  /** Asked when a dead attempt left this effect DISPATCHED: did it happen? */
+  reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
+}
+
+/** Thrown by ctx.effect when the run was cancelled before dispatch: `fn` was not called. */
+export class EffectNotDispatched extends A2Error {
+  constructor(key: string) {
+    super('run_cancelled', `effect "${key}" was not dispatched: the run is no longer active at the version it observed`)
+  }
+}
+
+/** Thrown when an effect's outcome cannot be proven; the run becomes UNKNOWN until an operator decides. */
+export class EffectUnknown extends A2Error {
+  constructor(key: string) {
+    super('conflict', `effect "${key}" was dispatched by an attempt that died and could not be reconciled`)
+  }
+}
+
+export interface EffectRun {
+  fence: Fence
+  /** cancel_version the attempt observed at claim: dispatch is valid only at this version. */
+  cancelVersion: number
+  signal: AbortSignal
+  /** Test seam for the race suite: runs after the state was read and before the dispatch CAS. */
+  beforeDispatch?: (key: string) => Promise<void>
+}
+
+export function idempotencyKey(jobId: number, key: string): string {
+  return `a2-${jobId}-${key}`
+}
+
+export async function runEffect<R>(
+  db: Executor,
+  run: EffectRun,
+  key: string,
+  fn: (idempotencyKey: string, signal: AbortSignal) => Promise<R>,
+  options: EffectOptions<R> = {},
+): Promise<R> {
+  const { fence } = run
+  const stableKey = idempotencyKey(fence.jobId, key)
+  // Intent first: if this insert fails (store unreachable), nothing is dispatched — fail closed.
+  await query(
+    db,
+    sql`insert into a2_effects (job_id, key, status, attempt, cancel_version)
+        values (${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion})
+        on conflict (job_id, key) do nothing`,
+  )
+  const [row] = await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
+    db,
+    sql`select status, attempt, result from a2_effects where job_id = ${fence.jobId} and key = ${key}`,
+  )
+  switch (row.status) {
+    case 'DONE':
+      return (row.result as { value: R }).value // replay: never call twice
+    case 'UNKNOWN':
+      throw new EffectUnknown(key)
+    case 'CANCELLED_BEFORE_DISPATCH':
+      throw new EffectNotDispatched(key)
+    case 'DISPATCHED':
+      if (row.attempt === fence.attempt) throw new A2Error('conflict', `effect "${key}" is already in flight in this attempt`)
+      {
+        const settled = await reconcileDispatched(db, fence, key, stableKey, options.reconcile)
+        if (settled) return settled.value
+      }
+      break
+    case 'INTENT':
+    case 'FAILED':
+      break
+  }
+
+  await run.beforeDispatch?.(key)
+  // The dispatch compare-and-set: only while the run is ACTIVE, at the attempt and cancel
+  // version this run observed. Zero rows: a cancel (or a successor) got there first.
+  const dispatched = await query(
+    db,
+    sql`update a2_effects set status = 'DISPATCHED', attempt = ${fence.attempt}, cancel_version = ${run.cancelVersion}, updated_at = now()
+        where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
+          and exists (select 1 from a2_jobs where id = ${fence.jobId} and status = 'ACTIVE'
+                        and attempt = ${fence.attempt} and cancel_version = ${run.cancelVersion})
+        returning job_id`,
+  )
+  if (dispatched.length !== 1) {
+    await query(
+      db,
+      sql`update a2_effects set status = 'CANCELLED_BEFORE_DISPATCH', updated_at = now()
+          where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')`,
+    )
+    throw new EffectNotDispatched(key)
+  }
+
+  let result: R
+  try {
+    result = await fn(stableKey, run.signal)
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    await recordOutcome(db, fence, key, 'FAILED', { error: { message: message.slice(0, 500) } })
+    throw error
+  }
+  await recordOutcome(db, fence, key, 'DONE', { result: { value: result ?? null } })
+  return result
+}
+
+/**
+ * The delivery record is kept apart from the run's status: a result is recorded for the
+ * attempt that dispatched it even if the run was cancelled meanwhile — cancelling never
+ * claims an already-sent effect was unsent.
+ */
+async function recordOutcome(
+  db: Executor,
+  fence: Fence,
+  key: string,
+  status: 'DONE' | 'FAILED',
+  values: { result?: unknown; error?: unknown },
+): Promise<void> {
+  const rows = await query(
+    db,
+    sql`update a2_effects set status = ${status}, result = ${JSON.stringify(values.result ?? null)}::jsonb,
+            error = ${JSON.stringify(values.error ?? null)}::jsonb, updated_at = now()
+        where job_id = ${fence.jobId} and key = ${key} and attempt = ${fence.attempt} and status = 'DISPATCHED'
+        returning job_id`,
+  )
+  if (rows.length !== 1) throw new A2Error('fenced', `effect "${key}" was settled by someone else while attempt ${fence.attempt} ran it`)
+}
+
+async function reconcileDispatched<R>(
+  db: Executor,
+  fence: Fence,
+  key: string,
+  stableKey: string,
+  reconcile: EffectOptions<R>['reconcile'],
+): Promise<{ value: R } | undefined> {
+  const verdict = reconcile ? await reconcile(stableKey).catch(() => 'unknown' as const) : 'unknown'
+  return applyVerdict(db, fence.jobId, fence.attempt, key, verdict as ReconcileResult) as Promise<{ value: R } | undefined>
+}
+
+/**
+ * Settles a DISPATCHED effect of a dead attempt: done (record the result), not done (back to
+ * INTENT so it may be dispatched again under the same idempotency key), or UNKNOWN.
+ */
+export async function applyVerdict(
+  db: Executor,
+  jobId: number,
+  attempt: number,
+  key: string,
+  verdict: ReconcileResult,
+): Promise<{ value: unknown } | undefined> {
+  if (verdict === 'unknown') {
+    await query(
+      db,
+      sql`update a2_effects set status = 'UNKNOWN', updated_at = now()
+          where job_id = ${jobId} and key = ${key} and status = 'DISPATCHED'`,
+    )
+    throw new EffectUnknown(key)
+  }
+  if (verdict.done) {
+    await query(
+      db,
+      sql`update a2_effects set status = 'DONE', result = ${JSON.stringify({ value: verdict.result ?? null })}::jsonb, updated_at = now()
+          where job_id = ${jobId} and key = ${key} and status = 'DISPATCHED'`,
+    )
+    await recordTransitions(db, [{ jobId, attempt, from: null, to: 'ACTIVE', reason: 'EFFECT_RECONCILED_DONE', detail: { key } }])
+    return { value: verdict.result ?? null }
+  }
+  await query(
+    db,
+    sql`update a2_effects set status = 'INTENT', updated_at = now()
+        where job_id = ${jobId} and key = ${key} and status = 'DISPATCHED'`,
+  )
+  await recordTransitions(db, [{ jobId, attempt, from: null, to: 'ACTIVE', reason: 'EFFECT_RECONCILED_NOT_DONE', detail: { key } }])
+  return undefined
+}
+
+export { RunAborted }

@@ -1,0 +1,47 @@
+/**
+ * One error class for the whole library, with a typed code that maps to an HTTP status.
+ * The cause is kept, never swallowed.
+ */
+export const errorStatus = {
+  bad_request: 400,
+  invalid_json: 400,
+  unknown_type: 400,
+  invalid_payload: 400,
+  server_only_type: 403,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  run_cancelled: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  fenced: 409,
+  unavailable: 503,
+  internal: 500,
+} as const
+
+export type A2ErrorCode = keyof typeof errorStatus
+
+export class A2Error extends Error {
+  readonly code: A2ErrorCode
+  readonly details?: unknown
+
+  constructor(code: A2ErrorCode, message: string, options: { cause?: unknown; details?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.name = 'A2Error'
+    this.code = code
+    this.details = options.details
+  }
+
+  get status(): number {
+    return errorStatus[this.code]
+  }
+
+  toJSON() {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } }
+  }
+}
+
+export function isA2Error(error: unknown, code?: A2ErrorCode): error is A2Error {
+  return error instanceof A2Error && (code === undefined || error.code === code)
+}

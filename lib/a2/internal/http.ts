@@ -1,0 +1,104 @@
+/**
+ * Route-handler helpers on web-standard Request/Response, so any framework's routes can
+ * serve a2: bounded JSON bodies, typed JSON errors, and the log as server-sent events.
+ */
+import type { A2Event } from './contract'
+import { A2Error } from './errors'
+
+/** Reads a JSON body of at most `maxBytes`, counting what actually arrives (Content-Length can lie). */
+export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+  const declared = Number(request.headers.get('content-length') ?? 0)
+  if (declared > maxBytes) throw new A2Error('payload_too_large', `body is over ${maxBytes} bytes`)
+  if (!request.body) throw new A2Error('invalid_json', 'empty body')
+  const reader = request.body.getReader()
+  const parts: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > maxBytes) {
+      await reader.cancel()
+      throw new A2Error('payload_too_large', `body is over ${maxBytes} bytes`)
+    }
+    parts.push(value)
+  }
+  const text = new TextDecoder().decode(Buffer.concat(parts))
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new A2Error('invalid_json', 'body is not valid JSON', { cause: error })
+  }
+}
+
+/** A typed JSON error; anything that is not an A2Error is logged and answered as a plain 500. */
+export function errorResponse(error: unknown, headers: HeadersInit = {}): Response {
+  if (error instanceof A2Error) {
+    return Response.json(error.toJSON(), { status: error.status, headers })
+  }
+  console.error('[a2] unexpected error', error)
+  return Response.json({ error: { code: 'internal', message: 'internal error' } }, { status: 500, headers })
+}
+
+/**
+ * Serves batches of events as SSE: `id:` is the event index (so the browser's
+ * Last-Event-ID resumes exactly after it), comments keep proxies from idling out, and
+ * everything is released when the client goes away (`signal` is the request's).
+ */
+export function sseResponse(
+  batches: AsyncGenerator<A2Event[]>,
+  signal: AbortSignal,
+  options: { keepAliveMs?: number; headers?: HeadersInit } = {},
+): Response {
+  const encoder = new TextEncoder()
+  let keepAlive: ReturnType<typeof setInterval> | undefined
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const close = () => {
+        clearInterval(keepAlive)
+        void batches.return(undefined)
+        try {
+          controller.close()
+        } catch {
+          // already closed
+        }
+      }
+      signal.addEventListener('abort', close, { once: true })
+      // 15 s: under the 30–60 s idle timeouts of common proxies and load balancers.
+      keepAlive = setInterval(() => {
+        try {
+          controller.enqueue(encoder.encode(': keep-alive\n\n'))
+        } catch {
+          close()
+        }
+      }, options.keepAliveMs ?? 15_000)
+      controller.enqueue(encoder.encode('retry: 1000\n\n'))
+      void (async () => {
+        try {
+          for await (const batch of batches) {
+            let chunk = ''
+            for (const event of batch) chunk += `id: ${event.index}\ndata: ${JSON.stringify(event)}\n\n`
+            controller.enqueue(encoder.encode(chunk))
+          }
+        } catch (error) {
+          if (!signal.aborted) console.error('[a2] tail failed', error)
+        } finally {
+          close()
+        }
+      })()
+    },
+    cancel() {
+      clearInterval(keepAlive)
+      void batches.return(undefined)
+    },
+  })
+  return new Response(stream, {
+    headers: {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      ...options.headers,
+    },
+  })
+}

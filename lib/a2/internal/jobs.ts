@@ -1,0 +1,206 @@
+/**
+ * Job state changes, one statement each. Every write made under a lease is fenced on
+ * (job, attempt) and checks its row count: a superseded attempt writes nothing.
+ */
+import { sql } from 'drizzle-orm'
+import type { A2Event } from './contract'
+import { FAILED_TYPE } from './contract'
+import type { Fence } from './log'
+import { query, type Executor } from './store'
+import { recordTransitions, type RunStatus } from './transitions'
+
+export interface ClaimedJob {
+  id: number
+  sessionId: string
+  eventIndex: number
+  eventId: string
+  consumer: string
+  attempt: number
+  maxAttempts: number
+  cancelVersion: number
+}
+
+/**
+ * Claims up to `limit` runnable jobs in one statement: `for update skip locked` so workers
+ * never wait on each other, attempt bumped (the new fencing token), owner and lease set.
+ * A laned job is runnable only when no earlier job of its (session, consumer, lane) is
+ * still open, so a lane runs in log order; other sessions' jobs are not held up by it.
+ */
+export async function claimJobs(
+  executor: Executor,
+  args: { consumers: string[]; owner: string; leaseMs: Record<string, number>; limit: number },
+): Promise<ClaimedJob[]> {
+  if (args.limit <= 0 || args.consumers.length === 0) return []
+  const leases = JSON.stringify(args.leaseMs)
+  const rows = await query<Record<string, number | string>>(
+    executor,
+    sql`with candidates as (
+          select j.id from a2_jobs j
+          where j.status = 'ACTIVE' and j.run_at <= now() and j.consumer in ${args.consumers}
+            and (j.lease_until is null or j.lease_until < now())
+            and j.attempt < j.max_attempts
+            and (j.lane is null or not exists (
+              select 1 from a2_jobs e
+              where e.session_id = j.session_id and e.consumer = j.consumer and e.lane = j.lane
+                and e.event_index < j.event_index and e.status in ('ACTIVE', 'CANCELLING')))
+          order by j.run_at, j.id
+          limit ${args.limit}
+          for update skip locked
+        )
+        update a2_jobs j
+        set attempt = j.attempt + 1, owner = ${args.owner},
+            lease_until = now() + ((${leases}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
+            updated_at = now()
+        from candidates c where j.id = c.id
+        returning j.id, j.session_id, j.event_index, j.event_id, j.consumer, j.attempt, j.max_attempts, j.cancel_version`,
+  )
+  return rows.map((r) => ({
+    id: Number(r.id),
+    sessionId: String(r.session_id),
+    eventIndex: Number(r.event_index),
+    eventId: String(r.event_id),
+    consumer: String(r.consumer),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    cancelVersion: Number(r.cancel_version),
+  }))
+}
+
+export interface RenewResult {
+  held: boolean
+  status?: RunStatus
+  cancelVersion?: number
+  cancelledBy?: { id: string; index: number } | null
+}
+
+/** Extends the lease. Not held: another attempt has the job, or it was fenced out. */
+export async function renewLease(executor: Executor, fence: Fence, owner: string, leaseMs: number): Promise<RenewResult> {
+  const [row] = await query<{ status: RunStatus; cancel_version: number; cancelled_by: RenewResult['cancelledBy'] }>(
+    executor,
+    sql`update a2_jobs set lease_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
+        where id = ${fence.jobId} and attempt = ${fence.attempt} and owner = ${owner}
+          and status in ('ACTIVE', 'CANCELLING')
+        returning status, cancel_version, cancelled_by`,
+  )
+  if (!row) return { held: false }
+  return { held: true, status: row.status, cancelVersion: row.cancel_version, cancelledBy: row.cancelled_by }
+}
+
+/** Why a fenced write found no row: superseded by a newer attempt, or the run was settled without it. */
+export async function whyNotHeld(executor: Executor, fence: Fence): Promise<'SUPERSEDED_ATTEMPT' | 'FENCED_OUT'> {
+  const [row] = await query<{ attempt: number }>(executor, sql`select attempt from a2_jobs where id = ${fence.jobId}`)
+  return row && row.attempt !== fence.attempt ? 'SUPERSEDED_ATTEMPT' : 'FENCED_OUT'
+}
+
+/**
+ * The handler returned: COMPLETED, or CANCELLED when a cancel landed during the run (the
+ * stop is the outcome). Fenced on (job, attempt).
+ */
+export async function completeJob(executor: Executor, fence: Fence): Promise<RunStatus | undefined> {
+  const [row] = await query<{ status: RunStatus; from_status: RunStatus }>(
+    executor,
+    sql`update a2_jobs j
+        set status = case when j.status = 'CANCELLING' then 'CANCELLED' else 'COMPLETED' end,
+            owner = null, lease_until = null, updated_at = now()
+        from (select status as from_status from a2_jobs where id = ${fence.jobId}) prev
+        where j.id = ${fence.jobId} and j.attempt = ${fence.attempt} and j.status in ('ACTIVE', 'CANCELLING')
+        returning j.status, prev.from_status`,
+  )
+  if (!row) return undefined
+  await recordTransitions(executor, [
+    {
+      jobId: fence.jobId,
+      attempt: fence.attempt,
+      from: row.from_status,
+      to: row.status,
+      reason: row.status === 'CANCELLED' ? 'STOPPED_BY_CANCEL' : 'RETURNED',
+    },
+  ])
+  return row.status
+}
+
+/**
+ * The attempt lost its claim and threw: give the job back at once. The attempt stays
+ * spent (attempt is not decremented), so a crash loop still exhausts the budget.
+ */
+export async function surrenderJob(executor: Executor, fence: Fence, code: string): Promise<boolean> {
+  const rows = await query(
+    executor,
+    sql`update a2_jobs set owner = null, lease_until = null, run_at = now(), updated_at = now()
+        where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+        returning id`,
+  )
+  if (rows.length === 1) {
+    await recordTransitions(executor, [
+      { jobId: fence.jobId, attempt: fence.attempt, from: 'ACTIVE', to: 'ACTIVE', reason: 'SURRENDERED', detail: { code } },
+    ])
+  }
+  return rows.length === 1
+}
+
+/**
+ * Retry scheduling boundary: a failure is retried only while the run is still ACTIVE
+ * (compare-and-set). A cancel that landed first revokes the retry, and that is recorded.
+ */
+export async function scheduleRetry(
+  executor: Executor,
+  fence: Fence,
+  delayMs: number,
+  error: { message: string; code?: string },
+): Promise<'RETRY_SCHEDULED' | 'RETRY_REVOKED' | 'FENCED'> {
+  const retried = await query(
+    executor,
+    sql`update a2_jobs set owner = null, lease_until = null, run_at = now() + ${delayMs} * interval '1 millisecond',
+            last_error = ${JSON.stringify(error)}::jsonb, updated_at = now()
+        where id = ${fence.jobId} and attempt = ${fence.attempt} and status = 'ACTIVE'
+        returning id`,
+  )
+  if (retried.length === 1) {
+    await recordTransitions(executor, [
+      { jobId: fence.jobId, attempt: fence.attempt, from: 'ACTIVE', to: 'ACTIVE', reason: 'RETRY_SCHEDULED', detail: { delayMs, error } },
+    ])
+    return 'RETRY_SCHEDULED'
+  }
+  const revoked = await settleJob(executor, fence, 'CANCELLING', 'CANCELLED', 'RETRY_REVOKED', { error })
+  return revoked ? 'RETRY_REVOKED' : 'FENCED'
+}
+
+/** A compare-and-set status change fenced on (job, attempt), recorded in the job's history. */
+export async function settleJob(
+  executor: Executor,
+  fence: Fence,
+  from: RunStatus,
+  to: RunStatus,
+  reason: string,
+  detail?: unknown,
+): Promise<boolean> {
+  const rows = await query(
+    executor,
+    sql`update a2_jobs set status = ${to}, owner = null, lease_until = null, updated_at = now()
+        where id = ${fence.jobId} and attempt = ${fence.attempt} and status = ${from}
+        returning id`,
+  )
+  if (rows.length === 1) await recordTransitions(executor, [{ jobId: fence.jobId, attempt: fence.attempt, from, to, reason, detail }])
+  return rows.length === 1
+}
+
+/** The failure payload the runtime appends so the app can show that a run gave up. */
+export function failureEvent(job: { eventId: string; consumer: string }, attempts: number, error: { message: string; code?: string }) {
+  return { type: FAILED_TYPE, payload: { of: job.eventId, consumer: job.consumer, attempts, error } }
+}
+
+export function describeError(error: unknown): { message: string; code?: string } {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return { message: error.message.slice(0, 500), ...(typeof code === 'string' ? { code } : {}) }
+  }
+  return { message: String(error).slice(0, 500) }
+}
+
+/** Exponential backoff with full jitter: 250 ms, 500 ms, 1 s … capped at 30 s. */
+export function backoffMs(attempt: number): number {
+  const ceiling = Math.min(30_000, 250 * 2 ** Math.max(0, attempt - 1))
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
+}
+
+export type { A2Event }

@@ -1,0 +1,336 @@
+/**
+ * The log: sessions, append and read. An append is one transaction that takes the
+ * session's row lock, assigns contiguous indexes (so commit order equals index order and
+ * a tail reading `index > cursor` never skips), writes one job per matching consumer,
+ * applies cancellation as a compare-and-set, and NOTIFYs once.
+ */
+import { randomUUID } from 'node:crypto'
+import { and, desc, eq, gt, lt, asc } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
+import { events, jobs, sessions, type EventRow } from '../schema'
+import type { A2Event } from './contract'
+import { A2Error } from './errors'
+import { CHANNEL, type Hint } from './bus'
+import { query, type Db, type Executor, type Store } from './store'
+import { recordTransitions, type Transition } from './transitions'
+
+export interface JobRoute {
+  consumer: string
+  lane: string | null
+  maxAttempts: number
+}
+export interface CancelRoute {
+  consumer: string
+  /** Absent: every earlier open job of the consumer is cancelled. */
+  predicate?: (event: A2Event, trigger: A2Event) => boolean
+}
+/** Which consumers an event type starts, and which it cancels. Built by the server from its consumers. */
+export interface Routing {
+  jobsFor(type: string): readonly JobRoute[]
+  cancelsFor(type: string): readonly CancelRoute[]
+}
+
+export interface ValidInput {
+  id?: string
+  type: string
+  payload: unknown
+  stepOf?: string
+}
+
+/** An attempt's fencing token: its writes land only while it still holds the job. */
+export interface Fence {
+  jobId: number
+  attempt: number
+}
+
+export interface AppendOptions {
+  /** Set for pushes: the session must belong to this owner. */
+  owner?: string
+  fence?: Fence
+  /**
+   * Runs inside the append's transaction, after the session lock and before the insert;
+   * a throw rolls the whole append back. How a status change and the event that reports
+   * it commit together (a job's FAILED status and its `a2.failed` event).
+   */
+  within?: (tx: Executor) => Promise<void>
+}
+
+export interface AppendResult {
+  events: A2Event[]
+  /** Every input carried an id that was already in the log: nothing was written. */
+  duplicate: boolean
+}
+
+export function toEvent(row: EventRow): A2Event {
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    index: row.index,
+    type: row.type,
+    payload: row.payload,
+    createdAt: new Date(row.createdAt).toISOString(),
+  }
+}
+
+export async function append(
+  store: Store,
+  routing: Routing,
+  sessionId: string,
+  inputs: readonly ValidInput[],
+  options: AppendOptions = {},
+): Promise<AppendResult> {
+  if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
+  return store.db.transaction(async (tx) => {
+    const [session] = await query<{ head: number; owner: string }>(
+      tx,
+      sql`select head, owner from a2_sessions where id = ${sessionId} for update`,
+    )
+    if (!session) throw new A2Error('not_found', 'no such session')
+    if (options.owner !== undefined && session.owner !== options.owner) {
+      throw new A2Error('forbidden', 'this session belongs to someone else')
+    }
+
+    const duplicate = await findDuplicates(tx, sessionId, inputs)
+    if (duplicate) return { events: duplicate, duplicate: true }
+    if (options.fence) await checkFence(tx, options.fence)
+    await options.within?.(tx)
+    await checkAdmission(tx, sessionId, inputs)
+
+    const rows = await (tx as unknown as Db)
+      .insert(events)
+      .values(
+        inputs.map((input, i) => ({
+          sessionId,
+          index: session.head + i,
+          id: input.id ?? randomUUID(),
+          type: input.type,
+          payload: input.payload ?? null,
+        })),
+      )
+      .returning()
+    const appended = rows.sort((a, b) => a.index - b.index).map(toEvent)
+
+    const newJobs = await insertJobs(tx, routing, appended)
+    const cancelled = await applyCancellation(tx, routing, appended)
+
+    await tx.execute(
+      sql`update a2_sessions set head = ${session.head + inputs.length}, updated_at = now() where id = ${sessionId}`,
+    )
+    const hint: Hint = { s: sessionId, h: session.head + inputs.length }
+    if (newJobs > 0) hint.j = 1
+    if (cancelled.length > 0) hint.c = cancelled
+    await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
+    return { events: appended, duplicate: false }
+  })
+}
+
+/** A client-supplied id makes a push idempotent: a repeat answers the original and writes nothing. */
+async function findDuplicates(
+  tx: Executor,
+  sessionId: string,
+  inputs: readonly ValidInput[],
+): Promise<A2Event[] | undefined> {
+  const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
+  if (ids.length === 0) return undefined
+  const existing = await (tx as unknown as Db)
+    .select()
+    .from(events)
+    .where(and(eq(events.sessionId, sessionId), sql`${events.id} in ${ids}`))
+    .orderBy(asc(events.index))
+  if (existing.length === 0) return undefined
+  if (existing.length === inputs.length) return existing.map(toEvent)
+  throw new A2Error('conflict', 'some of these event ids are already in the log and some are not')
+}
+
+async function checkFence(tx: Executor, fence: Fence): Promise<void> {
+  const held = await query(
+    tx,
+    sql`update a2_jobs set updated_at = now()
+        where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+        returning id`,
+  )
+  if (held.length !== 1) {
+    throw new A2Error('fenced', `attempt ${fence.attempt} of job ${fence.jobId} no longer holds the job`)
+  }
+}
+
+/** Admission boundary: a step of a run that is cancelling or cancelled is refused. */
+async function checkAdmission(tx: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<void> {
+  const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
+  if (runs.length === 0) return
+  const refused = await query<{ event_id: string; status: string }>(
+    tx,
+    sql`select event_id, status from a2_jobs
+        where session_id = ${sessionId} and event_id in ${runs} and status in ('CANCELLING', 'CANCELLED')
+        limit 1 for share`,
+  )
+  if (refused.length > 0) {
+    throw new A2Error('run_cancelled', `run ${refused[0].event_id} is ${refused[0].status.toLowerCase()}`)
+  }
+}
+
+async function insertJobs(tx: Executor, routing: Routing, appended: A2Event[]): Promise<number> {
+  const rows = appended.flatMap((event) =>
+    routing.jobsFor(event.type).map((route) => ({
+      sessionId: event.sessionId,
+      eventIndex: event.index,
+      eventId: event.id,
+      consumer: route.consumer,
+      lane: route.lane,
+      maxAttempts: route.maxAttempts,
+    })),
+  )
+  if (rows.length === 0) return 0
+  await (tx as unknown as Db).insert(jobs).values(rows)
+  return rows.length
+}
+
+interface OpenJob {
+  job_id: number
+  consumer: string
+  attempt: number
+  event_index: number
+  event_id: string
+  type: string
+  payload: unknown
+  created_at: string | Date
+}
+
+/**
+ * Moves every open job that an appended event matches (abortOn) from ACTIVE to CANCELLING
+ * and bumps its cancel_version — a compare-and-set on status, in the append's transaction.
+ */
+async function applyCancellation(
+  tx: Executor,
+  routing: Routing,
+  appended: A2Event[],
+): Promise<Array<[number, number, string, number]>> {
+  const out: Array<[number, number, string, number]> = []
+  for (const event of appended) {
+    const routes = routing.cancelsFor(event.type)
+    if (routes.length === 0) continue
+    const consumers = routes.map((r) => r.consumer)
+    const open = await query<OpenJob>(
+      tx,
+      sql`select j.id as job_id, j.consumer, j.attempt, e.index as event_index, e.id as event_id, e.type, e.payload, e.created_at
+          from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
+          where j.session_id = ${event.sessionId} and j.status = 'ACTIVE'
+            and j.consumer in ${consumers} and j.event_index < ${event.index}`,
+    )
+    const targets = open.filter((job) => {
+      const route = routes.find((r) => r.consumer === job.consumer)!
+      if (!route.predicate) return true
+      const trigger: A2Event = {
+        id: job.event_id,
+        sessionId: event.sessionId,
+        index: job.event_index,
+        type: job.type,
+        payload: job.payload,
+        createdAt: new Date(job.created_at).toISOString(),
+      }
+      return route.predicate(event, trigger)
+    })
+    if (targets.length === 0) continue
+    const ids = targets.map((t) => t.job_id)
+    const cancelledBy = { id: event.id, index: event.index, type: event.type }
+    const moved = await query<{ id: number; attempt: number; cancel_version: number }>(
+      tx,
+      sql`update a2_jobs
+          set status = 'CANCELLING', cancel_version = cancel_version + 1, cancelled_by = ${JSON.stringify(cancelledBy)}::jsonb,
+              cancelling_since = now(), updated_at = now()
+          where id in ${ids} and status = 'ACTIVE'
+          returning id, attempt, cancel_version`,
+    )
+    const transitions: Transition[] = moved.map((job) => ({
+      jobId: Number(job.id),
+      attempt: job.attempt,
+      from: 'ACTIVE',
+      to: 'CANCELLING',
+      reason: 'CANCEL_APPENDED',
+      detail: cancelledBy,
+    }))
+    await recordTransitions(tx, transitions)
+    for (const job of moved) out.push([Number(job.id), job.cancel_version, event.id, event.index])
+  }
+  return out
+}
+
+export async function read(
+  executor: Executor,
+  sessionId: string,
+  options: { after?: number; limit?: number; before?: number } = {},
+): Promise<A2Event[]> {
+  const db = executor as unknown as Db
+  const conditions = [eq(events.sessionId, sessionId), gt(events.index, options.after ?? -1)]
+  if (options.before !== undefined) conditions.push(lt(events.index, options.before))
+  const rows = await db
+    .select()
+    .from(events)
+    .where(and(...conditions))
+    .orderBy(asc(events.index))
+    .limit(options.limit ?? 1000)
+  return rows.map(toEvent)
+}
+
+export interface SessionSummary {
+  id: string
+  title: string
+  head: number
+  createdAt: string
+  updatedAt: string
+}
+
+export async function createSession(
+  store: Store,
+  owner: string,
+  options: { id?: string; title?: string } = {},
+): Promise<SessionSummary> {
+  const [row] = await store.db
+    .insert(sessions)
+    .values({ id: options.id ?? randomUUID(), owner, title: options.title ?? '' })
+    .returning()
+  return summarize(row)
+}
+
+/** A session's summary, or a typed error when it does not exist or belongs to someone else. */
+export async function getOwnedSession(store: Store, sessionId: string, owner: string): Promise<SessionSummary> {
+  const [row] = await store.db.select().from(sessions).where(eq(sessions.id, sessionId))
+  if (!row) throw new A2Error('not_found', 'no such session')
+  if (row.owner !== owner) throw new A2Error('forbidden', 'this session belongs to someone else')
+  return summarize(row)
+}
+
+export async function listSessions(
+  store: Store,
+  owner: string,
+  options: { limit?: number; before?: string } = {},
+): Promise<SessionSummary[]> {
+  const conditions = [eq(sessions.owner, owner)]
+  if (options.before) conditions.push(lt(sessions.updatedAt, new Date(options.before)))
+  const rows = await store.db
+    .select()
+    .from(sessions)
+    .where(and(...conditions))
+    .orderBy(desc(sessions.updatedAt))
+    .limit(Math.min(options.limit ?? 50, 200))
+  return rows.map(summarize)
+}
+
+export async function renameSession(store: Store, sessionId: string, owner: string, title: string): Promise<void> {
+  const updated = await store.db
+    .update(sessions)
+    .set({ title })
+    .where(and(eq(sessions.id, sessionId), eq(sessions.owner, owner)))
+    .returning({ id: sessions.id })
+  if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+}
+
+function summarize(row: typeof sessions.$inferSelect): SessionSummary {
+  return {
+    id: row.id,
+    title: row.title,
+    head: row.head,
+    createdAt: new Date(row.createdAt).toISOString(),
+    updatedAt: new Date(row.updatedAt).toISOString(),
+  }
+}

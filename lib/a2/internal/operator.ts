@@ -1,0 +1,76 @@
+/**
+ * The operator's view of runs: jobs with status, attempts, cancel version, transition
+ * history and effects; and the one manual action, settling an UNKNOWN effect.
+ */
+import { desc, eq, sql, asc, and } from 'drizzle-orm'
+import { effects, jobTransitions, jobs } from '../schema'
+import type { Consumer } from './consumer'
+import { A2Error } from './errors'
+import { query, type Store } from './store'
+import { recordTransitions } from './transitions'
+
+export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>) {
+  const db = store.db
+  return {
+    async listRuns(options: { sessionIds?: string[]; limit?: number } = {}) {
+      const where = options.sessionIds ? sql`${jobs.sessionId} in ${options.sessionIds.length ? options.sessionIds : ['']}` : undefined
+      return db
+        .select()
+        .from(jobs)
+        .where(where)
+        .orderBy(desc(jobs.id))
+        .limit(Math.min(options.limit ?? 100, 500))
+    },
+
+    async runDetail(jobId: number) {
+      const [job] = await db.select().from(jobs).where(eq(jobs.id, jobId))
+      if (!job) throw new A2Error('not_found', 'no such run')
+      const history = await db.select().from(jobTransitions).where(eq(jobTransitions.jobId, jobId)).orderBy(asc(jobTransitions.id))
+      const effectRows = await db.select().from(effects).where(eq(effects.jobId, jobId)).orderBy(asc(effects.createdAt))
+      return { job, history, effects: effectRows }
+    },
+
+    /**
+     * An operator decides an UNKNOWN effect: done (with what they know of the result) or not
+     * done. When no effect of the run stays UNKNOWN the run settles: a run that was being
+     * cancelled becomes CANCELLED; otherwise it becomes ACTIVE again so a new attempt
+     * replays the recorded result (done) or dispatches again under the same key (not done).
+     */
+    async resolveEffect(jobId: number, key: string, verdict: { done: boolean; result?: unknown }, by: string) {
+      return db.transaction(async (tx) => {
+        const updated = await query(
+          tx,
+          sql`update a2_effects set status = ${verdict.done ? 'DONE' : 'INTENT'},
+                  result = ${JSON.stringify(verdict.done ? { value: verdict.result ?? null } : null)}::jsonb, updated_at = now()
+              where job_id = ${jobId} and key = ${key} and status = 'UNKNOWN' returning job_id`,
+        )
+        if (updated.length !== 1) throw new A2Error('conflict', 'that effect is not UNKNOWN')
+        const [job] = await query<{ attempt: number; status: string; cancelled_by: unknown }>(
+          tx,
+          sql`select attempt, status, cancelled_by from a2_jobs where id = ${jobId} for update`,
+        )
+        const [{ open }] = await query<{ open: number }>(
+          tx,
+          sql`select count(*)::int as open from a2_effects where job_id = ${jobId} and status in ('UNKNOWN', 'DISPATCHED')`,
+        )
+        let status = job.status
+        if (open === 0 && job.status === 'UNKNOWN') {
+          status = job.cancelled_by ? 'CANCELLED' : 'ACTIVE'
+          await query(
+            tx,
+            sql`update a2_jobs set status = ${status}, owner = null, lease_until = null, run_at = now(),
+                    max_attempts = greatest(max_attempts, attempt + 1), updated_at = now()
+                where id = ${jobId} and status = 'UNKNOWN' returning id`,
+          )
+          await recordTransitions(tx, [
+            { jobId, attempt: job.attempt, from: 'UNKNOWN', to: status as 'ACTIVE', reason: 'OPERATOR_RESOLVED', detail: { key, verdict, by } },
+          ])
+        }
+        await tx.execute(sql`select pg_notify('a2', ${JSON.stringify({ s: '', h: 0, j: 1 })})`)
+        return { status }
+      })
+    },
+  }
+}
+
+export { and }

@@ -1,0 +1,163 @@
+/**
+ * createServer({ contract, consumers, store }) wires a contract's consumers to a store:
+ * the append routing (which jobs an event starts, which runs it cancels), pushes from
+ * browsers, reads and tails, and workers.
+ */
+import type { Consumer } from './consumer'
+import { validateInput, type A2Event, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
+import { A2Error } from './errors'
+import {
+  append,
+  createSession,
+  getOwnedSession,
+  listSessions,
+  read,
+  renameSession,
+  type AppendResult,
+  type CancelRoute,
+  type Fence,
+  type JobRoute,
+  type Routing,
+  type ValidInput,
+} from './log'
+import type { Executor, Store } from './store'
+import { tail } from './tail'
+import { Worker, DEFAULT_MAX_ATTEMPTS, type WorkerOptions } from './worker'
+import { busFor } from './bus'
+import { operator } from './operator'
+
+/** Most events one push may carry: a message and its generate request fit many times over. */
+export const MAX_EVENTS_PER_PUSH = 20
+
+export interface ServerOptions<C extends Contract> {
+  contract: C
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each consumer has its own trigger types
+  consumers: ReadonlyArray<Consumer<C, any>>
+  store: Store
+}
+
+export function buildRouting(consumers: ReadonlyArray<Consumer<any, any>>): Routing {
+  const jobs = new Map<string, JobRoute[]>()
+  const cancels = new Map<string, CancelRoute[]>()
+  for (const { options } of consumers) {
+    for (const type of options.types as string[]) {
+      const list = jobs.get(type) ?? []
+      list.push({ consumer: options.name, lane: options.lane ?? null, maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS })
+      jobs.set(type, list)
+    }
+    const abortOn = options.abortOn
+    if (!abortOn) continue
+    const entries: Array<[string, CancelRoute['predicate']]> = Array.isArray(abortOn)
+      ? abortOn.map((type: string) => [type, undefined])
+      : Object.entries(abortOn as Record<string, CancelRoute['predicate']>)
+    for (const [type, predicate] of entries) {
+      const list = cancels.get(type) ?? []
+      list.push({ consumer: options.name, predicate })
+      cancels.set(type, list)
+    }
+  }
+  return {
+    jobsFor: (type) => jobs.get(type) ?? [],
+    cancelsFor: (type) => cancels.get(type) ?? [],
+  }
+}
+
+export function createServer<C extends Contract>(options: ServerOptions<C>) {
+  const { contract, store } = options
+  const consumers = new Map<string, Consumer>()
+  for (const c of options.consumers as unknown as ReadonlyArray<Consumer>) {
+    if (consumers.has(c.options.name)) throw new Error(`two consumers are named "${c.options.name}"`)
+    if (c.options.contract !== contract) throw new Error(`consumer "${c.options.name}" was defined for another contract`)
+    consumers.set(c.options.name, c)
+  }
+  const routing = buildRouting([...consumers.values()])
+  const definitions = contract.events as Record<string, EventDefinition>
+
+  const prepare = (input: unknown, origin: 'browser' | 'server'): ValidInput => {
+    const valid = validateInput(contract, input, origin)
+    const stepOf = definitions[valid.type].stepOf?.(valid.payload as never)
+    return stepOf ? { ...valid, stepOf } : valid
+  }
+
+  const serverAppend = async (
+    sessionId: string,
+    inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>,
+    appendOptions: { fence?: Fence; within?: (tx: Executor) => Promise<void> } = {},
+  ): Promise<AppendResult> =>
+    append(store, routing, sessionId, inputs.map((input) => prepare(input, 'server')), appendOptions)
+
+  const workers = new Set<Worker>()
+
+  return {
+    contract,
+    store,
+    routing,
+
+    /** Server-side append (consumers, seeds, tests): any type of the contract. */
+    async append(sessionId: string, ...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>> {
+      return (await serverAppend(sessionId, inputs)).events as Array<EventOf<C>>
+    },
+
+    /**
+     * A browser's push: one event or `{ events: [...] }`, validated against the contract
+     * (browser-pushable types only), into a session the owner holds. All or nothing.
+     */
+    async push(sessionId: string, owner: string, body: unknown): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
+      const list = isBatch(body) ? body.events : [body]
+      if (!Array.isArray(list) || list.length === 0) throw new A2Error('bad_request', 'push one event or { events: [...] }')
+      if (list.length > MAX_EVENTS_PER_PUSH) {
+        throw new A2Error('payload_too_large', `at most ${MAX_EVENTS_PER_PUSH} events per push`)
+      }
+      const inputs = list.map((input) => prepare(input, 'browser'))
+      const result = await append(store, routing, sessionId, inputs, { owner })
+      return { events: result.events as Array<EventOf<C>>, duplicate: result.duplicate }
+    },
+
+    /** Events after `after`, for the session's owner. */
+    async read(sessionId: string, owner: string, options: { after?: number; before?: number; limit?: number } = {}) {
+      await getOwnedSession(store, sessionId, owner)
+      return (await read(store.db, sessionId, options)) as Array<EventOf<C>>
+    },
+
+    /** A live tail for the session's owner; ends when `signal` aborts. */
+    async tail(sessionId: string, owner: string, options: { after: number; signal: AbortSignal; pollMs?: number }) {
+      await getOwnedSession(store, sessionId, owner)
+      return tail(store, sessionId, options) as AsyncGenerator<Array<EventOf<C>>>
+    },
+
+    sessions: {
+      create: (owner: string, init: { id?: string; title?: string } = {}) => createSession(store, owner, init),
+      get: (sessionId: string, owner: string) => getOwnedSession(store, sessionId, owner),
+      list: (owner: string, page: { limit?: number; before?: string } = {}) => listSessions(store, owner, page),
+      rename: (sessionId: string, owner: string, title: string) => renameSession(store, sessionId, owner, title),
+    },
+
+    /** Starts a worker in this process for the server's consumers. */
+    async startWorker(workerOptions: WorkerOptions = {}): Promise<Worker> {
+      const worker = new Worker({ store, contract, consumers, append: serverAppend }, workerOptions)
+      workers.add(worker)
+      return worker.start()
+    },
+
+    operator: operator(store, consumers),
+
+    /** Live bus subscriptions: a test guard that SSE clients leave nothing behind. */
+    async subscriptions(): Promise<number> {
+      return (await busFor(store)).size
+    },
+
+    /** Stops every worker this server started (in-flight attempts finish or are surrendered). */
+    async stopWorkers(stopOptions: { graceMs?: number } = {}): Promise<void> {
+      await Promise.all([...workers].map((w) => w.stop(stopOptions)))
+      workers.clear()
+    },
+  }
+}
+
+export type A2Server<C extends Contract = Contract> = ReturnType<typeof createServer<C>>
+
+function isBatch(body: unknown): body is { events: unknown[] } {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) && 'events' in body && Object.keys(body).length === 1
+}
+
+export type { A2Event }

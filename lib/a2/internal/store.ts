@@ -1,0 +1,84 @@
+/**
+ * The store: a drizzle database on either driver (postgres-js or PGlite) behind one type,
+ * plus the one LISTEN connection a process holds. Everything in a2 talks to a Store.
+ */
+import type { SQL } from 'drizzle-orm'
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+
+export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>
+/** A database or a transaction: every statement helper accepts either. */
+export type Executor = Pick<Db, 'execute'>
+
+export interface Store {
+  readonly kind: 'postgres' | 'pglite'
+  readonly db: Db
+  /** Subscribes to a NOTIFY channel. Postgres: one dedicated connection per store, shared by every channel. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  close(): Promise<void>
+}
+
+/** Rows of a raw statement, whichever driver ran it (postgres-js returns an array, PGlite `{ rows }`). */
+export async function query<Row = Record<string, unknown>>(executor: Executor, statement: SQL): Promise<Row[]> {
+  const result = (await executor.execute(statement)) as unknown
+  return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
+}
+
+export async function openPostgresStore(
+  url: string,
+  options: { max?: number; migrationsFolder?: string; onNotice?: (n: unknown) => void } = {},
+): Promise<Store> {
+  const { default: postgres } = await import('postgres')
+  const { drizzle } = await import('drizzle-orm/postgres-js')
+  if (options.migrationsFolder) await migratePostgres(url, options.migrationsFolder)
+  const client = postgres(url, {
+    // 10 connections: enough for the embedded worker, SSE reads and pushes on 2 cores;
+    // more only queues in Postgres. The LISTEN connection is separate (postgres-js reserves one).
+    max: options.max ?? 10,
+    onnotice: options.onNotice ?? (() => {}),
+    // Fail a statement instead of hanging forever when the server is gone; the lease
+    // clock, not this timeout, is what aborts runs.
+    connect_timeout: 5,
+  })
+  const db = drizzle(client) as unknown as Db
+  return {
+    kind: 'postgres',
+    db,
+    async listen(channel, onPayload) {
+      const request = await client.listen(channel, onPayload)
+      return () => request.unlisten()
+    },
+    close: () => client.end({ timeout: 2 }),
+  }
+}
+
+/** Migrations run under an advisory lock so several app instances and workers can start together. */
+async function migratePostgres(url: string, migrationsFolder: string): Promise<void> {
+  const { default: postgres } = await import('postgres')
+  const { drizzle } = await import('drizzle-orm/postgres-js')
+  const { migrate } = await import('drizzle-orm/postgres-js/migrator')
+  const client = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    await client`select pg_advisory_lock(4242)`
+    await migrate(drizzle(client), { migrationsFolder })
+    await client`select pg_advisory_unlock(4242)`
+  } finally {
+    await client.end({ timeout: 2 })
+  }
+}
+
+export async function openPgliteStore(options: { dataDir?: string; migrationsFolder?: string } = {}): Promise<Store> {
+  const { PGlite } = await import('@electric-sql/pglite')
+  const { drizzle } = await import('drizzle-orm/pglite')
+  const pg = await PGlite.create(options.dataDir)
+  const database = drizzle(pg)
+  if (options.migrationsFolder) {
+    const { migrate } = await import('drizzle-orm/pglite/migrator')
+    await migrate(database, { migrationsFolder: options.migrationsFolder })
+  }
+  return {
+    kind: 'pglite',
+    db: database as unknown as Db,
+    listen: (channel, onPayload) => pg.listen(channel, onPayload),
+    close: () => pg.close(),
+  }
+}

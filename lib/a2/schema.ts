@@ -1,0 +1,132 @@
+/**
+ * The a2 tables. An app's drizzle schema re-exports these beside its own tables so
+ * drizzle-kit generates one migration history for both.
+ *
+ * Terminology: a *session* owns an append-only log of *events* (index 0,1,2… gapless);
+ * a *job* is one (event, consumer) pair; each claim of a job is an *attempt* (the
+ * fencing token); an *effect* is a side effect outside the log, recorded by stable key.
+ */
+import { sql } from 'drizzle-orm'
+import {
+  bigserial,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core'
+
+export const sessions = pgTable(
+  'a2_sessions',
+  {
+    id: text('id').primaryKey(),
+    owner: text('owner').notNull(),
+    title: text('title').notNull().default(''),
+    /** Number of events in the log; the next append gets this index. Updating it takes the per-session row lock. */
+    head: integer('head').notNull().default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('a2_sessions_owner_updated').on(t.owner, t.updatedAt)],
+)
+export type SessionRow = typeof sessions.$inferSelect
+
+export const events = pgTable(
+  'a2_events',
+  {
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    index: integer('index').notNull(),
+    id: text('id').notNull(),
+    type: text('type').notNull(),
+    payload: jsonb('payload').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.sessionId, t.index] }),
+    // Event ids are unique per session, not globally: a client-chosen id can never
+    // collide with (or probe for) an event in someone else's session.
+    uniqueIndex('a2_events_session_id').on(t.sessionId, t.id),
+  ],
+)
+export type EventRow = typeof events.$inferSelect
+
+export const jobs = pgTable(
+  'a2_jobs',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    eventIndex: integer('event_index').notNull(),
+    eventId: text('event_id').notNull(),
+    consumer: text('consumer').notNull(),
+    /** Lane key, or null for no lane. Jobs of one (session, consumer, lane) run one at a time in index order. */
+    lane: text('lane'),
+    /** Run status: ACTIVE, CANCELLING, CANCELLED, COMPLETED, FAILED, UNKNOWN. */
+    status: text('status').notNull().default('ACTIVE'),
+    cancelVersion: integer('cancel_version').notNull().default(0),
+    /** The event that cancelled the run: { id, index, type }. */
+    cancelledBy: jsonb('cancelled_by'),
+    attempt: integer('attempt').notNull().default(0),
+    maxAttempts: integer('max_attempts').notNull(),
+    runAt: timestamp('run_at', { withTimezone: true }).notNull().defaultNow(),
+    owner: text('owner'),
+    leaseUntil: timestamp('lease_until', { withTimezone: true }),
+    /** When CANCELLING began: the forced-cancel grace period counts from here. */
+    cancellingSince: timestamp('cancelling_since', { withTimezone: true }),
+    lastError: jsonb('last_error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('a2_jobs_event_consumer').on(t.sessionId, t.eventIndex, t.consumer),
+    index('a2_jobs_runnable').on(t.runAt).where(sql`status = 'ACTIVE'`),
+    index('a2_jobs_session_open').on(t.sessionId, t.consumer).where(sql`status in ('ACTIVE', 'CANCELLING')`),
+    index('a2_jobs_cancelling').on(t.cancellingSince).where(sql`status = 'CANCELLING'`),
+    index('a2_jobs_updated').on(t.updatedAt),
+  ],
+)
+export type JobRow = typeof jobs.$inferSelect
+
+/** Every status change of a job, with its reason: how an operator explains a run afterwards. */
+export const jobTransitions = pgTable(
+  'a2_job_transitions',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    jobId: integer('job_id').notNull(),
+    attempt: integer('attempt').notNull(),
+    fromStatus: text('from_status'),
+    toStatus: text('to_status').notNull(),
+    reason: text('reason').notNull(),
+    detail: jsonb('detail'),
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('a2_job_transitions_job').on(t.jobId, t.id)],
+)
+export type JobTransitionRow = typeof jobTransitions.$inferSelect
+
+/**
+ * Effects: INTENT → DISPATCHED → DONE | FAILED, or CANCELLED_BEFORE_DISPATCH, or UNKNOWN
+ * (dispatched by an attempt that died; reconciled later or by an operator).
+ */
+export const effects = pgTable(
+  'a2_effects',
+  {
+    jobId: integer('job_id').notNull(),
+    key: text('key').notNull(),
+    status: text('status').notNull(),
+    attempt: integer('attempt').notNull(),
+    cancelVersion: integer('cancel_version').notNull(),
+    result: jsonb('result'),
+    error: jsonb('error'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.key] })],
+)
+export type EffectRow = typeof effects.$inferSelect

@@ -1,0 +1,20 @@
+/**
+ * a2 — the server door: the store, consumers, the server (append, push, read, tail,
+ * workers, the operator view) and the HTTP helpers for route handlers.
+ */
+export * from './index'
+export { openPostgresStore, openPgliteStore } from './internal/store'
+export type { Store, Db } from './internal/store'
+export { consumer } from './internal/consumer'
+export type { Consumer, ConsumerOptions, RunContext, ReconcileResult } from './internal/consumer'
+export { createServer, MAX_EVENTS_PER_PUSH } from './internal/server'
+export type { A2Server } from './internal/server'
+export { RunAborted, abortReason } from './internal/abort'
+export type { AbortCode } from './internal/abort'
+export { EffectNotDispatched, EffectUnknown } from './internal/effects'
+export type { EffectStatus, EffectOptions } from './internal/effects'
+export type { Worker, WorkerOptions } from './internal/worker'
+export type { RunStatus } from './internal/transitions'
+export type { SessionSummary } from './internal/log'
+export * as schema from './schema'
+export { errorResponse, readJsonBody, sseResponse } from './internal/http'

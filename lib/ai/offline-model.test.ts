@@ -1,0 +1,142 @@
+import { generateText, streamText } from 'ai'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createOfflineModel, offlineAnswer } from './offline-model'
+
+const prompt = 'How does pressing Stop cancel the model call on the server?'
+
+// Timers created from now on that have neither fired nor been cleared. Counting the
+// process's active timers instead would be swamped by the test runner's own.
+function trackPendingTimers(): Set<unknown> {
+  const pending = new Set<unknown>()
+  const realSetTimeout = globalThis.setTimeout
+  const realClearTimeout = globalThis.clearTimeout
+  vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    const handle = realSetTimeout(() => {
+      pending.delete(handle)
+      fn(...args)
+    }, ms)
+    pending.add(handle)
+    return handle
+  }) as unknown as typeof setTimeout)
+  vi.spyOn(globalThis, 'clearTimeout').mockImplementation((handle) => {
+    pending.delete(handle)
+    realClearTimeout(handle)
+  })
+  return pending
+}
+
+afterEach(() => {
+  vi.restoreAllMocks()
+})
+
+describe('offlineAnswer', () => {
+  it('is deterministic and readable prose', () => {
+    const text = offlineAnswer(prompt)
+    expect(offlineAnswer(prompt)).toBe(text)
+    const words = text.split(/\s+/).filter(Boolean)
+    expect(words.length).toBeGreaterThan(100)
+    expect(words.length).toBeLessThan(260)
+    expect(text).toContain('pressing Stop cancel the model call')
+  })
+
+  it('varies with the prompt', () => {
+    const answers = new Set(Array.from({ length: 20 }, (_, i) => offlineAnswer(`question ${i}`)))
+    expect(answers.size).toBeGreaterThan(10)
+  })
+})
+
+describe('createOfflineModel', () => {
+  it('streams the deterministic answer word by word through streamText', async () => {
+    const result = streamText({ model: createOfflineModel({ msPerToken: 1 }), prompt })
+    const deltas: string[] = []
+    for await (const delta of result.textStream) deltas.push(delta)
+
+    expect(deltas.join('')).toBe(offlineAnswer(prompt))
+    expect(deltas.length).toBeGreaterThan(100)
+    for (const delta of deltas) expect(delta).toMatch(/^\s*\S+\s*$/)
+    expect(await result.finishReason).toBe('stop')
+    expect((await result.usage).outputTokens).toBe(deltas.length)
+  })
+
+  it('paces tokens msPerToken apart', async () => {
+    const controller = new AbortController()
+    const result = streamText({ model: createOfflineModel({ msPerToken: 10 }), prompt, abortSignal: controller.signal })
+    const times: number[] = []
+    for await (const _ of result.textStream) {
+      times.push(performance.now())
+      // Breaking out alone would leave the model running: streamText tees its output,
+      // so only the abort signal reaches the model.
+      if (times.length === 11) break
+    }
+    controller.abort()
+    // Ten gaps of 10 ms; allow for timer granularity on the low side.
+    expect(times[10] - times[0]).toBeGreaterThanOrEqual(90)
+  })
+
+  it('returns the whole answer from generateText', async () => {
+    const { text, finishReason } = await generateText({ model: createOfflineModel(), prompt })
+    expect(text).toBe(offlineAnswer(prompt))
+    expect(finishReason).toBe('stop')
+  })
+
+  it('stops at maxOutputTokens with finish reason length', async () => {
+    const result = streamText({ model: createOfflineModel({ msPerToken: 1 }), prompt, maxOutputTokens: 5 })
+    expect((await result.text).split(/\s+/).filter(Boolean)).toHaveLength(5)
+    expect(await result.finishReason).toBe('length')
+  })
+
+  it('ends promptly on abort, with no further deltas and no timer left', async () => {
+    const pendingTimers = trackPendingTimers()
+    const controller = new AbortController()
+    const result = streamText({
+      model: createOfflineModel({ msPerToken: 50 }),
+      prompt,
+      abortSignal: controller.signal,
+    })
+
+    let deltas = 0
+    let deltasAfterAbort = 0
+    let abortedAt = 0
+    const types: string[] = []
+    for await (const part of result.fullStream) {
+      types.push(part.type)
+      if (part.type !== 'text-delta') continue
+      if (abortedAt) deltasAfterAbort++
+      if (++deltas === 3) {
+        abortedAt = performance.now()
+        controller.abort()
+      }
+    }
+    const endedAfter = performance.now() - abortedAt
+
+    expect(endedAfter).toBeLessThan(200)
+    expect(deltasAfterAbort).toBe(0)
+    expect(types.at(-1)).toBe('abort')
+    expect(types).not.toContain('finish')
+    expect(pendingTimers.size).toBe(0)
+  })
+
+  it('errors its raw stream with the abort reason, like an aborted fetch', async () => {
+    const controller = new AbortController()
+    const { stream } = await createOfflineModel({ msPerToken: 5 }).doStream({
+      prompt: [{ role: 'user', content: [{ type: 'text', text: prompt }] }],
+      abortSignal: controller.signal,
+    })
+    const reader = stream.getReader()
+    while ((await reader.read()).value?.type !== 'text-delta');
+    controller.abort()
+    await expect(reader.read()).rejects.toMatchObject({ name: 'AbortError' })
+  })
+
+  it('treats an already-aborted signal as an abort, not a hang', async () => {
+    const result = streamText({
+      model: createOfflineModel({ msPerToken: 1 }),
+      prompt,
+      abortSignal: AbortSignal.abort(),
+    })
+    const types: string[] = []
+    for await (const part of result.fullStream) types.push(part.type)
+    expect(types).not.toContain('text-delta')
+    expect(types.at(-1)).toBe('abort')
+  })
+})

@@ -1,0 +1,302 @@
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3FinishReason,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider'
+
+// A built-in model so the app streams real, readable answers with no API key.
+// It paces tokens like a hosted model and honours the abort signal the same way a
+// provider's aborted fetch does, so Stop can be exercised end to end offline.
+
+type Topic = {
+  paragraphs: string[]
+  list: string[]
+  code: string
+}
+
+const TOPICS: Topic[] = [
+  {
+    // cancellation
+    paragraphs: [
+      'Cancellation is only real when it reaches the work itself. Hiding the spinner in the browser is cosmetic; the request that feeds the model has to be torn down too, or you keep paying for tokens nobody will ever read.',
+      'The reliable pattern is a single abort signal threaded from the edge of the system down to the last network call. Every layer accepts it, passes it on, and treats an abort as a normal way to finish rather than as a failure.',
+      'It also helps to make Stop idempotent. A user may press it twice, or press it just as the answer completes, and both cases should settle into the same final state without errors or duplicate writes.',
+    ],
+    list: [
+      'Create one AbortController per generation.',
+      'Pass its signal to every fetch and timer.',
+      'Record how the run ended: completed, stopped or failed.',
+    ],
+    code: 'const controller = new AbortController()\nstopButton.onclick = () => controller.abort()\nawait streamText({ model, prompt, abortSignal: controller.signal })',
+  },
+  {
+    // event logs
+    paragraphs: [
+      'An append-only event log turns a stream into something you can replay. Each chunk is written with a sequence number, so a client that reconnects can ask for everything after the last number it saw and continue seamlessly.',
+      'Because events are never edited in place, the log doubles as an audit trail. You can tell exactly when generation started, which tokens arrived, and whether it finished on its own or was stopped by a person.',
+      'Keep the events small and boring. A type, a sequence number, a timestamp and a payload are usually enough, and anything derived, such as the full message text, can be rebuilt by folding over the log.',
+    ],
+    list: [
+      'Assign sequence numbers on write, not on read.',
+      'Let readers resume from a cursor.',
+      'Rebuild views by folding events in order.',
+    ],
+    code: 'for (const event of log.since(cursor)) {\n  text += event.delta\n  cursor = event.seq\n}',
+  },
+  {
+    // leases
+    paragraphs: [
+      'A lease is a promise with an expiry date. A worker claims a job for a short window and must renew the claim while it keeps working; if it crashes, the lease lapses and another worker can safely pick the job up.',
+      'The important detail is fencing. Every renewal carries a token that increases monotonically, and writes from a worker whose token is stale are rejected, so a paused process cannot wake up and overwrite newer results.',
+      'Choose the lease length from how long you are willing to wait after a crash, then renew at a fraction of it. One third is a common choice because it tolerates a missed heartbeat without losing ownership.',
+    ],
+    list: [
+      'Claim with an expiry and a fencing token.',
+      'Renew well before the lease runs out.',
+      'Reject writes that carry a stale token.',
+    ],
+    code: "const lease = await jobs.claim(jobId, { ttlMs: 15_000 })\nconst timer = setInterval(() => lease.renew(), 5_000)\ntry { await run(lease) } finally { clearInterval(timer) }",
+  },
+  {
+    // streaming
+    paragraphs: [
+      'Streaming changes how an answer feels more than how fast it is. The total time may be the same, but the first words appear within a fraction of a second, and people start reading while the rest is still being written.',
+      'Server-sent events are a good fit for this because they are plain HTTP. The response stays open, each message is a line of text, and proxies, load balancers and browsers already know how to handle them.',
+      'The part that is easy to miss is the end of the stream. A clean finish, an error and a user stop are three different outcomes, and the client should be able to tell them apart instead of guessing from silence.',
+    ],
+    list: [
+      'Flush the first chunk as early as possible.',
+      'Send a distinct final event for each outcome.',
+      'Close the connection when the client goes away.',
+    ],
+    code: "const result = streamText({ model, prompt })\nfor await (const delta of result.textStream) {\n  process.stdout.write(delta)\n}",
+  },
+  {
+    // backpressure
+    paragraphs: [
+      'Backpressure is how a slow reader tells a fast writer to wait. Without it, a producer keeps buffering chunks in memory until something gives, and the usual thing to give is the process that holds the buffer.',
+      'Web streams build this in through the pull model. A source is asked for more data only when the consumer has room, so a model that generates faster than the network can deliver simply pauses instead of piling up text.',
+      'Measuring it is straightforward: watch the queue size at each hop. If one stage is always full and the next is always empty, you have found the bottleneck, and adding more buffering there only hides the problem.',
+    ],
+    list: [
+      'Prefer pull-based sources to push-based ones.',
+      'Keep high-water marks small and explicit.',
+      'Watch queue sizes to find the slow stage.',
+    ],
+    code: 'const stream = new ReadableStream({\n  async pull(controller) {\n    controller.enqueue(await source.next())\n  },\n})',
+  },
+  {
+    // idempotency
+    paragraphs: [
+      'Idempotency means that doing something twice has the same effect as doing it once. In a chat system that matters whenever a network retry, a double click or a reconnect could otherwise start a second generation.',
+      'The usual tool is an idempotency key chosen by the client. The server stores the key with the result of the first attempt and answers any repeat with that stored result instead of running the work again.',
+      'Keys need a lifetime and a scope. Keep them long enough to cover realistic retries, tie them to the user or conversation that created them, and make sure a failed first attempt does not poison the key forever.',
+    ],
+    list: [
+      'Generate the key on the client, once per intent.',
+      'Store the outcome together with the key.',
+      'Replay the stored outcome for duplicates.',
+    ],
+    code: "const key = crypto.randomUUID()\nawait fetch('/api/chat', {\n  method: 'POST',\n  headers: { 'Idempotency-Key': key },\n  body,\n})",
+  },
+  {
+    // retries and timeouts
+    paragraphs: [
+      'Retries and timeouts are two halves of the same decision: how long to wait before giving up, and whether giving up is final. Getting either one wrong turns a brief hiccup into an outage or a stuck request.',
+      'Exponential backoff with jitter is the safe default. Each attempt waits longer than the last, and the random spread keeps a crowd of clients from retrying in lockstep and knocking the service over again.',
+      'Not every error deserves a retry. A timeout or a dropped connection usually does, but a validation error will fail the same way every time, and a user pressing Stop should never be retried at all.',
+    ],
+    list: [
+      'Put a timeout on every remote call.',
+      'Back off exponentially and add jitter.',
+      'Never retry an abort the user asked for.',
+    ],
+    code: 'const delay = Math.min(30_000, 250 * 2 ** attempt)\nawait sleep(delay / 2 + Math.random() * (delay / 2))',
+  },
+  {
+    // observability
+    paragraphs: [
+      'You cannot improve what you cannot see, and streaming systems hide a lot. A single request may span a browser, an API route, a worker and a model provider, each with its own idea of when things started and stopped.',
+      'Two numbers tell most of the story: time to first token and time from Stop to the upstream connection closing. The first is what users feel; the second tells you whether cancellation actually saves money.',
+      'Tests are observability you run before shipping. A fake upstream that records when each request opened and closed lets you assert that pressing Stop really ends the model call, rather than trusting that it probably does.',
+    ],
+    list: [
+      'Trace one request across every hop.',
+      'Track time to first token and time to stop.',
+      'Assert on upstream behaviour in tests.',
+    ],
+    code: "const started = performance.now()\nconst first = await firstToken(stream)\nmetrics.record('ttft_ms', first - started)",
+  },
+]
+
+const OPENINGS = [
+  (q: string) => `You asked about "${q}". Here is how I would think about it.`,
+  (q: string) => `Good question: "${q}". Let me walk through the main ideas.`,
+  (q: string) => `On "${q}", a few things are worth separating out.`,
+]
+
+const CLOSINGS = [
+  'I hope that helps. Ask a follow-up if you want to go deeper on any part.',
+  'That is the short version; happy to expand on any of these points.',
+  'Let me know which part you would like to explore next.',
+]
+
+// FNV-1a: stable across runs and platforms, unlike anything seeded by time.
+function hash(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return h >>> 0
+}
+
+// Trailing punctuation is dropped so the question sits naturally inside the quotes.
+function restate(prompt: string): string {
+  const oneLine = prompt.replace(/\s+/g, ' ').trim().replace(/[?.!]+$/, '') || 'nothing in particular'
+  return oneLine.length > 80 ? `${oneLine.slice(0, 77).trimEnd()}...` : oneLine
+}
+
+/** The deterministic answer the offline model gives to `prompt`. */
+export function offlineAnswer(prompt: string): string {
+  const h = hash(prompt)
+  // Independent choices read different bits of the hash so they don't move together.
+  const topicIndex = h % TOPICS.length
+  const topic = TOPICS[topicIndex]
+  const paragraphCount = 2 + ((h >>> 3) % 3)
+  // Short answers always get a list so every answer lands in roughly 120–250 words.
+  const withList = paragraphCount === 2 || ((h >>> 5) & 1) === 1
+  const withCode = paragraphCount < 4 && ((h >>> 6) & 1) === 1
+
+  // A fourth paragraph borrows the lead of a neighbouring topic, as real answers drift.
+  const paragraphs = topic.paragraphs.slice(0, Math.min(paragraphCount, 3))
+  if (paragraphCount === 4) paragraphs.push(TOPICS[(topicIndex + 1) % TOPICS.length].paragraphs[0])
+
+  const blocks = [OPENINGS[(h >>> 7) % OPENINGS.length](restate(prompt)), ...paragraphs]
+  if (withList) blocks.push(topic.list.map((item) => `- ${item}`).join('\n'))
+  if (withCode) blocks.push('```ts\n' + topic.code + '\n```')
+  blocks.push(CLOSINGS[(h >>> 9) % CLOSINGS.length])
+  return blocks.join('\n\n')
+}
+
+/** Words with their trailing whitespace; concatenating them gives back `text` exactly. */
+function tokenize(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? []
+}
+
+function lastUserText(prompt: LanguageModelV3Prompt): string {
+  for (let i = prompt.length - 1; i >= 0; i--) {
+    const message = prompt[i]
+    if (message.role !== 'user') continue
+    return message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n')
+  }
+  return ''
+}
+
+function promptText(prompt: LanguageModelV3Prompt): string {
+  return prompt
+    .map((message) =>
+      typeof message.content === 'string'
+        ? message.content
+        : message.content.map((part) => ('text' in part ? part.text : '')).join(' '),
+    )
+    .join('\n')
+}
+
+function usage(prompt: LanguageModelV3Prompt, outputTokens: number): LanguageModelV3Usage {
+  const inputTokens = tokenize(promptText(prompt)).length
+  return {
+    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
+  }
+}
+
+// What a provider's aborted fetch rejects with: the signal's reason, which for a plain
+// `controller.abort()` is a DOMException named AbortError that streamText recognises.
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
+}
+
+function answerTokens(options: LanguageModelV3CallOptions): {
+  tokens: string[]
+  finishReason: LanguageModelV3FinishReason
+} {
+  const all = tokenize(offlineAnswer(lastUserText(options.prompt)))
+  const limit = options.maxOutputTokens
+  if (limit !== undefined && limit < all.length) {
+    return { tokens: all.slice(0, limit), finishReason: { unified: 'length', raw: 'length' } }
+  }
+  return { tokens: all, finishReason: { unified: 'stop', raw: 'stop' } }
+}
+
+export function createOfflineModel(options: { msPerToken?: number } = {}): LanguageModelV3 {
+  const msPerToken = options.msPerToken ?? 35
+
+  return {
+    specificationVersion: 'v3',
+    provider: 'a2-offline',
+    modelId: 'offline',
+    supportedUrls: {},
+
+    async doGenerate(callOptions) {
+      const signal = callOptions.abortSignal
+      if (signal?.aborted) throw abortReason(signal)
+      const { tokens, finishReason } = answerTokens(callOptions)
+      return {
+        content: [{ type: 'text', text: tokens.join('') }],
+        finishReason,
+        usage: usage(callOptions.prompt, tokens.length),
+        warnings: [],
+      }
+    },
+
+    async doStream(callOptions) {
+      const signal = callOptions.abortSignal
+      if (signal?.aborted) throw abortReason(signal)
+      const { tokens, finishReason } = answerTokens(callOptions)
+      const id = 'text-0'
+      let controller!: ReadableStreamDefaultController<LanguageModelV3StreamPart>
+      let timer: ReturnType<typeof setTimeout> | undefined
+      let next = 0
+
+      const cleanup = () => {
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+      }
+      // Stop mid-answer: no further deltas, no finish part, just the abort error.
+      const onAbort = () => {
+        cleanup()
+        controller.error(abortReason(signal!))
+      }
+      const emit = () => {
+        if (next < tokens.length) {
+          controller.enqueue({ type: 'text-delta', id, delta: tokens[next++] })
+          timer = setTimeout(emit, msPerToken)
+          return
+        }
+        cleanup()
+        controller.enqueue({ type: 'text-end', id })
+        controller.enqueue({ type: 'finish', finishReason, usage: usage(callOptions.prompt, tokens.length) })
+        controller.close()
+      }
+
+      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+        start(c) {
+          controller = c
+          signal?.addEventListener('abort', onAbort, { once: true })
+          controller.enqueue({ type: 'stream-start', warnings: [] })
+          controller.enqueue({ type: 'response-metadata', modelId: 'offline', timestamp: new Date() })
+          controller.enqueue({ type: 'text-start', id })
+          timer = setTimeout(emit, msPerToken)
+        },
+        // The consumer walked away (e.g. the HTTP response was cancelled): stop producing.
+        cancel: cleanup,
+      })
+
+      return { stream }
+    },
+  }
+}

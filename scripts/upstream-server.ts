@@ -1,0 +1,224 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
+
+// A stand-in for OpenAI's chat-completions endpoint that records, per request, when
+// each token was written and when the connection closed. Tests and benchmarks use it
+// to prove that pressing Stop really ends the upstream model call.
+
+export type UpstreamRequest = {
+  id: number
+  /** The parsed JSON the client sent. */
+  body: any
+  startedAt: number
+  firstTokenAt?: number
+  tokensSent: number
+  tokenTimes: number[]
+  closedAt?: number
+  /** The client went away before `[DONE]`. */
+  closedEarly: boolean
+  completedAt?: number
+  /** Resolves when the connection closed for any reason. */
+  closed: Promise<void>
+}
+
+export type Upstream = {
+  /** Base URL ending in /v1, as passed to `createOpenAI({ baseURL })`. */
+  url: string
+  port: number
+  requests: UpstreamRequest[]
+  waitForRequest(pred?: (request: UpstreamRequest) => boolean, timeoutMs?: number): Promise<UpstreamRequest>
+  close(): Promise<void>
+}
+
+export type UpstreamOptions = {
+  port?: number
+  tokenMs?: number
+  /** Number of `tok<i> ` tokens to stream when `text` is not given. */
+  tokens?: number
+  /** Answer text per request, streamed word by word; overrides `tokens`. */
+  text?: (body: any) => string
+}
+
+function words(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? []
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = ''
+    req.setEncoding('utf8')
+    req.on('data', (chunk: string) => (data += chunk))
+    req.on('end', () => resolve(data))
+    req.on('error', reject)
+  })
+}
+
+function json(res: ServerResponse, status: number, value: unknown) {
+  res.writeHead(status, { 'content-type': 'application/json' })
+  res.end(JSON.stringify(value))
+}
+
+export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
+  const tokenMs = opts.tokenMs ?? 20
+  const tokenCount = opts.tokens ?? 200
+  const requests: UpstreamRequest[] = []
+  const waiters = new Set<(request: UpstreamRequest) => void>()
+
+  const tokensFor = (body: unknown): string[] =>
+    opts.text ? words(opts.text(body)) : Array.from({ length: tokenCount }, (_, i) => `tok${i} `)
+
+  const promptTokens = (body: { messages?: { content?: unknown }[] }): number =>
+    words((body.messages ?? []).map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join(' ')).length
+
+  // 'close' fires both after a normal end and when the client disconnects; only the
+  // latter leaves completedAt unset.
+  function record(body: unknown, res: ServerResponse): UpstreamRequest {
+    let markClosed!: () => void
+    const request: UpstreamRequest = {
+      id: requests.length + 1,
+      body,
+      startedAt: performance.now(),
+      tokensSent: 0,
+      tokenTimes: [],
+      closedEarly: false,
+      closed: new Promise<void>((resolve) => (markClosed = resolve)),
+    }
+    res.on('close', () => {
+      request.closedAt = performance.now()
+      request.closedEarly = request.completedAt === undefined
+      markClosed()
+    })
+    requests.push(request)
+    for (const waiter of waiters) waiter(request)
+    return request
+  }
+
+  function streamCompletion(res: ServerResponse, request: UpstreamRequest) {
+    const body = request.body
+    const tokens = tokensFor(body)
+    const base = { id: `chatcmpl-${request.id}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model }
+    const send = (value: unknown) => res.write(`data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`)
+    let timer: ReturnType<typeof setTimeout> | undefined
+
+    // A disconnected client must not cost another token.
+    res.on('close', () => clearTimeout(timer))
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
+    send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] })
+
+    // Deadlines are measured from the first chunk so pacing doesn't drift with timer lag.
+    const origin = performance.now()
+    const writeNext = () => {
+      // 'close' is emitted a tick after the socket dies; don't write into that gap.
+      if (res.destroyed) return
+      const i = request.tokensSent
+      if (i < tokens.length) {
+        send({ ...base, choices: [{ index: 0, delta: { content: tokens[i] } }] })
+        const now = performance.now()
+        request.firstTokenAt ??= now
+        request.tokenTimes.push(now)
+        request.tokensSent++
+        timer = setTimeout(writeNext, Math.max(0, origin + (i + 2) * tokenMs - now))
+        return
+      }
+      send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })
+      if (body.stream_options?.include_usage) {
+        const prompt = promptTokens(body)
+        send({ ...base, choices: [], usage: { prompt_tokens: prompt, completion_tokens: tokens.length, total_tokens: prompt + tokens.length } })
+      }
+      send('[DONE]')
+      request.completedAt = performance.now()
+      res.end()
+    }
+    timer = setTimeout(writeNext, tokenMs)
+  }
+
+  function completeAtOnce(res: ServerResponse, request: UpstreamRequest) {
+    const body = request.body
+    const tokens = tokensFor(body)
+    const prompt = promptTokens(body)
+    request.tokensSent = tokens.length
+    request.completedAt = performance.now()
+    json(res, 200, {
+      id: `chatcmpl-${request.id}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: prompt, completion_tokens: tokens.length, total_tokens: prompt + tokens.length },
+    })
+  }
+
+  const server = createServer(async (req, res) => {
+    if (req.method === 'GET' && req.url === '/__requests') {
+      // Promises don't serialise; other processes only need the plain fields.
+      return json(res, 200, requests.map(({ closed: _closed, ...plain }) => plain))
+    }
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      return json(res, 404, { error: { message: `no route for ${req.method} ${req.url}` } })
+    }
+    let body: unknown
+    try {
+      body = JSON.parse(await readBody(req))
+    } catch {
+      body = undefined
+    }
+    if (typeof body !== 'object' || body === null) {
+      return json(res, 400, { error: { message: 'request body must be a JSON object' } })
+    }
+    const request = record(body, res)
+    if (request.body.stream) streamCompletion(res, request)
+    else completeAtOnce(res, request)
+  })
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(opts.port ?? 0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo
+      resolve({
+        url: `http://127.0.0.1:${port}/v1`,
+        port,
+        requests,
+        // Requests that arrive later are matched on arrival: match on the body, not on later state.
+        waitForRequest(pred = () => true, timeoutMs = 5_000) {
+          const existing = requests.find(pred)
+          if (existing) return Promise.resolve(existing)
+          return new Promise((resolveWait, rejectWait) => {
+            const waiter = (request: UpstreamRequest) => {
+              if (!pred(request)) return
+              clearTimeout(timeout)
+              waiters.delete(waiter)
+              resolveWait(request)
+            }
+            const timeout = setTimeout(() => {
+              waiters.delete(waiter)
+              rejectWait(new Error(`no matching upstream request within ${timeoutMs} ms`))
+            }, timeoutMs)
+            waiters.add(waiter)
+          })
+        },
+        close() {
+          return new Promise<void>((resolveClose, rejectClose) => {
+            server.close((error) => (error ? rejectClose(error) : resolveClose()))
+            // Streaming and keep-alive sockets would otherwise hold close() open.
+            server.closeAllConnections()
+          })
+        },
+      })
+    })
+  })
+}
+
+const runDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
+
+if (runDirectly) {
+  const env = process.env
+  const upstream = await startUpstream({
+    port: Number(env.PORT ?? 4010),
+    tokenMs: env.UPSTREAM_TOKEN_MS ? Number(env.UPSTREAM_TOKEN_MS) : undefined,
+    tokens: env.UPSTREAM_TOKENS ? Number(env.UPSTREAM_TOKENS) : undefined,
+  })
+  console.log(`upstream listening on ${upstream.url}`)
+}

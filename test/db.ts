@@ -1,0 +1,67 @@
+/**
+ * Test databases: a fresh one per test file, on PGlite (in memory) and, when
+ * TEST_DATABASE_URL or DATABASE_URL is set, on real Postgres (a new database, dropped after).
+ */
+import path from 'node:path'
+import { randomUUID } from 'node:crypto'
+import postgres from 'postgres'
+import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
+
+export const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || ''
+
+export interface TestDb {
+  kind: 'pglite' | 'postgres'
+  url?: string
+  open(options?: { max?: number }): Promise<Store>
+  drop(): Promise<void>
+}
+
+/** The layers this run covers: PGlite always, Postgres when a URL is configured. */
+export const layers: Array<'pglite' | 'postgres'> = POSTGRES_URL ? ['pglite', 'postgres'] : ['pglite']
+
+export async function createTestDb(kind: 'pglite' | 'postgres'): Promise<TestDb> {
+  if (kind === 'pglite') {
+    let store: Store | undefined
+    return {
+      kind,
+      async open() {
+        if (store) throw new Error('PGlite has one connection: open it once per test file')
+        store = await openPgliteStore({ migrationsFolder: MIGRATIONS })
+        return store
+      },
+      async drop() {
+        await store?.close()
+      },
+    }
+  }
+  const name = `a2_test_${randomUUID().replaceAll('-', '').slice(0, 16)}`
+  const admin = postgres(POSTGRES_URL, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`create database ${name}`)
+  await admin.end()
+  const url = withDatabase(POSTGRES_URL, name)
+  const stores: Store[] = []
+  let migrated = false
+  return {
+    kind,
+    url,
+    async open(options = {}) {
+      const store = await openPostgresStore(url, { max: options.max, migrationsFolder: migrated ? undefined : MIGRATIONS })
+      migrated = true
+      stores.push(store)
+      return store
+    },
+    async drop() {
+      await Promise.allSettled(stores.map((s) => s.close()))
+      const dropper = postgres(POSTGRES_URL, { max: 1, onnotice: () => {} })
+      await dropper.unsafe(`drop database if exists ${name} with (force)`)
+      await dropper.end()
+    },
+  }
+}
+
+export function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url)
+  parsed.pathname = `/${database}`
+  return parsed.toString()
+}
