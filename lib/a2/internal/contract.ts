@@ -16,7 +16,7 @@ export interface EventDefinition<S extends EventSchema = EventSchema> {
    * This event is a step of the run started by the event whose id this returns. Once that
    * run is CANCELLING or CANCELLED the append is refused (admission boundary).
    */
-  stepOf?: (payload: z.infer<S>) => string | undefined
+  stepOf?(payload: z.infer<S>): string | undefined
 }
 
 /** Written by the runtime when a job has spent its attempts, so the app can show the failure. */

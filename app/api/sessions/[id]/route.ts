@@ -1,0 +1,29 @@
+import { z } from 'zod'
+import { getChatServer } from '@/lib/chat/server'
+import { parse, route, sessionIdSchema } from '@/lib/http/route'
+import { readJsonBody } from '@/lib/a2/server'
+
+export const dynamic = 'force-dynamic'
+
+type Params = { params: Promise<{ id: string }> }
+
+export async function GET(request: Request, { params }: Params) {
+  return route(request, async ({ userId }) => {
+    const id = parse(sessionIdSchema, (await params).id, 'session id')
+    const { server } = await getChatServer()
+    return Response.json({ session: await server.sessions.get(id, userId) })
+  })
+}
+
+const renameBody = z.object({ title: z.string().trim().min(1).max(200) }).strict()
+
+export async function PATCH(request: Request, { params }: Params) {
+  return route(request, async ({ userId }) => {
+    const id = parse(sessionIdSchema, (await params).id, 'session id')
+    const { title } = parse(renameBody, await readJsonBody(request, 4096), 'body')
+    const { server } = await getChatServer()
+    await server.sessions.get(id, userId)
+    await server.sessions.rename(id, userId, title)
+    return Response.json({ session: await server.sessions.get(id, userId) })
+  })
+}

@@ -1,0 +1,25 @@
+'use client'
+/**
+ * a2 — the React door: `useSession`, a thin hook over the plain session store.
+ */
+import { useEffect, useState, useSyncExternalStore } from 'react'
+import { createSessionStore, type SessionStoreOptions, type SessionSnapshot, type SessionStore, type PushInput } from './internal/session-store'
+
+export { createSessionStore, clientEventId } from './internal/session-store'
+export type { SessionSnapshot, SessionStore, PushInput, PushError, Connection } from './internal/session-store'
+
+/** One store per mounted session: give the component `key={sessionId}` to switch sessions. */
+export function useSession<S>(
+  sessionId: string,
+  options: Omit<SessionStoreOptions<S>, 'sessionId'>,
+): SessionSnapshot<S> & { push: SessionStore<S>['push']; store: SessionStore<S> } {
+  const [store] = useState(() => createSessionStore({ ...options, sessionId }))
+  useEffect(() => {
+    store.connect()
+    return () => store.close()
+  }, [store])
+  const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot, store.getSnapshot)
+  return { ...snapshot, push: store.push, store }
+}
+
+export type { PushInput as SessionPush }

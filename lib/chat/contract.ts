@@ -1,0 +1,58 @@
+/**
+ * The chat's contract: every event a chat session's log can hold. Browsers push
+ * `message`, `generate` and `cancelled`; everything else is written by the server.
+ */
+import { z } from 'zod'
+import { defineContract, type EventOf } from '@/lib/a2'
+
+/** 16k characters: a long pasted document fits; the payload bound (64 KiB) still holds with JSON escaping. */
+export const MAX_MESSAGE_CHARS = 16_000
+
+const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional() })
+
+export const chat = defineContract({
+  events: {
+    /** A user's message. `edits` names the message it replaces (edit-and-resend). */
+    message: {
+      schema: z.object({ text: z.string().trim().min(1).max(MAX_MESSAGE_CHARS), edits: z.string().max(64).optional() }).strict(),
+      push: true,
+    },
+    /** Asks for an answer to message `for`. `replaces` names the answer a regenerate supersedes. */
+    generate: {
+      schema: z.object({ for: z.string().max(64), replaces: z.string().max(64).optional() }).strict(),
+      push: true,
+    },
+    /**
+     * One streamed token batch of answer `of`, from attempt `attempt`. A step of its run:
+     * once the run is cancelled the log refuses more (the admission boundary).
+     */
+    chunk: {
+      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(8_000) }).strict(),
+      stepOf: (payload: { of: string }) => payload.of,
+    },
+    /** Answer `of` ended: the terminal event. */
+    finished: {
+      schema: z
+        .object({
+          of: z.string(),
+          attempt: z.number().int().min(1),
+          reason: z.enum(['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other']),
+          usage: usage.optional(),
+        })
+        .strict(),
+    },
+    /** The user pressed Stop on answer `of`, having seen the log up to `lastSeenIndex`. */
+    cancelled: {
+      schema: z.object({ of: z.string().max(64), lastSeenIndex: z.number().int().min(-1) }).strict(),
+      push: true,
+    },
+    /** The assistant's save-note tool ran (through ctx.effect) for answer `of`. */
+    'note.saved': {
+      schema: z.object({ of: z.string(), note: z.string().max(2_000), key: z.string() }).strict(),
+    },
+  },
+  maxPayloadBytes: 64 * 1024,
+})
+
+export type Chat = typeof chat
+export type ChatEvent = EventOf<Chat>

@@ -1,0 +1,125 @@
+/**
+ * The `generate` consumer: answers a message by streaming the model into the log.
+ *
+ * The model call runs under ctx.signal, so a Stop (a `cancelled` event naming this
+ * generation) closes the upstream request. It goes through ctx.effect, so it is never
+ * dispatched for a run already cancelled, and a crash leaves a record to reconcile.
+ */
+import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
+import { z } from 'zod'
+import { abortReason, consumer, EffectNotDispatched, type RunContext } from '@/lib/a2/server'
+import { chat, type Chat, type ChatEvent } from './contract'
+import { chunkWriter } from './chunk-writer'
+import { SYSTEM_PROMPT, toModelMessages } from './history'
+import type { NoteOutbox } from './notes'
+import type { NoteRow } from '@/db/schema'
+
+type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'cancelled' | 'error' | 'other'
+
+export interface GenerateOptions {
+  model: LanguageModel
+  notes: NoteOutbox
+}
+
+export function generateConsumer({ model, notes }: GenerateOptions) {
+  return consumer({
+    contract: chat,
+    name: 'generate',
+    types: ['generate'],
+    // Only the Stop that names this generation interrupts it; a session has many.
+    abortOn: { cancelled: (event, trigger) => event.payload.of === trigger.id },
+    maxAttempts: 3,
+    // 15 s, renewed every 5 s: a dead worker's answer resumes within ~15 s, while a GC
+    // pause or a slow commit of a few seconds never costs a live stream its claim.
+    leaseMs: 15_000,
+    // A model call that a dead attempt left DISPATCHED changed nothing outside the log:
+    // asking again (same idempotency key) is safe, so it reconciles as "not done".
+    reconcile: async () => ({ done: false }),
+  }).run(async (ctx) => {
+    const of = ctx.event.id
+    const writer = chunkWriter(async (deltas) => {
+      await ctx.append(...deltas.map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })))
+    })
+    const finish = (reason: FinishReason, usage?: { inputTokens?: number; outputTokens?: number }) =>
+      ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, ...(usage ? { usage } : {}) } })
+
+    try {
+      const messages = toModelMessages(await readHistory(ctx), ctx.event.payload.for)
+      const outcome = await ctx.effect(
+        'model',
+        async (idempotencyKey, signal) => {
+          const result = streamText({
+            model,
+            system: SYSTEM_PROMPT,
+            messages,
+            abortSignal: signal,
+            headers: { 'Idempotency-Key': idempotencyKey },
+            tools: { saveNote: saveNoteTool(ctx, notes) },
+            stopWhen: stepCountIs(3),
+            maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
+          })
+          for await (const part of result.fullStream) {
+            if (part.type === 'text-delta') writer.push(part.text)
+            else if (part.type === 'error') throw part.error
+            else if (part.type === 'abort') throw signal.reason ?? new Error('aborted')
+          }
+          await writer.flush()
+          const usage = await result.totalUsage
+          return {
+            finishReason: normalizeReason(await result.finishReason),
+            usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens },
+          }
+        },
+        { reconcile: async () => ({ done: false }) },
+      )
+      await finish(outcome.finishReason, outcome.usage)
+    } catch (error) {
+      // A user's Stop is the outcome, not a failure: what they saw stays, the rest is cut by
+      // the reducer; the run ends CANCELLED. Anything else (a lost claim, a model error)
+      // propagates so the runtime surrenders or retries it.
+      if (abortReason(ctx.signal)?.isCancel || error instanceof EffectNotDispatched || writer.refused) {
+        writer.drop()
+        await finish('cancelled')
+        return
+      }
+      throw error
+    }
+  })
+}
+
+/** The session's log before this generation, read in pages (a long session can hold 100k events). */
+async function readHistory(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
+  const history: ChatEvent[] = []
+  let after = -1
+  while (after < ctx.event.index - 1) {
+    const page = await ctx.read({ after, before: ctx.event.index, limit: 5_000 })
+    if (page.length === 0) break
+    history.push(...page)
+    after = page[page.length - 1].index
+  }
+  return history
+}
+
+/** The assistant's one tool: saving a note to the user's outbox, exactly once per tool call. */
+function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
+  return tool({
+    description: 'Save a short note for the user to find later on their notes page.',
+    inputSchema: z.object({ note: z.string().min(1).max(2000) }),
+    execute: async ({ note }, { toolCallId }) => {
+      const key = `note:${toolCallId}`
+      const saved = await ctx.effect<NoteRow>(key, (idempotencyKey) => notes.save({ idempotencyKey, sessionId: ctx.sessionId, body: note }), {
+        reconcile: async (idempotencyKey) => {
+          const existing = await notes.find(idempotencyKey)
+          return existing ? { done: true, result: existing } : { done: false }
+        },
+      })
+      await ctx.append({ type: 'note.saved', payload: { of: ctx.event.id, note, key: saved.idempotencyKey } })
+      return { saved: true }
+    },
+  })
+}
+
+function normalizeReason(reason: string): FinishReason {
+  const known: FinishReason[] = ['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']
+  return (known as string[]).includes(reason) ? (reason as FinishReason) : 'other'
+}

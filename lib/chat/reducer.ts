@@ -1,0 +1,175 @@
+/**
+ * The chat's fold: a pure, exhaustive reducer over the session log, shared by the
+ * server (which folds history into model messages) and the browser (which renders it).
+ * Adding an event type to the contract breaks the compile here until it is handled.
+ */
+import type { ChatEvent } from './contract'
+
+export interface Chunk {
+  index: number
+  delta: string
+}
+
+export interface UserTurn {
+  kind: 'user'
+  id: string
+  index: number
+  text: string
+}
+
+export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'failed'
+
+export interface AnswerTurn {
+  kind: 'assistant'
+  /** The `generate` event's id: what Stop and regenerate name. */
+  id: string
+  /** The user message it answers. */
+  for: string
+  status: AnswerStatus
+  /** Per-chunk until the terminal event, so a cut can be exact. */
+  chunks: Chunk[]
+  /** The compacted text, set at the terminal event. */
+  text: string
+  /** Which attempt's chunks are shown: a successor's chunks replace a dead attempt's, never mix. */
+  attempt: number
+  /** The user stopped it, having seen up to this index. */
+  cutAt?: number
+  finishReason?: string
+  error?: string
+  usage?: { inputTokens?: number; outputTokens?: number }
+  notes: string[]
+}
+
+export type Turn = UserTurn | AnswerTurn
+
+export interface ChatState {
+  turns: Turn[]
+}
+
+export const initialChatState: ChatState = { turns: [] }
+
+/** An event as the reducer needs it: optimistic events from this browser have index -1. */
+export type FoldableEvent = Pick<ChatEvent, 'id' | 'type' | 'payload' | 'index'> & ChatEvent
+
+export function reduceChat(state: ChatState, event: ChatEvent): ChatState {
+  switch (event.type) {
+    case 'message': {
+      const turns = event.payload.edits ? truncateAt(state.turns, event.payload.edits) : state.turns
+      return { turns: [...turns, { kind: 'user', id: event.id, index: event.index, text: event.payload.text }] }
+    }
+    case 'generate': {
+      const answer: AnswerTurn = {
+        kind: 'assistant',
+        id: event.id,
+        for: event.payload.for,
+        status: 'waiting',
+        chunks: [],
+        text: '',
+        attempt: 0,
+        notes: [],
+      }
+      const replaced = event.payload.replaces
+      if (replaced && state.turns.some((t) => t.id === replaced)) {
+        return { turns: state.turns.map((t) => (t.id === replaced ? answer : t)) }
+      }
+      return { turns: [...state.turns, answer] }
+    }
+    case 'chunk':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        // Stragglers that land after the cut, or after the end, vanish.
+        if (answer.cutAt !== undefined || isTerminal(answer.status)) return answer
+        if (event.payload.attempt < answer.attempt) return answer
+        const chunks = event.payload.attempt > answer.attempt ? [] : answer.chunks
+        return {
+          ...answer,
+          status: 'streaming',
+          attempt: event.payload.attempt,
+          chunks: [...chunks, { index: event.index, delta: event.payload.delta }],
+        }
+      })
+    case 'cancelled':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        if (isTerminal(answer.status)) return answer // it had already ended: nothing to cut
+        const { lastSeenIndex } = event.payload
+        return {
+          ...answer,
+          status: 'stopped',
+          cutAt: lastSeenIndex,
+          chunks: answer.chunks.filter((c) => c.index <= lastSeenIndex),
+        }
+      })
+    case 'finished':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        if (isTerminal(answer.status) && answer.status !== 'stopped') return answer
+        if (answer.status === 'stopped' && answer.text) return answer
+        return {
+          ...answer,
+          status: answer.cutAt !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done',
+          finishReason: event.payload.reason,
+          usage: event.payload.usage,
+          text: answer.chunks.map((c) => c.delta).join(''),
+          chunks: [],
+        }
+      })
+    case 'note.saved':
+      return updateAnswer(state, event.payload.of, (answer) => ({ ...answer, notes: [...answer.notes, event.payload.note] }))
+    case 'a2.failed':
+      return updateAnswer(state, event.payload.of, (answer) =>
+        isTerminal(answer.status) && answer.status !== 'stopped'
+          ? answer
+          : {
+              ...answer,
+              status: answer.cutAt !== undefined ? 'stopped' : 'failed',
+              error: event.payload.error.message,
+              text: answer.chunks.map((c) => c.delta).join(''),
+              chunks: [],
+            },
+      )
+    default:
+      return assertNever(event)
+  }
+}
+
+export function foldChat(events: Iterable<ChatEvent>, state: ChatState = initialChatState): ChatState {
+  for (const event of events) state = reduceChat(state, event)
+  return state
+}
+
+/** The text an answer shows: compacted at its end, joined from its chunks before. */
+export function answerText(answer: AnswerTurn): string {
+  return answer.chunks.length > 0 ? answer.chunks.map((c) => c.delta).join('') : answer.text
+}
+
+export function isTerminal(status: AnswerStatus): boolean {
+  return status === 'done' || status === 'stopped' || status === 'failed'
+}
+
+/** The answer still being written, if any: what Stop applies to. */
+export function activeAnswer(state: ChatState): AnswerTurn | undefined {
+  for (let i = state.turns.length - 1; i >= 0; i--) {
+    const turn = state.turns[i]
+    if (turn.kind === 'assistant' && !isTerminal(turn.status)) return turn
+  }
+  return undefined
+}
+
+function updateAnswer(state: ChatState, id: string, update: (answer: AnswerTurn) => AnswerTurn): ChatState {
+  let changed = false
+  const turns = state.turns.map((turn) => {
+    if (turn.kind !== 'assistant' || turn.id !== id) return turn
+    const next = update(turn)
+    changed ||= next !== turn
+    return next
+  })
+  return changed ? { turns } : state
+}
+
+/** Edit-and-resend: the conversation continues from the edited message; what followed it leaves the view. */
+function truncateAt(turns: Turn[], messageId: string): Turn[] {
+  const at = turns.findIndex((t) => t.kind === 'user' && t.id === messageId)
+  return at === -1 ? turns : turns.slice(0, at)
+}
+
+function assertNever(event: never): never {
+  throw new Error(`unhandled event type: ${JSON.stringify((event as { type?: string }).type)}`)
+}

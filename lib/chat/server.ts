@@ -1,0 +1,55 @@
+/**
+ * The chat's a2 server for this process: the store, the generate consumer on the selected
+ * model, and the embedded worker. On globalThis and opened lazily (never at module top
+ * level: Next evaluates route modules during `next build`, and instrumentation and routes
+ * load separate copies of this module).
+ */
+import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
+import { getStore, closeStore } from '@/db'
+import { env } from '@/lib/env'
+import { selectModel } from '@/lib/ai/model'
+import { chat, type Chat } from './contract'
+import { generateConsumer } from './generate'
+import { noteOutbox, type NoteOutbox } from './notes'
+
+export interface ChatServer {
+  server: A2Server<Chat>
+  notes: NoteOutbox
+  worker?: Worker
+  modelLabel: string
+}
+
+const globalChat = globalThis as unknown as { __a2Chat?: Promise<ChatServer> }
+
+export function getChatServer(options: { worker?: boolean } = {}): Promise<ChatServer> {
+  globalChat.__a2Chat ??= boot(options.worker ?? env().A2_EMBEDDED_WORKER).catch((error) => {
+    globalChat.__a2Chat = undefined
+    throw error
+  })
+  return globalChat.__a2Chat
+}
+
+export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, modelEnv: Record<string, string | undefined> = process.env) {
+  const { model, label } = selectModel(modelEnv)
+  const notes = noteOutbox(store)
+  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes })], store })
+  return { server, notes, modelLabel: label }
+}
+
+async function boot(withWorker: boolean): Promise<ChatServer> {
+  const store = await getStore()
+  const built = buildChatServer(store)
+  const worker = withWorker ? await built.server.startWorker() : undefined
+  console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `embedded worker ${worker.id}` : 'no embedded worker'}`)
+  return { ...built, worker }
+}
+
+/** Graceful shutdown: stop claiming, finish or surrender in-flight attempts, close the database. */
+export async function shutdownChatServer(): Promise<void> {
+  const pending = globalChat.__a2Chat
+  if (!pending) return
+  globalChat.__a2Chat = undefined
+  const chatServer = await pending.catch(() => undefined)
+  await chatServer?.server.stopWorkers({ graceMs: 5_000 })
+  await closeStore()
+}

@@ -1,0 +1,130 @@
+/**
+ * Stop, end to end below the browser: a real upstream speaking OpenAI chat-completions
+ * SSE, the generate consumer on a worker, the log on PGlite and Postgres.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { performance } from 'node:perf_hooks'
+import type { Store } from '@/lib/a2/server'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+import { startUpstream, type Upstream } from '@/scripts/upstream-server'
+import { buildChatServer } from './server'
+import type { ChatEvent } from './contract'
+import { answerText, foldChat, reduceChat, type AnswerTurn } from './reducer'
+
+describe.each(layers)('Stop against a real upstream on %s', (kind) => {
+  let testDb: TestDb
+  let store: Store
+  let upstream: Upstream
+  let chat: ReturnType<typeof buildChatServer>
+
+  beforeAll(async () => {
+    testDb = await createTestDb(kind)
+    store = await testDb.open()
+    upstream = await startUpstream({ tokenMs: 15, tokens: 2000 })
+    chat = buildChatServer(store, { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' })
+    await chat.server.startWorker({ pollMs: 100 })
+  })
+  afterAll(async () => {
+    await chat.server.stopWorkers({ graceMs: 1000 })
+    await upstream.close()
+    await testDb.drop()
+  })
+
+  async function waitFor<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
+    const until = Date.now() + timeoutMs
+    for (;;) {
+      const value = await check()
+      if (value !== undefined && value !== false) return value
+      if (Date.now() > until) throw new Error('timed out')
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  }
+
+  it('closes the upstream request, appends nothing after the run, and the refold equals the cut view', async () => {
+    const { server } = chat
+    const { id } = await server.sessions.create('alice')
+    const pushed = await server.push(id, 'alice', {
+      events: [
+        { id: 'm1', type: 'message', payload: { text: 'Tell me a long story' } },
+        { id: 'g1', type: 'generate', payload: { for: 'm1' } },
+      ],
+    })
+    expect(pushed.events.map((e) => e.index)).toEqual([0, 1])
+
+    // The "browser": tails the log and folds what it receives.
+    const controller = new AbortController()
+    const seen: ChatEvent[] = []
+    const tailing = (async () => {
+      for await (const batch of await server.tail(id, 'alice', { after: -1, signal: controller.signal, pollMs: 50 })) seen.push(...batch)
+    })()
+    await waitFor(() => seen.filter((e) => e.type === 'chunk').length >= 20)
+    const request = upstream.requests.at(-1)!
+    expect(request.closedAt).toBeUndefined()
+
+    const frontier = seen.at(-1)!.index
+    const clientView = reduceChat(foldChat(seen.slice()), {
+      id: 'stop1',
+      sessionId: id,
+      index: -1,
+      type: 'cancelled',
+      payload: { of: 'g1', lastSeenIndex: frontier },
+      createdAt: new Date().toISOString(),
+    })
+    const pushedAt = performance.now()
+    await server.push(id, 'alice', { id: 'stop1', type: 'cancelled', payload: { of: 'g1', lastSeenIndex: frontier } })
+    await request.closed
+    expect(request.closedEarly).toBe(true)
+    // Bounded, not timed: the speed figure lives in `npm run bench`.
+    expect(request.closedAt! - pushedAt).toBeLessThan(2_000)
+
+    const [run] = await waitFor(async () => {
+      const runs = await server.operator.listRuns({ sessionIds: [id] })
+      return runs.length && runs[0].status === 'CANCELLED' ? runs : undefined
+    })
+    expect(run.attempt).toBe(1)
+    const settled = await server.read(id, 'alice', { limit: 10_000 })
+    await new Promise((r) => setTimeout(r, 300))
+    const later = await server.read(id, 'alice', { limit: 10_000 })
+    expect(later.length).toBe(settled.length) // nothing lands after the run returned
+
+    const finished = later.find((e) => e.type === 'finished')!
+    expect(finished.payload).toMatchObject({ of: 'g1', reason: 'cancelled' })
+    const cancel = later.find((e) => e.type === 'cancelled')!
+    // No chunk was admitted after the cancel was durable (the admission boundary).
+    expect(later.filter((e) => e.type === 'chunk' && e.index > cancel.index)).toEqual([])
+
+    const refold = foldChat(later as ChatEvent[])
+    const answer = (s: typeof refold) => s.turns.find((t) => t.kind === 'assistant') as AnswerTurn
+    expect(answer(refold).status).toBe('stopped')
+    expect(answerText(answer(refold))).toBe(answerText(answer(clientView)))
+    expect(answerText(answer(refold)).length).toBeGreaterThan(0)
+    controller.abort()
+    await tailing
+  })
+
+  it('completes an answer that nobody stops, with finish reason and usage', async () => {
+    await chat.server.stopWorkers() // its worker would claim this job too: one upstream per test
+    const short = await startUpstream({ tokenMs: 1, tokens: 30 })
+    const quick = buildChatServer(store, { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: short.url })
+    const { id } = await quick.server.sessions.create('bob')
+    await quick.server.push(id, 'bob', {
+      events: [
+        { id: 'm1', type: 'message', payload: { text: 'hi' } },
+        { id: 'g1', type: 'generate', payload: { for: 'm1' } },
+      ],
+    })
+    await quick.server.startWorker({ pollMs: 50 })
+    const events = await waitFor(async () => {
+      const log = await quick.server.read(id, 'bob', { limit: 1000 })
+      return log.some((e) => e.type === 'finished') ? log : undefined
+    })
+    await quick.server.stopWorkers()
+    await short.close()
+    const finished = events.find((e) => e.type === 'finished')!
+    expect(finished.payload).toMatchObject({ reason: 'stop' })
+    const answer = foldChat(events as ChatEvent[]).turns[1] as AnswerTurn
+    expect(answer.status).toBe('done')
+    expect(answer.text).toBe(Array.from({ length: 30 }, (_, i) => `tok${i} `).join(''))
+    expect(short.requests[0].body.messages.at(-1)).toMatchObject({ role: 'user', content: 'hi' })
+  })
+})

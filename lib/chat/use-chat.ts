@@ -1,0 +1,53 @@
+'use client'
+/**
+ * The chat's hook: useSession with the chat fold, plus the actions a person takes.
+ * Each action is a push; Stop pushes `cancelled` with the stream frontier and, being
+ * optimistic, cuts the local view at once.
+ */
+import { useCallback } from 'react'
+import { useSession, clientEventId } from '@/lib/a2/react'
+import type { A2Event } from '@/lib/a2'
+import type { ChatEvent } from './contract'
+import { activeAnswer, initialChatState, reduceChat, type ChatState } from './reducer'
+
+const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as ChatEvent)
+
+export function useChat(sessionId: string) {
+  const session = useSession<ChatState>(sessionId, { reducer, initial: initialChatState })
+  const { push, store } = session
+  const active = activeAnswer(session.state)
+
+  /** Sends a message and asks for its answer, in one push (one transaction). */
+  const send = useCallback(
+    (text: string, options: { edits?: string } = {}) => {
+      const messageId = clientEventId()
+      return push([
+        { id: messageId, type: 'message', payload: options.edits ? { text, edits: options.edits } : { text } },
+        { type: 'generate', payload: { for: messageId } },
+      ])
+    },
+    [push],
+  )
+
+  /** Stops the answer being written, cutting at what this browser has seen. */
+  const stop = useCallback(() => {
+    const answer = activeAnswer(store.getSnapshot().state)
+    if (!answer) return Promise.resolve([])
+    return push({ type: 'cancelled', payload: { of: answer.id, lastSeenIndex: store.getSnapshot().frontier } })
+  }, [push, store])
+
+  /** Asks again for the answer to the same message; the new answer takes the old one's place. */
+  const regenerate = useCallback(
+    (answerId: string) => {
+      const answer = store.getSnapshot().state.turns.find((t) => t.kind === 'assistant' && t.id === answerId)
+      if (!answer || answer.kind !== 'assistant') return Promise.resolve([])
+      return push({ type: 'generate', payload: { for: answer.for, replaces: answer.id } })
+    },
+    [push, store],
+  )
+
+  /** Edit-and-resend: a new message replacing `messageId`, and a new answer. */
+  const edit = useCallback((messageId: string, text: string) => send(text, { edits: messageId }), [send])
+
+  return { ...session, active, send, stop, regenerate, edit }
+}
