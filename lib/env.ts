@@ -38,3 +38,8 @@ export function env(): Env {
   }
   return cached
 }
+
+/** Tests change process.env between layers; production reads it once. */
+export function resetEnvForTests(): void {
+  cached = undefined
+}

@@ -2,7 +2,7 @@
  * The operator's view of runs: jobs with status, attempts, cancel version, transition
  * history and effects; and the one manual action, settling an UNKNOWN effect.
  */
-import { desc, eq, sql, asc, and } from 'drizzle-orm'
+import { desc, eq, sql, asc } from 'drizzle-orm'
 import { effects, jobTransitions, jobs } from '../schema'
 import type { Consumer } from './consumer'
 import { A2Error } from './errors'
@@ -12,8 +12,13 @@ import { recordTransitions } from './transitions'
 export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>) {
   const db = store.db
   return {
-    async listRuns(options: { sessionIds?: string[]; limit?: number } = {}) {
-      const where = options.sessionIds ? sql`${jobs.sessionId} in ${options.sessionIds.length ? options.sessionIds : ['']}` : undefined
+    /** Runs, newest first: of some sessions, or of every session an owner holds. */
+    async listRuns(options: { sessionIds?: string[]; owner?: string; limit?: number } = {}) {
+      const where = options.sessionIds
+        ? sql`${jobs.sessionId} in ${options.sessionIds.length ? options.sessionIds : ['']}`
+        : options.owner !== undefined
+          ? sql`${jobs.sessionId} in (select id from a2_sessions where owner = ${options.owner})`
+          : undefined
       return db
         .select()
         .from(jobs)
@@ -22,9 +27,14 @@ export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>
         .limit(Math.min(options.limit ?? 100, 500))
     },
 
-    async runDetail(jobId: number) {
+    /** A run with its history and effects; with `owner`, only if that owner holds its session. */
+    async runDetail(jobId: number, owner?: string) {
       const [job] = await db.select().from(jobs).where(eq(jobs.id, jobId))
       if (!job) throw new A2Error('not_found', 'no such run')
+      if (owner !== undefined) {
+        const [holder] = await query<{ owner: string }>(db, sql`select owner from a2_sessions where id = ${job.sessionId}`)
+        if (holder?.owner !== owner) throw new A2Error('forbidden', 'this run belongs to someone else')
+      }
       const history = await db.select().from(jobTransitions).where(eq(jobTransitions.jobId, jobId)).orderBy(asc(jobTransitions.id))
       const effectRows = await db.select().from(effects).where(eq(effects.jobId, jobId)).orderBy(asc(effects.createdAt))
       return { job, history, effects: effectRows }
@@ -73,4 +83,3 @@ export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>
   }
 }
 
-export { and }

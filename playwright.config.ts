@@ -1,0 +1,66 @@
+import { defineConfig } from '@playwright/test'
+
+/**
+ * End to end against the built app (`next start`) and a real upstream speaking OpenAI
+ * chat-completions SSE, in Debian's Chromium. The app's database: a fresh Postgres
+ * database when TEST_DATABASE_URL is set, else PGlite in a throwaway directory.
+ */
+const APP_PORT = 3100
+const UPSTREAM_PORT = 4110
+const dataDir = `/tmp/a2-e2e-${process.pid}`
+
+export default defineConfig({
+  testDir: './e2e',
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  reporter: [['list']],
+  outputDir: 'test-results',
+  use: {
+    baseURL: `http://127.0.0.1:${APP_PORT}`,
+    screenshot: 'only-on-failure',
+    trace: 'off',
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        '--disable-quic',
+      ],
+    },
+  },
+  webServer: [
+    {
+      command: `npx tsx scripts/upstream-server.ts`,
+      env: { PORT: String(UPSTREAM_PORT), UPSTREAM_TOKEN_MS: '60', UPSTREAM_TOKENS: '400' },
+      url: `http://127.0.0.1:${UPSTREAM_PORT}/__requests`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+    },
+    {
+      command: `npx next start -p ${APP_PORT} -H 127.0.0.1`,
+      env: {
+        NEXT_MANUAL_SIG_HANDLE: 'true',
+        A2_DATA_DIR: dataDir,
+        ...(process.env.E2E_DATABASE_URL ? { DATABASE_URL: process.env.E2E_DATABASE_URL } : {}),
+        OPENAI_API_KEY: 'e2e',
+        OPENAI_BASE_URL: `http://127.0.0.1:${UPSTREAM_PORT}/v1`,
+        OPENAI_MODEL: 'upstream-e2e',
+        A2_RATE_PUSHES_PER_MIN: '600',
+        A2_RATE_GENERATIONS_PER_MIN: '200',
+      },
+      url: `http://127.0.0.1:${APP_PORT}/api/sessions`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+    },
+  ],
+})
+
+export const UPSTREAM_URL = `http://127.0.0.1:${UPSTREAM_PORT}`

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# npm test: every layer. Unit and store tests on PGlite, and on Postgres too when
+# TEST_DATABASE_URL (or DATABASE_URL) is set; then the built app in real Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export TEST_DATABASE_URL="${TEST_DATABASE_URL:-${DATABASE_URL:-}}"
+unset DATABASE_URL # the tests create their own databases from TEST_DATABASE_URL
+
+if [ -n "$TEST_DATABASE_URL" ]; then
+  echo "== layers: PGlite and Postgres ($TEST_DATABASE_URL)"
+else
+  echo "== layers: PGlite only (set TEST_DATABASE_URL to add Postgres)"
+fi
+
+echo "== typecheck"
+npx tsc --noEmit -p .
+
+echo "== unit, store, runtime and integration tests (vitest)"
+npx vitest run
+
+echo "== build the app"
+npx next build
+
+echo "== end to end (Playwright, Debian's chromium)"
+if [ -n "$TEST_DATABASE_URL" ]; then
+  E2E_DB="a2_e2e_$$"
+  E2E_DATABASE_URL="$(npx tsx scripts/e2e-db.ts create "$E2E_DB")"
+  export E2E_DATABASE_URL
+  trap 'npx tsx scripts/e2e-db.ts drop "$E2E_DB" >/dev/null 2>&1 || true' EXIT
+fi
+npx playwright test
