@@ -4,7 +4,7 @@
  * instances to leave all the work to them. PGlite is one process's database: a separate
  * worker cannot share it.
  */
-import { getChatServer, shutdownChatServer } from '@/lib/chat/server'
+import { bootChatProcess } from '@/lib/chat/process'
 import { env } from '@/lib/env'
 
 if (!env().DATABASE_URL) {
@@ -12,14 +12,5 @@ if (!env().DATABASE_URL) {
   process.exit(2)
 }
 
-const { worker } = await getChatServer({ worker: true })
+const { worker } = await bootChatProcess({ worker: true })
 console.log(`[a2] worker ${worker?.id} running`)
-
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, () => {
-    console.log(`[a2] ${signal}: finishing or surrendering in-flight runs`)
-    shutdownChatServer()
-      .catch((error) => console.error('[a2] shutdown failed', error))
-      .finally(() => process.exit(0))
-  })
-}

@@ -69,6 +69,7 @@ async function migratePostgres(url: string, migrationsFolder: string): Promise<v
 export async function openPgliteStore(options: { dataDir?: string; migrationsFolder?: string } = {}): Promise<Store> {
   const { PGlite } = await import('@electric-sql/pglite')
   const { drizzle } = await import('drizzle-orm/pglite')
+  if (options.dataDir) (await import('node:fs')).mkdirSync(options.dataDir, { recursive: true })
   const pg = await PGlite.create(options.dataDir)
   const database = drizzle(pg)
   if (options.migrationsFolder) {

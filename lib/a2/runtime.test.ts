@@ -1,0 +1,710 @@
+/**
+ * The consumer runtime (DESIGN rules 2–7), on PGlite and on Postgres, in one process:
+ * the cancellation page's three samples, the claim and start boundaries, typed abort
+ * reasons, a lease lapsing while the store is unreachable, every outcome rule, lanes,
+ * and a leak guard over the whole file.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { performance } from 'node:perf_hooks'
+import { sql } from 'drizzle-orm'
+import {
+  abortReason,
+  consumer,
+  createServer,
+  openPostgresStore,
+  RunAborted,
+  type A2Server,
+  type Store,
+  type Worker,
+} from '@/lib/a2/server'
+import { isA2Error } from '@/lib/a2'
+import { completeJob } from './internal/jobs'
+import { query } from './internal/store'
+import { createTestDb, layers, POSTGRES_URL, type TestDb } from '@/test/db'
+import { testContract as chat } from '@/test/contract'
+import { createLeakGuard, type LeakGuard } from '@/test/guard'
+import { startTcpProxy } from '@/test/tcp-proxy'
+import {
+  Recorder,
+  abortableWork,
+  aborted,
+  delay,
+  eventsOf,
+  freezableStore,
+  gate,
+  historyOf,
+  interceptStore,
+  jobOf,
+  quarantineOpenJobs,
+  transitionsOf,
+  waitForJob,
+  waitUntil,
+} from '@/test/runtime'
+
+describe.each(layers)('consumer runtime on %s', (kind) => {
+  let testDb: TestDb
+  let store: Store
+  let guard: LeakGuard
+  /** Servers a test created; their workers are stopped after each test. */
+  let servers: Array<A2Server<typeof chat>> = []
+  const cleanups: Array<() => Promise<void>> = []
+
+  beforeAll(async () => {
+    guard = createLeakGuard()
+    testDb = await createTestDb(kind)
+    store = guard.store(await testDb.open())
+  })
+
+  afterEach(async () => {
+    await Promise.all(servers.map((s) => s.stopWorkers({ graceMs: 0 })))
+    servers = []
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+    await quarantineOpenJobs(store)
+  })
+
+  afterAll(async () => {
+    try {
+      await guard.check(
+        kind === 'postgres'
+          ? { closeStores: true, postgresUrl: POSTGRES_URL, database: new URL(testDb.url!).pathname.slice(1) }
+          : {},
+      )
+    } finally {
+      await testDb.drop()
+    }
+  })
+
+  /** A server on the file's store (or `on`), tracked for the worker stop and the leak guard. */
+  function serve(consumers: Parameters<typeof createServer<typeof chat>>[0]['consumers'], on: Store = store) {
+    const server = guard.server(createServer({ contract: chat, consumers, store: on }))
+    servers.push(server)
+    return server
+  }
+  async function work(server: A2Server<typeof chat>, options: Parameters<A2Server['startWorker']>[0] = {}): Promise<Worker> {
+    return guard.worker(await server.startWorker({ pollMs: 100, ...options }))
+  }
+
+  /**
+   * A second store on the same database that the test can make unreachable. Postgres: a
+   * TCP proxy between the driver and the server, frozen (bytes held, connections open);
+   * PGlite (one in-process connection): every statement of this store is held.
+   */
+  async function unreachableStore(): Promise<{ store: Store; freeze(): void; thaw(): void }> {
+    if (kind === 'postgres') {
+      const proxy = await startTcpProxy(testDb.url!)
+      const proxied = await openPostgresStore(proxy.url, { max: 4 })
+      cleanups.push(async () => {
+        proxy.thaw()
+        await proxied.close()
+        await proxy.close()
+      })
+      return { store: proxied, freeze: () => proxy.freeze(), thaw: () => proxy.thaw() }
+    }
+    const frozen = freezableStore(store)
+    cleanups.push(async () => frozen.thaw())
+    return { store: frozen, freeze: () => frozen.freeze(), thaw: () => frozen.thaw() }
+  }
+
+  describe('the cancellation page, its samples unchanged in shape', () => {
+    it('abortOn list: a cancelled event fires the running generate’s signal with a typed CANCELLED reason', async () => {
+      const seen = new Recorder()
+      const generate = consumer({
+        contract: chat,
+        name: 'generate',
+        types: ['generate'],
+        abortOn: ['cancelled'],
+      }).run(async (ctx) => {
+        // your abortable work; hand it ctx.signal:
+        seen.add('start', { id: ctx.event.id })
+        try {
+          await abortableWork(ctx.signal)
+        } finally {
+          seen.add('end', { reason: abortReason(ctx.signal) })
+        }
+      })
+      const chatServer = serve([generate])
+      await work(chatServer)
+
+      const { id: session } = await chatServer.sessions.create('u1')
+      const [g] = await chatServer.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('start')
+      const appendedAt = performance.now()
+      const [c] = await chatServer.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
+      const end = await seen.waitFor('end')
+
+      const reason = end.reason as RunAborted
+      expect(reason).toBeInstanceOf(RunAborted)
+      expect(reason.code).toBe('CANCELLED')
+      expect(reason.isCancel).toBe(true)
+      expect(reason.event).toEqual({ id: c.id, index: c.index })
+      expect(end.at - appendedAt).toBeLessThan(2_000) // on append, not at the next lease renewal (15 s)
+
+      const job = await waitForJob(store, g.id, 'generate', (j) => j.status === 'CANCELLED')
+      expect(job.attempt).toBe(1)
+      expect(job.cancel_version).toBe(1)
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>CANCELLING:CANCEL_APPENDED', '1:CANCELLING>CANCELLED:STOPPED_BY_CANCEL'])
+      await delay(300)
+      expect(seen.count('start')).toBe(1) // a cancelled run never retries
+    })
+
+    it('abortOn predicate: a cancel that names one of two running generations stops only that one', async () => {
+      const seen = new Recorder()
+      const release = gate()
+      const generate = consumer({
+        contract: chat,
+        name: 'generate',
+        types: ['generate'],
+        abortOn: {
+          // only the cancel that names this run fires the signal
+          cancelled: (event, trigger) => event.payload.of === trigger.id,
+        },
+      }).run(async (ctx) => {
+        seen.add('start', { id: ctx.event.id })
+        try {
+          await abortableWork(ctx.signal, release.promise)
+          seen.add('finished', { id: ctx.event.id })
+        } catch (error) {
+          seen.add('aborted', { id: ctx.event.id, reason: abortReason(ctx.signal) })
+          throw error
+        }
+      })
+      const chatServer = serve([generate])
+      await work(chatServer)
+
+      const { id: session } = await chatServer.sessions.create('u1')
+      const [first] = await chatServer.append(session, { type: 'generate', payload: {} })
+      const [second] = await chatServer.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('start', (e) => e.id === first.id)
+      await seen.waitFor('start', (e) => e.id === second.id)
+
+      const [cancel] = await chatServer.append(session, { type: 'cancelled', payload: { of: first.id, lastSeenIndex: 1 } })
+      const stopped = await seen.waitFor('aborted')
+      expect(stopped.id).toBe(first.id)
+      expect((stopped.reason as RunAborted).event).toEqual({ id: cancel.id, index: cancel.index })
+
+      await delay(300)
+      expect(seen.count('aborted', (e) => e.id === second.id)).toBe(0)
+      const running = (await jobOf(store, second.id, 'generate'))!
+      expect(running).toMatchObject({ status: 'ACTIVE', cancel_version: 0, attempt: 1 })
+
+      release.open()
+      await seen.waitFor('finished', (e) => e.id === second.id)
+      expect((await waitForJob(store, first.id, 'generate', (j) => j.status === 'CANCELLED')).cancel_version).toBe(1)
+      const done = await waitForJob(store, second.id, 'generate', (j) => j.status === 'COMPLETED')
+      expect(await historyOf(store, done.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
+    })
+
+    it('lane cleanup: the cancel fires the running generate’s signal on append; cleanup runs only after generate returned', async () => {
+      const seen = new Recorder()
+      const generation = consumer({
+        contract: chat,
+        name: 'generation',
+        types: ['generate', 'cancelled'],
+        lane: 'generation',
+        abortOn: ['cancelled'],
+      }).run(async (ctx) => {
+        if (ctx.event.type === 'generate') {
+          // your abortable work; hand it ctx.signal:
+          seen.add('generate:start')
+          await abortableWork(ctx.signal).catch(() => seen.add('generate:signal', { reason: abortReason(ctx.signal) }))
+          await delay(250) // still unwinding: the cleanup must wait for this
+          seen.add('generate:returned')
+          return
+        }
+        // your cleanup, after generate has returned
+        seen.add('cleanup', { of: ctx.event.payload.of })
+      })
+      const chatServer = serve([generation])
+      await work(chatServer)
+
+      const { id: session } = await chatServer.sessions.create('u1')
+      const [g] = await chatServer.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('generate:start')
+      const appendedAt = performance.now()
+      const [c] = await chatServer.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
+
+      const signal = await seen.waitFor('generate:signal')
+      const returned = await seen.waitFor('generate:returned')
+      const cleanup = await seen.waitFor('cleanup')
+      expect((signal.reason as RunAborted).code).toBe('CANCELLED')
+      expect(signal.at - appendedAt).toBeLessThan(returned.at - appendedAt) // fired on append, while its own job waited
+      expect(cleanup.at).toBeGreaterThanOrEqual(returned.at)
+      expect(cleanup.of).toBe(g.id)
+      expect(seen.entries.map((e) => e.what)).toEqual(['generate:start', 'generate:signal', 'generate:returned', 'cleanup'])
+
+      const generateJob = await waitForJob(store, g.id, 'generation', (j) => j.status === 'CANCELLED')
+      const cleanupJob = await waitForJob(store, c.id, 'generation', (j) => j.status === 'COMPLETED')
+      const settledAt = (await transitionsOf(store, generateJob.id)).at(-1)!.at
+      const cleanupDoneAt = (await transitionsOf(store, cleanupJob.id)).at(-1)!.at
+      expect(new Date(cleanupDoneAt).getTime()).toBeGreaterThanOrEqual(new Date(settledAt).getTime())
+    })
+  })
+
+  describe('the claim and start boundaries', () => {
+    it('a cancel appended before any worker claimed the job: the handler is never invoked, CANCELLED_BEFORE_START', async () => {
+      let invoked = 0
+      const generate = consumer({ contract: chat, name: 'generate', types: ['generate'], abortOn: ['cancelled'] }).run(async () => {
+        invoked++
+      })
+      const chatServer = serve([generate])
+      const { id: session } = await chatServer.sessions.create('u1')
+      const [g] = await chatServer.append(session, { type: 'generate', payload: {} })
+      await chatServer.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
+      expect((await jobOf(store, g.id, 'generate'))!.status).toBe('CANCELLING')
+
+      await work(chatServer)
+      const job = await waitForJob(store, g.id, 'generate', (j) => j.status === 'CANCELLED')
+      expect(job.attempt).toBe(0)
+      expect(await historyOf(store, job.id)).toEqual(['0:ACTIVE>CANCELLING:CANCEL_APPENDED', '0:CANCELLING>CANCELLED:CANCELLED_BEFORE_START'])
+      await delay(200)
+      expect(invoked).toBe(0)
+    })
+
+    it('a cancel that lands between the claim and the start: the run is aborted at start, the handler never invoked', async () => {
+      let invoked = 0
+      const generate = consumer({ contract: chat, name: 'generate', types: ['generate'], abortOn: ['cancelled'] }).run(async () => {
+        invoked++
+      })
+      const chatServer = serve([generate])
+      const { id: session } = await chatServer.sessions.create('u1')
+      let cancelled = false
+      await work(chatServer, {
+        hooks: {
+          // The race seam: the claim has committed; the cancel commits before the handler would start.
+          afterClaim: async (job) => {
+            await chatServer.append(session, { type: 'cancelled', payload: { of: job.eventId, lastSeenIndex: 0 } })
+            cancelled = true
+          },
+        },
+      })
+      const [g] = await chatServer.append(session, { type: 'generate', payload: {} })
+      const job = await waitForJob(store, g.id, 'generate', (j) => j.status === 'CANCELLED')
+      expect(cancelled).toBe(true)
+      expect(job.attempt).toBe(1)
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>CANCELLING:CANCEL_APPENDED', '1:CANCELLING>CANCELLED:CANCELLED_BEFORE_START'])
+      expect(invoked).toBe(0)
+    })
+  })
+
+  describe('a lost claim', () => {
+    it('lease lapses while the store is unreachable → CLAIM_EXPIRED locally; the successor’s claim fences every later write of the old attempt', async () => {
+      const seen = new Recorder()
+      const afterLapse = gate()
+      const successorMayFinish = gate()
+      const consumerOptions = { contract: chat, name: 'lapse', types: ['generate'] as const, leaseMs: 600 }
+      const original = consumer(consumerOptions).run(async (ctx) => {
+        seen.add('old:start', { attempt: ctx.attempt })
+        seen.add('old:signal', { reason: await aborted(ctx.signal) })
+        await afterLapse.promise
+        const append = await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'old' } }).catch((e) => e)
+        let dispatched = false
+        const effect = await ctx
+          .effect('notify', async () => {
+            dispatched = true
+          })
+          .catch((e) => e)
+        seen.add('old:writes', { append, effect, dispatched })
+      })
+      const successor = consumer(consumerOptions).run(async (ctx) => {
+        seen.add('new:start', { attempt: ctx.attempt })
+        await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'new' } })
+        await successorMayFinish.promise
+        await ctx.effect('notify', async (key) => key)
+      })
+
+      const unreachable = await unreachableStore()
+      // pollMs: the old worker never reclaims on its own; only the successor claims.
+      const oldServer = serve([original], unreachable.store)
+      await work(oldServer, { pollMs: 60_000 })
+      const newServer = serve([successor])
+
+      const { id: session } = await newServer.sessions.create('u1')
+      const [g] = await newServer.append(session, { type: 'generate', payload: {} })
+      const started = await seen.waitFor('old:start')
+      unreachable.freeze()
+      const frozenAt = performance.now()
+
+      const signal = await seen.waitFor('old:signal', undefined, 5_000)
+      const reason = signal.reason as RunAborted
+      expect(reason).toBeInstanceOf(RunAborted)
+      expect(reason.code).toBe('CLAIM_EXPIRED')
+      expect(reason.isLeaseLoss).toBe(true)
+      // Decided from the local clock: within the lease of the claim, while nothing reached the store.
+      expect(signal.at - started.at).toBeLessThan(600 + 300)
+      expect(signal.at).toBeGreaterThan(frozenAt)
+
+      await waitForJob(store, g.id, 'lapse', (j) => j.lease_lapsed)
+      await work(newServer)
+      await seen.waitFor('new:start')
+      const held = (await jobOf(store, g.id, 'lapse'))!
+      expect(held.attempt).toBe(2)
+
+      // The old attempt comes back: every write it tries is rejected.
+      unreachable.thaw()
+      afterLapse.open()
+      const writes = await seen.waitFor('old:writes')
+      expect(isA2Error(writes.append, 'fenced')).toBe(true)
+      expect(writes.effect).toBeInstanceOf(Error)
+      expect(writes.dispatched).toBe(false)
+      expect(await completeJob(store.db, { jobId: held.id, attempt: 1 })).toBeUndefined() // row count 0
+
+      successorMayFinish.open()
+      const done = await waitForJob(store, g.id, 'lapse', (j) => j.status === 'COMPLETED')
+      expect(done.attempt).toBe(2)
+      const chunks = (await eventsOf(store, session)).filter((e) => e.type === 'chunk').map((e) => e.payload.delta)
+      expect(chunks).toEqual(['new'])
+      // Nothing of attempt 1 was ever settled; the successor's effect dispatched (not poisoned by the old attempt).
+      expect(await historyOf(store, done.id)).toEqual(['2:ACTIVE>COMPLETED:RETURNED'])
+      const [effect] = await query<{ status: string; attempt: number }>(
+        store.db,
+        sql`select status, attempt from a2_effects where job_id = ${done.id} and key = 'notify'`,
+      )
+      expect(effect).toEqual({ status: 'DONE', attempt: 2 })
+    })
+
+    it('renewal that finds another attempt holding the job fires SUPERSEDED_ATTEMPT', async () => {
+      const seen = new Recorder()
+      const consumerOptions = { contract: chat, name: 'superseded', types: ['generate'] as const, leaseMs: 3_000 }
+      const first = consumer(consumerOptions).run(async (ctx) => {
+        seen.add('first:signal', { reason: await aborted(ctx.signal) })
+        const append = await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'first' } }).catch((e) => e)
+        seen.add('first:append', { append })
+      })
+      const second = consumer(consumerOptions).run(async (ctx) => {
+        seen.add('second:start', { attempt: ctx.attempt })
+        await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'second' } })
+      })
+      // The first worker's renewals can be held in flight (a slow link), the rest of its traffic is not.
+      let holdRenewals: ReturnType<typeof gate> | undefined
+      const firstStore = interceptStore(store, {
+        before: (text) => (text.startsWith('update a2_jobs set lease_until') ? holdRenewals?.promise : undefined),
+      })
+      const firstServer = serve([first], firstStore)
+      await work(firstServer, { pollMs: 60_000 })
+      const { id: session } = await firstServer.sessions.create('u1')
+      const [g] = await firstServer.append(session, { type: 'generate', payload: {} })
+      const job = await waitForJob(store, g.id, 'superseded', (j) => j.attempt === 1)
+
+      holdRenewals = gate()
+      await delay(100) // a renewal already past the hold has landed by now
+      // The database's view of the lease ends first (a stalled renewal, a skewed clock) and a successor claims.
+      await query(store.db, sql`update a2_jobs set lease_until = now() - interval '1 second' where id = ${job.id}`)
+      await work(serve([second]))
+      await seen.waitFor('second:start')
+      expect(seen.count('first:signal')).toBe(0)
+      holdRenewals.open()
+      const signal = await seen.waitFor('first:signal', undefined, 3_000)
+      expect((signal.reason as RunAborted).code).toBe('SUPERSEDED_ATTEMPT')
+      const append = (await seen.waitFor('first:append')).append
+      expect(isA2Error(append, 'fenced')).toBe(true)
+
+      const done = await waitForJob(store, g.id, 'superseded', (j) => j.status === 'COMPLETED')
+      expect(done.attempt).toBe(2)
+      expect((await eventsOf(store, session)).filter((e) => e.type === 'chunk').map((e) => e.payload.delta)).toEqual(['second'])
+      expect(await historyOf(store, done.id)).toEqual(['2:ACTIVE>COMPLETED:RETURNED'])
+    })
+
+    it('a worker that reclaims its own lapsed job keeps tracking the new attempt while the old one unwinds', async () => {
+      const seen = new Recorder()
+      const releaseOld = gate()
+      const releaseNew = gate()
+      const c = consumer({ contract: chat, name: 'reclaim', types: ['generate'], abortOn: ['cancelled'], leaseMs: 600 }).run(async (ctx) => {
+        seen.add('start', { attempt: ctx.attempt })
+        if (ctx.attempt === 1) {
+          await aborted(ctx.signal)
+          await releaseOld.promise
+          return
+        }
+        seen.add('new:signal', { reason: await aborted(ctx.signal) })
+        await releaseNew.promise
+      })
+      const wake = consumer({ contract: chat, name: 'reclaim-wake', types: ['message'] }).run(async () => {})
+      const unreachable = await unreachableStore()
+      const server = serve([c, wake], unreachable.store)
+      const worker = await work(server, { pollMs: 60_000 })
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('start', (e) => e.attempt === 1)
+      unreachable.freeze()
+      await waitForJob(store, g.id, 'reclaim', (j) => j.lease_lapsed, 5_000)
+      unreachable.thaw()
+      // A renewal held while frozen may land late and extend the lapsed lease once; wait it out.
+      await delay(100)
+      await waitForJob(store, g.id, 'reclaim', (j) => j.lease_lapsed, 5_000)
+      // A new job wakes the worker: it claims the lapsed job again (attempt 2) while attempt 1 still runs.
+      await server.append(session, { type: 'message', payload: { text: 'wake up' } })
+      await seen.waitFor('start', (e) => e.attempt === 2)
+      releaseOld.open()
+      await delay(200)
+      expect(worker.activeCount).toBe(1) // attempt 2 still runs and is still tracked
+
+      const [cancel] = await server.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
+      const signal = await seen.waitFor('new:signal', undefined, 1_000) // on append, not at the next renewal
+      expect((signal.reason as RunAborted).event).toEqual({ id: cancel.id, index: cancel.index })
+      releaseNew.open()
+      const job = await waitForJob(store, g.id, 'reclaim', (j) => j.status === 'CANCELLED')
+      expect(job.attempt).toBe(2)
+    })
+  })
+
+  describe('outcomes (DESIGN rule 4)', () => {
+    /** Runs attempt 1 until its lease lapses while the store is unreachable, then lets `then` decide. */
+    async function lapse(name: string, then: 'return' | 'throw') {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name, types: ['generate'], leaseMs: 600 }).run(async (ctx) => {
+        seen.add('start', { attempt: ctx.attempt })
+        if (ctx.attempt > 1) return
+        seen.add('signal', { reason: await aborted(ctx.signal) })
+        await waitUntil(() => !frozen, 'the store back')
+        seen.add(then)
+        if (then === 'throw') throw ctx.signal.reason
+      })
+      let frozen = false
+      const unreachable = await unreachableStore()
+      const server = serve([c], unreachable.store)
+      await work(server, { pollMs: 60_000 })
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('start')
+      unreachable.freeze()
+      frozen = true
+      const signal = await seen.waitFor('signal', undefined, 5_000)
+      expect((signal.reason as RunAborted).code).toBe('CLAIM_EXPIRED')
+      await waitForJob(store, g.id, name, (j) => j.lease_lapsed)
+      unreachable.thaw()
+      frozen = false
+      return { seen, g, session }
+    }
+
+    it('return → COMPLETED', async () => {
+      const c = consumer({ contract: chat, name: 'returns', types: ['generate'] }).run(async (ctx) => {
+        await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'hi' } })
+      })
+      const server = serve([c])
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      const job = await waitForJob(store, g.id, 'returns', (j) => j.status === 'COMPLETED')
+      expect(job).toMatchObject({ attempt: 1, owner: null, lease_until: null })
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
+    })
+
+    it('return after the lease lapsed, with no successor → COMPLETED', async () => {
+      const { seen, g } = await lapse('lapsed-returns', 'return')
+      const job = await waitForJob(store, g.id, 'lapsed-returns', (j) => j.status === 'COMPLETED')
+      expect(job.attempt).toBe(1)
+      expect(seen.count('start')).toBe(1)
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
+    })
+
+    it('throw after a lease abort → SURRENDERED: the attempt is spent and the job immediately reclaimable', async () => {
+      const { seen, g } = await lapse('lapsed-throws', 'throw')
+      const thrown = await seen.waitFor('throw')
+      const second = await seen.waitFor('start', (e) => e.attempt === 2)
+      expect(second.at - thrown.at).toBeLessThan(1_000) // no backoff, no lease wait
+      const job = await waitForJob(store, g.id, 'lapsed-throws', (j) => j.status === 'COMPLETED')
+      expect(job.attempt).toBe(2)
+      const history = await transitionsOf(store, job.id)
+      expect(history.map((t) => `${t.attempt}:${t.from_status}>${t.to_status}:${t.reason}`)).toEqual([
+        '1:ACTIVE>ACTIVE:SURRENDERED',
+        '2:ACTIVE>COMPLETED:RETURNED',
+      ])
+      expect(history[0].detail).toEqual({ code: 'CLAIM_EXPIRED' })
+    })
+
+    it.each(['return', 'throw'] as const)('after an abortOn abort, %s → CANCELLED, never retried', async (then) => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: `cancel-${then}`, types: ['generate'], abortOn: ['cancelled'], maxAttempts: 3 }).run(
+        async (ctx) => {
+          seen.add('start', { attempt: ctx.attempt })
+          try {
+            await abortableWork(ctx.signal)
+          } catch (error) {
+            if (then === 'throw') throw error
+          }
+        },
+      )
+      const server = serve([c])
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('start')
+      await server.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
+      const job = await waitForJob(store, g.id, `cancel-${then}`, (j) => j.status === 'CANCELLED')
+      await delay(700) // longer than the first retry's backoff would be
+      expect(seen.count('start')).toBe(1)
+      expect((await jobOf(store, g.id, `cancel-${then}`))!.attempt).toBe(1)
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>CANCELLING:CANCEL_APPENDED', '1:CANCELLING>CANCELLED:STOPPED_BY_CANCEL'])
+    })
+
+    it('any other throw → retried with backoff up to maxAttempts, then FAILED and an a2.failed event with the attempts', async () => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: 'flaky', types: ['generate'], maxAttempts: 3 }).run(async (ctx) => {
+        seen.add('start', { attempt: ctx.attempt })
+        throw new Error(`boom ${ctx.attempt}`)
+      })
+      const server = serve([c])
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      const job = await waitForJob(store, g.id, 'flaky', (j) => j.status === 'FAILED')
+      expect(job.attempt).toBe(3)
+
+      const starts = seen.all('start')
+      expect(starts.map((s) => s.attempt)).toEqual([1, 2, 3])
+      // Backoff with jitter: at least half of 250 ms, then of 500 ms.
+      expect(starts[1].at - starts[0].at).toBeGreaterThanOrEqual(125 - 5)
+      expect(starts[2].at - starts[1].at).toBeGreaterThanOrEqual(250 - 5)
+
+      const history = await transitionsOf(store, job.id)
+      expect(history.map((t) => `${t.attempt}:${t.reason}`)).toEqual(['1:RETRY_SCHEDULED', '2:RETRY_SCHEDULED', '3:ATTEMPTS_EXHAUSTED'])
+      expect(history[0].detail).toMatchObject({ error: { message: 'boom 1' } })
+
+      const failed = (await eventsOf(store, session)).filter((e) => e.type === 'a2.failed')
+      expect(failed).toHaveLength(1)
+      expect(failed[0].payload).toEqual({ of: g.id, consumer: 'flaky', attempts: 3, error: { message: 'boom 3' } })
+      await delay(300)
+      expect(seen.count('start')).toBe(3)
+    })
+
+    it('a cancel while a retry waits revokes it (recorded), and the handler is not run again', async () => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: 'revoked', types: ['generate'], abortOn: ['cancelled'], maxAttempts: 3 }).run(async (ctx) => {
+        seen.add('start', { attempt: ctx.attempt })
+        throw new Error('transient')
+      })
+      const server = serve([c])
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      const job = await waitForJob(store, g.id, 'revoked', (j) => j.attempt === 1 && j.owner === null)
+      await server.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
+      await waitForJob(store, g.id, 'revoked', (j) => j.status === 'CANCELLED')
+      await delay(600)
+      expect(seen.count('start')).toBe(1)
+      expect(await historyOf(store, job.id)).toEqual([
+        '1:ACTIVE>ACTIVE:RETRY_SCHEDULED',
+        '1:ACTIVE>CANCELLING:CANCEL_APPENDED',
+        '1:CANCELLING>CANCELLED:RETRY_REVOKED',
+      ])
+    })
+
+    it('stop() aborts in-flight runs with SHUTDOWN, surrenders them, and leaves no timer behind', async () => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: 'shutdown', types: ['generate'] }).run(async (ctx) => {
+        seen.add('start')
+        await abortableWork(ctx.signal)
+      })
+      const server = serve([c])
+      const worker = await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      await seen.waitFor('start')
+      await server.stopWorkers({ graceMs: 50 })
+      expect(worker.activeCount).toBe(0)
+      const job = (await jobOf(store, g.id, 'shutdown'))!
+      expect(job).toMatchObject({ status: 'ACTIVE', attempt: 1, owner: null })
+      expect(await transitionsOf(store, job.id)).toMatchObject([{ reason: 'SURRENDERED', detail: { code: 'SHUTDOWN' } }])
+      expect(guard.pendingTimers()).toEqual([])
+    })
+  })
+
+  describe('lanes', () => {
+    it('runs one session’s lane one job at a time, in log order', async () => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: 'laned', types: ['message'], lane: 'l' }).run(async (ctx) => {
+        seen.add('start', { index: ctx.event.index })
+        await delay(30)
+        seen.add('end', { index: ctx.event.index })
+      })
+      const server = serve([c])
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      await server.append(session, ...Array.from({ length: 5 }, (_, i) => ({ type: 'message' as const, payload: { text: `m${i}` } })))
+      await waitUntil(() => seen.count('end') === 5, 'five runs')
+      expect(seen.entries.map((e) => `${e.what}${e.index}`)).toEqual([
+        'start0', 'end0', 'start1', 'end1', 'start2', 'end2', 'start3', 'end3', 'start4', 'end4',
+      ])
+    })
+
+    it('a stuck lane holds only its own session: other sessions’ lanes and lane-less jobs run', async () => {
+      const seen = new Recorder()
+      const unstick = gate()
+      const laned = consumer({ contract: chat, name: 'stuck-lane', types: ['message'], lane: 'l' }).run(async (ctx) => {
+        seen.add('start', { session: ctx.sessionId, text: ctx.event.payload.text })
+        if (ctx.event.payload.text === 'stuck') await unstick.promise
+      })
+      const free = consumer({ contract: chat, name: 'no-lane', types: ['message'] }).run(async (ctx) => {
+        seen.add('free', { session: ctx.sessionId })
+      })
+      const server = serve([laned, free])
+      await work(server)
+      const { id: s1 } = await server.sessions.create('u1')
+      const { id: s2 } = await server.sessions.create('u1')
+      await server.append(s1, { type: 'message', payload: { text: 'stuck' } }, { type: 'message', payload: { text: 'behind' } })
+      await seen.waitFor('start', (e) => e.text === 'stuck')
+      await server.append(s2, { type: 'message', payload: { text: 'other' } })
+      await seen.waitFor('start', (e) => e.session === s2)
+      await seen.waitFor('free', (e) => e.session === s1)
+      await seen.waitFor('free', (e) => e.session === s2)
+      await delay(200)
+      expect(seen.count('start', (e) => e.text === 'behind')).toBe(0)
+      unstick.open()
+      await seen.waitFor('start', (e) => e.text === 'behind')
+      expect(seen.all('start').map((e) => e.text)).toEqual(['stuck', 'other', 'behind'])
+    })
+  })
+
+  describe('wake-ups', () => {
+    it('a job appended while the worker’s claim is in flight still starts at once (no lost wake-up)', async () => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: 'wakeup', types: ['generate'] }).run(async () => {
+        seen.add('start')
+      })
+      // The appending side also routes `message` to a consumer the watched worker does not serve:
+      // appending one wakes that worker for a claim that finds nothing of its own.
+      const other = consumer({ contract: chat, name: 'wakeup-other', types: ['message'] }).run(async () => {})
+      const server = serve([c, other])
+      const { id: session } = await server.sessions.create('u1')
+      let armed = false
+      let appendedAt = 0
+      const watched = interceptStore(store, {
+        after: async (text) => {
+          if (!armed || !text.includes('with candidates')) return
+          armed = false
+          // The claim found nothing; before the worker sees that, a job is appended and its NOTIFY lands.
+          await server.append(session, { type: 'generate', payload: {} })
+          appendedAt = performance.now()
+          await delay(100)
+        },
+      })
+      const watchedServer = serve([c], watched)
+      await work(watchedServer, { pollMs: 60_000 })
+      await delay(100)
+      armed = true
+      // Wake the sleeping worker so it claims (and finds nothing: the job is appended during the claim).
+      await server.append(session, { type: 'message', payload: { text: 'tick' } })
+      const start = await seen.waitFor('start', undefined, 5_000)
+      expect(appendedAt).toBeGreaterThan(0)
+      expect(start.at - appendedAt).toBeLessThan(1_000)
+    })
+
+    it('a renewal still in flight when a run ends arms no timer afterwards', async () => {
+      const c = consumer({ contract: chat, name: 'slow-renewal', types: ['generate'], leaseMs: 600 }).run(async () => {
+        await delay(250) // a renewal (every 200 ms) is in flight when this returns
+      })
+      // Renewals succeed in the database but their answers come back late.
+      const slowRenewals = interceptStore(store, {
+        after: (text) => (text.startsWith('update a2_jobs set lease_until') ? delay(300) : undefined),
+      })
+      const server = serve([c], slowRenewals)
+      const worker = await work(server, { pollMs: 60_000 })
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      await waitForJob(store, g.id, 'slow-renewal', (j) => j.status === 'COMPLETED')
+      await waitUntil(() => worker.activeCount === 0, 'the run to end')
+      await delay(400) // the delayed renewal has come back
+      expect(guard.pendingTimers().filter((t) => t.includes('worker.ts'))).toEqual([])
+    })
+  })
+})
