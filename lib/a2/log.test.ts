@@ -119,6 +119,7 @@ describe.each(layers)('the log on %s', (kind) => {
     ['bad_request', 'just a string'],
     ['bad_request', { events: [] }],
     ['unknown_type', { type: '__proto__', payload: {} }],
+    ['invalid_payload', { type: 'message', payload: { text: 'nul \u0000 inside' } }],
   ])('refuses %s and writes nothing (%j)', async (code, body) => {
     const { id } = await server.sessions.create('u1')
     const error = await server.push(id, 'u1', body).catch((e) => e)

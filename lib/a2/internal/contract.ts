@@ -105,6 +105,10 @@ export function validateInput(
   if (bytes > contract.maxPayloadBytes) {
     throw new A2Error('payload_too_large', `payload is ${bytes} bytes; the limit is ${contract.maxPayloadBytes}`)
   }
+  if (containsNul(shape.data.payload)) {
+    // Postgres text and jsonb cannot store U+0000: refuse it here as bad input, not at insert as a 500.
+    throw new A2Error('invalid_payload', 'strings may not contain the NUL character (U+0000)')
+  }
   const payload = definition.schema.safeParse(shape.data.payload)
   if (!payload.success) {
     throw new A2Error('invalid_payload', `payload does not match the "${type}" schema`, {
@@ -112,4 +116,13 @@ export function validateInput(
     })
   }
   return { id, type, payload: payload.data }
+}
+
+function containsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\u0000')
+  if (Array.isArray(value)) return value.some(containsNul)
+  if (value && typeof value === 'object') {
+    return Object.entries(value).some(([key, v]) => key.includes('\u0000') || containsNul(v))
+  }
+  return false
 }
