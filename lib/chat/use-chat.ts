@@ -12,8 +12,20 @@ import { activeAnswer, initialChatState, reduceChat, type ChatState } from './re
 
 const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as ChatEvent)
 
+/** The server's fold of the session so far; the tail continues from its frontier. */
+async function loadSnapshot(sessionId: string): Promise<{ state: ChatState; frontier: number }> {
+  const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/snapshot`)
+  const body = (await response.json()) as { state: ChatState; frontier: number; error?: { code: string; message: string } }
+  if (!response.ok) throw Object.assign(new Error(body.error?.message ?? 'could not load the session'), { status: response.status })
+  return { state: body.state, frontier: body.frontier }
+}
+
 export function useChat(sessionId: string) {
-  const session = useSession<ChatState>(sessionId, { reducer, initial: initialChatState })
+  const session = useSession<ChatState>(sessionId, {
+    reducer,
+    initial: initialChatState,
+    snapshot: () => loadSnapshot(sessionId),
+  })
   const { push, store } = session
   const active = activeAnswer(session.state)
 

@@ -33,6 +33,8 @@ export interface SessionSnapshot<S> {
   pending: A2Event[]
   connection: Connection
   error?: PushError
+  /** False until the snapshot (if any) is in. */
+  loaded: boolean
 }
 
 export interface SessionStoreOptions<S> {
@@ -49,6 +51,11 @@ export interface SessionStoreOptions<S> {
   events?: A2Event[]
   /** Push retry delays on network errors and 5xx; 4xx are final. */
   retryDelaysMs?: number[]
+  /**
+   * Loads a server-side fold before the tail opens, so a long session (100k events) costs
+   * one small state instead of replaying its whole log into the browser.
+   */
+  snapshot?: () => Promise<{ state: S; frontier: number }>
 }
 
 export interface SessionStore<S> {
@@ -87,6 +94,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined
   let reconnectDelay = 500
   let closed = false
+  let loaded = !options.snapshot
+  let loading: Promise<void> | undefined
 
   const emit = () => {
     snapshot = undefined
@@ -198,6 +207,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         pending,
         connection,
         error,
+        loaded,
       }
       return snapshot
     },
@@ -234,7 +244,37 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     receive,
     connect() {
       closed = false
-      if (!source) open()
+      if (loaded) {
+        if (!source) open()
+        return
+      }
+      loading ??= (async () => {
+        for (let delay = 500; !closed; delay = Math.min(delay * 2, 10_000)) {
+          try {
+            const snap = await options.snapshot!()
+            if (snap.frontier > frontier) {
+              confirmedState = snap.state
+              frontier = snap.frontier
+            }
+            loaded = true
+            emit()
+            if (!closed && !source) open()
+            return
+          } catch (failure) {
+            const status = (failure as { status?: number }).status
+            if (status !== undefined && status >= 400 && status < 500) {
+              // Not ours, or gone: retrying cannot help.
+              connection = 'closed'
+              error = { code: 'http_' + status, message: (failure as Error).message, status, inputs: [] }
+              emit()
+              return
+            }
+            connection = 'reconnecting'
+            emit()
+            await new Promise((r) => setTimeout(r, delay))
+          }
+        }
+      })().finally(() => (loading = undefined))
     },
     close() {
       closed = true
