@@ -72,3 +72,27 @@ describe('the session store', () => {
     expect(store.getSnapshot().error).toMatchObject({ code: 'invalid_payload', inputs: [{ type: 'note' }] })
   })
 })
+
+describe('push ordering', () => {
+  it('sends pushes one after another, in the order they were made', async () => {
+    const order: string[] = []
+    let release!: () => void
+    const first = new Promise<void>((r) => (release = r))
+    let n = 0
+    const { fn } = fakeFetch(async (body) => {
+      const label = (body.payload as { v: string }).v
+      order.push(`start ${label}`)
+      if (label === 'generate') await first
+      order.push(`end ${label}`)
+      return Response.json({ events: [{ ...event(n, label), id: body.id, index: n++ }] }, { status: 201 })
+    })
+    const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: fn })
+    const a = store.push({ type: 'note', payload: { v: 'generate' } })
+    const b = store.push({ type: 'note', payload: { v: 'cancelled' } })
+    await new Promise((r) => setTimeout(r, 20))
+    expect(order).toEqual(['start generate']) // the Stop waits for the generate to land
+    release()
+    await Promise.all([a, b])
+    expect(order).toEqual(['start generate', 'end generate', 'start cancelled', 'end cancelled'])
+  })
+})

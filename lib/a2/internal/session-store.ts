@@ -95,6 +95,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   let reconnectDelay = 500
   let closed = false
   let loaded = !options.snapshot
+  let queue: Promise<void> = Promise.resolve()
   let loading: Promise<void> | undefined
 
   const emit = () => {
@@ -229,7 +230,14 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       error = undefined
       emit()
       try {
-        const confirmed = await send(inputs)
+        // Pushes leave in the order they were made: a Stop pressed right after Send must
+        // reach the log after the `generate` it names, or it would cancel nothing.
+        const sending = queue.then(() => send(inputs))
+        queue = sending.then(
+          () => undefined,
+          () => undefined,
+        )
+        const confirmed = await sending
         // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
         if (confirmed[0]?.index === frontier + 1) receive(confirmed)
         return confirmed

@@ -1,0 +1,39 @@
+import type { Metadata, Viewport } from 'next'
+import { AppShell } from '@/components/app-shell'
+import { THEME_SCRIPT } from '@/components/theme-script'
+import './globals.css'
+
+export const metadata: Metadata = {
+  title: 'a2 chat',
+  description: 'A streaming AI chat where Stop really stops the generation.',
+  icons: {
+    icon:
+      'data:image/svg+xml,' +
+      encodeURIComponent(
+        '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="8" fill="#171717"/><text x="16" y="21" font-family="system-ui,sans-serif" font-size="14" font-weight="700" fill="#fff" text-anchor="middle">a2</text></svg>',
+      ),
+  },
+}
+
+export const viewport: Viewport = {
+  width: 'device-width',
+  initialScale: 1,
+  themeColor: [
+    { media: '(prefers-color-scheme: light)', color: '#ffffff' },
+    { media: '(prefers-color-scheme: dark)', color: '#171717' },
+  ],
+}
+
+export default function RootLayout({ children }: { children: React.ReactNode }) {
+  return (
+    // The theme script sets the `dark` class before paint, so the server's markup differs on purpose.
+    <html lang="en" suppressHydrationWarning>
+      <head>
+        <script dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
+      </head>
+      <body>
+        <AppShell>{children}</AppShell>
+      </body>
+    </html>
+  )
+}

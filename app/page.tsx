@@ -1,0 +1,5 @@
+import { NewChat } from '@/components/new-chat'
+
+export default function HomePage() {
+  return <NewChat />
+}

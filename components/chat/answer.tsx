@@ -1,0 +1,153 @@
+'use client'
+import { memo } from 'react'
+import { answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
+import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
+import { Markdown } from '../markdown'
+import { CopyButton } from './copy-button'
+
+interface AnswerProps {
+  answer: AnswerTurn
+  /** The conversation's last answer: the one regenerate applies to. */
+  isLast: boolean
+  /** Another answer is being written: regenerate/retry wait. */
+  busy: boolean
+  onRegenerate: (answerId: string) => void
+}
+
+/** One assistant answer: Markdown while it streams and after, with its end state and actions. */
+export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate }: AnswerProps) {
+  const text = answerText(answer)
+  const { status } = answer
+  const streaming = status === 'streaming'
+  const waiting = status === 'waiting'
+  const terminal = isTerminal(status)
+  const canRegenerate = isLast && !busy && (status === 'done' || status === 'stopped')
+
+  return (
+    <article
+      data-testid="message-assistant"
+      data-status={status}
+      data-answer-id={answer.id}
+      aria-label="Assistant"
+      className="group/answer flex gap-3 sm:gap-4"
+    >
+      <div
+        aria-hidden="true"
+        className="mt-0.5 flex size-7 shrink-0 items-center justify-center rounded-full border max-sm:hidden border-neutral-200 bg-white text-neutral-700 dark:border-neutral-700 dark:bg-neutral-900 dark:text-neutral-300"
+      >
+        <SparkleIcon className="size-4" />
+      </div>
+
+      <div className="min-w-0 flex-1 pt-0.5">
+        <div data-testid="answer-text" aria-live="polite" aria-busy={streaming || waiting}>
+          {text ? (
+            <Markdown text={text} streaming={streaming} />
+          ) : streaming ? (
+            <span className="streaming-caret" aria-hidden="true" />
+          ) : null}
+        </div>
+
+        {waiting && <TypingIndicator />}
+
+        {status === 'stopped' && (
+          <p
+            data-testid="stopped-marker"
+            className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
+          >
+            <StopCircleIcon className="size-3.5" />
+            {text ? 'Stopped' : 'Stopped before the answer began'}
+          </p>
+        )}
+
+        {status === 'failed' && (
+          <div className="mt-3 flex flex-wrap items-start gap-3 rounded-xl border border-red-200 bg-red-50 px-3.5 py-3 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/40 dark:text-red-200">
+            <AlertIcon className="mt-0.5 size-4 shrink-0" />
+            <div className="min-w-0 flex-1">
+              <p className="font-medium">The answer couldn’t be completed.</p>
+              {answer.error && <p className="mt-0.5 break-words text-red-700/90 dark:text-red-300/90">{answer.error}</p>}
+            </div>
+            {isLast && (
+              <button
+                type="button"
+                data-testid="retry-button"
+                onClick={() => onRegenerate(answer.id)}
+                disabled={busy}
+                className="inline-flex items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 text-sm font-medium text-red-800 hover:bg-red-100 disabled:opacity-50 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
+              >
+                <RefreshIcon className="size-3.5" />
+                Retry
+              </button>
+            )}
+          </div>
+        )}
+
+        {status === 'done' && answer.finishReason === 'length' && (
+          <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer reached the length limit.</p>
+        )}
+        {status === 'done' && answer.finishReason === 'content-filter' && (
+          <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer was cut by the content filter.</p>
+        )}
+
+        {answer.notes.length > 0 && (
+          <ul className="mt-3 flex flex-wrap gap-2" aria-label="Notes saved by the assistant">
+            {answer.notes.map((note, i) => (
+              <li
+                key={i}
+                title={note}
+                className="inline-flex max-w-full items-center gap-1.5 rounded-full border border-amber-200 bg-amber-50 px-2.5 py-1 text-xs text-amber-900 dark:border-amber-900/60 dark:bg-amber-950/40 dark:text-amber-200"
+              >
+                <BookmarkIcon className="size-3.5 shrink-0" />
+                <span className="truncate">
+                  <span className="font-medium">Saved note:</span> {note}
+                </span>
+              </li>
+            ))}
+          </ul>
+        )}
+
+        {terminal && (text || canRegenerate) && (
+          <div
+            className={`mt-2 -ml-1.5 flex items-center gap-0.5 transition-opacity ${
+              isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
+            }`}
+          >
+            {text && <CopyButton text={text} label="Copy answer" />}
+            {canRegenerate && (
+              <button
+                type="button"
+                data-testid="regenerate-button"
+                onClick={() => onRegenerate(answer.id)}
+                aria-label="Regenerate answer"
+                title="Regenerate"
+                className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+              >
+                <RefreshIcon className="size-4" />
+              </button>
+            )}
+            {answer.usage?.outputTokens !== undefined && (
+              <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
+                {answer.usage.outputTokens} tokens
+              </span>
+            )}
+          </div>
+        )}
+      </div>
+    </article>
+  )
+})
+
+function TypingIndicator() {
+  return (
+    <div className="flex h-7 items-center gap-1" role="status">
+      <span className="sr-only">The assistant is thinking…</span>
+      {[0, 150, 300].map((delay) => (
+        <span
+          key={delay}
+          aria-hidden="true"
+          className="size-1.5 animate-dot rounded-full bg-neutral-400 dark:bg-neutral-500"
+          style={{ animationDelay: `${delay}ms` }}
+        />
+      ))}
+    </div>
+  )
+}

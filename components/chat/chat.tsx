@@ -1,0 +1,221 @@
+'use client'
+import { useCallback, useEffect, useRef, useState } from 'react'
+import { useChat } from '@/lib/chat/use-chat'
+import type { PushError } from '@/lib/a2/react'
+import { AlertIcon, RefreshIcon, XIcon } from '../icons'
+import { sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
+import { Composer, type ComposerHandle } from './composer'
+import { Messages } from './messages'
+
+/** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
+export function Chat({ sessionId }: { sessionId: string }) {
+  const { state, active, connection, error, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
+  const { sessions } = useSessions()
+  const [followKey, setFollowKey] = useState(0)
+  const composerRef = useRef<ComposerHandle>(null)
+  const follow = useCallback(() => setFollowKey((k) => k + 1), [])
+
+  // The first message of a new chat, handed over by the "/" page: sent once, here.
+  useEffect(() => {
+    const text = takeFirstMessage(sessionId)
+    if (text === undefined) return
+    follow()
+    void send(text).catch(() => {}) // a failure shows in the error alert, with Retry
+  }, [sessionId, send, follow])
+
+  // A message was confirmed: the server titles the session from its first one, and the
+  // session moves to the top of the list.
+  const confirmedMessages = events.reduce((n, e) => (e.type === 'message' ? n + 1 : n), 0)
+  useEffect(() => {
+    if (confirmedMessages > 0) void sessionsStore.refresh()
+  }, [confirmedMessages])
+
+  // An answer ended: the session's title and place in the list may have changed.
+  const activeId = active?.id
+  const previousActive = useRef(activeId)
+  useEffect(() => {
+    if (previousActive.current && !activeId) void sessionsStore.refresh()
+    previousActive.current = activeId
+  }, [activeId])
+
+  // Escape stops the answer being written, from anywhere on the page.
+  useEffect(() => {
+    if (!activeId) return
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || e.defaultPrevented) return
+      e.preventDefault()
+      void stop().catch(() => {})
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [activeId, stop])
+
+  const onSend = useCallback(
+    (text: string) => {
+      follow()
+      void send(text).catch(() => {})
+    },
+    [send, follow],
+  )
+  const onStop = useCallback(() => {
+    void stop().catch(() => {})
+    composerRef.current?.focus()
+  }, [stop])
+  const onRegenerate = useCallback(
+    (answerId: string) => {
+      follow()
+      void regenerate(answerId).catch(() => {})
+    },
+    [regenerate, follow],
+  )
+  const onEdit = useCallback(
+    (messageId: string, text: string) => {
+      follow()
+      void edit(messageId, text).catch(() => {})
+    },
+    [edit, follow],
+  )
+
+  const title = sessionTitle(sessions.find((s) => s.id === sessionId))
+  // Until the tail has been open a moment, an empty log may just not have arrived yet.
+  const [settled, setSettled] = useState(false)
+  useEffect(() => {
+    if (connection !== 'open' || settled) return
+    const timer = setTimeout(() => setSettled(true), 400)
+    return () => clearTimeout(timer)
+  }, [connection, settled])
+  const loadingHistory = state.turns.length === 0 && events.length === 0 && !settled
+
+  return (
+    <div className="flex min-h-0 flex-1 flex-col">
+      <h1 className="sr-only">{title}</h1>
+      <Messages
+        turns={state.turns}
+        busy={active !== undefined}
+        followKey={followKey}
+        onRegenerate={onRegenerate}
+        onEdit={onEdit}
+        empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
+      />
+
+      <div className="relative shrink-0 px-3 pb-3 sm:px-6 sm:pb-4">
+        <div
+          aria-hidden="true"
+          className="pointer-events-none absolute inset-x-0 -top-6 h-6 bg-linear-to-t from-white to-transparent dark:from-neutral-900"
+        />
+        <div className="mx-auto w-full max-w-3xl">
+          {connection === 'reconnecting' && (
+            <div className="mb-2 flex justify-center">
+              <p
+                data-testid="connection-status"
+                role="status"
+                className="inline-flex items-center gap-2 rounded-full border border-amber-200 bg-amber-50 px-3 py-1 text-xs font-medium text-amber-800 dark:border-amber-900/60 dark:bg-amber-950/50 dark:text-amber-200"
+              >
+                <span className="relative flex size-2" aria-hidden="true">
+                  <span className="absolute inline-flex size-full animate-ping rounded-full bg-amber-400 opacity-75" />
+                  <span className="relative inline-flex size-2 rounded-full bg-amber-500" />
+                </span>
+                Reconnecting…
+              </p>
+            </div>
+          )}
+          {error && (
+            <ErrorAlert
+              error={error}
+              onRetry={() => void push(error.inputs).catch(() => {})}
+              onDismiss={() => {
+                // An abandoned message goes back into the box, so nothing typed is lost.
+                const message = error.inputs.find((i) => i.type === 'message')?.payload as { text?: string } | undefined
+                store.clearError()
+                if (message?.text) composerRef.current?.restore(message.text)
+              }}
+            />
+          )}
+          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
+          <p className="mt-2 hidden text-center text-xs text-neutral-400 sm:block dark:text-neutral-500">
+            <kbd className="font-sans">Enter</kbd> to send · <kbd className="font-sans">Shift</kbd>+<kbd className="font-sans">Enter</kbd> for a new
+            line · <kbd className="font-sans">Esc</kbd> stops the answer
+          </p>
+        </div>
+      </div>
+    </div>
+  )
+}
+
+export function ErrorAlert({
+  error,
+  onRetry,
+  onDismiss,
+}: {
+  error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs'] }
+  onRetry?: () => void
+  onDismiss: () => void
+}) {
+  const types = new Set(error.inputs?.map((i) => i.type))
+  const what = types.has('message')
+    ? 'Your message wasn’t sent.'
+    : types.has('cancelled')
+      ? 'Stop didn’t reach the server.'
+      : types.has('generate')
+        ? 'The answer couldn’t be requested.'
+        : 'Something went wrong.'
+  return (
+    <div
+      role="alert"
+      data-testid="error-alert"
+      data-code={error.code}
+      className="mb-2 flex items-start gap-3 rounded-2xl border border-red-200 bg-red-50 px-3.5 py-2.5 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/50 dark:text-red-200"
+    >
+      <AlertIcon className="mt-0.5 size-4 shrink-0" />
+      <div className="min-w-0 flex-1">
+        <p className="font-medium">{what}</p>
+        <p className="break-words text-red-700/90 dark:text-red-300/90">{error.message}</p>
+      </div>
+      {onRetry && (
+        <button
+          type="button"
+          onClick={onRetry}
+          className="inline-flex shrink-0 items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 font-medium text-red-800 hover:bg-red-100 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
+        >
+          <RefreshIcon className="size-3.5" />
+          Retry
+        </button>
+      )}
+      <button
+        type="button"
+        onClick={onDismiss}
+        aria-label="Dismiss"
+        className="inline-flex size-7 shrink-0 items-center justify-center rounded-lg text-red-700 hover:bg-red-100 dark:text-red-300 dark:hover:bg-red-900/60"
+      >
+        <XIcon className="size-4" />
+      </button>
+    </div>
+  )
+}
+
+function EmptyChat() {
+  return (
+    <div className="flex min-h-[40vh] flex-col items-center justify-center text-center">
+      <p className="text-lg font-medium text-neutral-800 dark:text-neutral-200">Nothing here yet</p>
+      <p className="mt-1 text-sm text-neutral-500 dark:text-neutral-400">Send a message to start the conversation.</p>
+    </div>
+  )
+}
+
+function HistorySkeleton() {
+  return (
+    <div className="space-y-8" aria-busy="true" aria-label="Loading the conversation">
+      <div className="flex justify-end">
+        <div className="h-10 w-2/5 animate-pulse rounded-3xl bg-neutral-100 dark:bg-neutral-800" />
+      </div>
+      <div className="flex gap-4">
+        <div className="size-7 shrink-0 animate-pulse rounded-full bg-neutral-100 dark:bg-neutral-800" />
+        <div className="flex-1 space-y-2.5 pt-1">
+          <div className="h-3.5 w-11/12 animate-pulse rounded bg-neutral-100 dark:bg-neutral-800" />
+          <div className="h-3.5 w-4/5 animate-pulse rounded bg-neutral-100 dark:bg-neutral-800" />
+          <div className="h-3.5 w-3/5 animate-pulse rounded bg-neutral-100 dark:bg-neutral-800" />
+        </div>
+      </div>
+    </div>
+  )
+}

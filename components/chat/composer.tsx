@@ -1,0 +1,155 @@
+'use client'
+import { forwardRef, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
+import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
+import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
+
+export interface ComposerHandle {
+  focus(): void
+  /** Puts text back in the box (e.g. a message whose send was abandoned), unless something is typed. */
+  restore(text: string): void
+}
+
+interface ComposerProps {
+  /**
+   * Sends the text. Sync (or a resolved promise) clears the box; a rejected promise keeps
+   * the text so nothing typed is lost.
+   */
+  onSend: (text: string) => void | Promise<unknown>
+  /** Stops the answer being written. */
+  onStop?: () => void
+  /** An answer is being written: the send button becomes Stop. */
+  active?: boolean
+  /** Sending is in progress elsewhere (e.g. creating the chat). */
+  sending?: boolean
+  disabled?: boolean
+  placeholder?: string
+  autoFocus?: boolean
+}
+
+const MAX_HEIGHT = 240
+/** The counter appears from here on. */
+const WARN_AT = Math.floor(MAX_MESSAGE_CHARS * 0.9)
+
+export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Composer(
+  { onSend, onStop, active = false, sending = false, disabled = false, placeholder = 'Message a2 chat', autoFocus = false },
+  ref,
+) {
+  const [text, setText] = useState('')
+  const textareaRef = useRef<HTMLTextAreaElement>(null)
+
+  useImperativeHandle(
+    ref,
+    () => ({
+      focus: () => textareaRef.current?.focus(),
+      restore: (value: string) => {
+        setText((current) => (current.trim() ? current : value))
+        textareaRef.current?.focus()
+      },
+    }),
+    [],
+  )
+
+  // Autosize: grow with the text up to MAX_HEIGHT, then scroll.
+  useLayoutEffect(() => {
+    const el = textareaRef.current
+    if (!el) return
+    el.style.height = 'auto'
+    el.style.height = `${Math.min(el.scrollHeight, MAX_HEIGHT)}px`
+    el.style.overflowY = el.scrollHeight > MAX_HEIGHT ? 'auto' : 'hidden'
+  }, [text])
+
+  const length = text.length
+  const tooLong = length > MAX_MESSAGE_CHARS
+  const canSend = !active && !sending && !disabled && text.trim().length > 0 && !tooLong
+
+  const submit = () => {
+    if (!canSend) return
+    const sent = text
+    const result = onSend(sent)
+    if (result instanceof Promise) {
+      result.then(
+        () => setText((current) => (current === sent ? '' : current)),
+        () => {},
+      )
+    } else {
+      setText('')
+    }
+    textareaRef.current?.focus()
+  }
+
+  const counterId = 'composer-counter'
+
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault()
+        submit()
+      }}
+      aria-label="Send a message"
+      className={`relative flex items-end gap-2 rounded-[26px] border bg-white p-2 pl-4 shadow-sm transition-colors focus-within:border-neutral-400 dark:bg-neutral-800 dark:focus-within:border-neutral-500 ${
+        tooLong ? 'border-red-400 dark:border-red-500/70' : 'border-neutral-200 dark:border-neutral-700'
+      }`}
+    >
+      <label htmlFor="composer-input" className="sr-only">
+        Message
+      </label>
+      <textarea
+        id="composer-input"
+        ref={textareaRef}
+        data-testid="composer-input"
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+            e.preventDefault()
+            submit()
+          }
+        }}
+        rows={1}
+        autoFocus={autoFocus}
+        disabled={disabled}
+        placeholder={placeholder}
+        aria-describedby={length >= WARN_AT ? counterId : undefined}
+        aria-invalid={tooLong || undefined}
+        className="max-h-60 min-h-10 flex-1 resize-none bg-transparent py-2 text-[15px] leading-6 text-neutral-900 outline-none placeholder:text-neutral-400 disabled:opacity-60 dark:text-neutral-100 dark:placeholder:text-neutral-500"
+      />
+
+      {length >= WARN_AT && (
+        <span
+          id={counterId}
+          aria-live="polite"
+          className={`mb-2.5 shrink-0 text-xs tabular-nums ${
+            tooLong ? 'font-medium text-red-600 dark:text-red-400' : 'text-neutral-500 dark:text-neutral-400'
+          }`}
+        >
+          {length.toLocaleString()} / {MAX_MESSAGE_CHARS.toLocaleString()}
+          {tooLong && <span className="sr-only"> — too long, shorten your message to send it</span>}
+        </span>
+      )}
+
+      {active ? (
+        <button
+          type="button"
+          data-testid="stop-button"
+          onClick={() => onStop?.()}
+          aria-label="Stop generating"
+          title="Stop generating (Esc)"
+          className="inline-flex size-10 shrink-0 items-center justify-center rounded-full bg-neutral-900 text-white transition hover:bg-neutral-700 dark:bg-white dark:text-neutral-900 dark:hover:bg-neutral-200"
+        >
+          <StopIcon className="size-5" />
+        </button>
+      ) : (
+        <button
+          type="submit"
+          data-testid="send-button"
+          disabled={!canSend}
+          aria-label={sending ? 'Sending' : 'Send message'}
+          title="Send (Enter)"
+          className="inline-flex size-10 shrink-0 items-center justify-center rounded-full bg-neutral-900 text-white transition enabled:hover:bg-neutral-700 disabled:cursor-not-allowed disabled:bg-neutral-200 disabled:text-neutral-400 dark:bg-white dark:text-neutral-900 dark:enabled:hover:bg-neutral-200 dark:disabled:bg-neutral-700 dark:disabled:text-neutral-500"
+        >
+          {sending ? <SpinnerIcon className="size-5" /> : <ArrowUpIcon className="size-5" />}
+        </button>
+      )}
+    </form>
+  )
+})

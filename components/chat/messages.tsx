@@ -1,0 +1,259 @@
+'use client'
+import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react'
+import type { Turn, UserTurn } from '@/lib/chat/reducer'
+import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
+import { ArrowDownIcon, PencilIcon } from '../icons'
+import { Answer } from './answer'
+import { CopyButton } from './copy-button'
+
+interface MessagesProps {
+  turns: Turn[]
+  /** An answer is being written (waiting or streaming). */
+  busy: boolean
+  /** Bumped when this browser sends: scrolls to the bottom and follows again. */
+  followKey: number
+  onRegenerate: (answerId: string) => void
+  onEdit: (messageId: string, text: string) => void
+  /** Shown when there are no turns. */
+  empty?: React.ReactNode
+}
+
+/** How close to the bottom (px) still counts as "at the bottom". */
+const STICK_THRESHOLD = 64
+
+/**
+ * The conversation. Follows the bottom while an answer streams, unless the person scrolled
+ * up to read; a "jump to latest" button brings them back.
+ */
+export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }: MessagesProps) {
+  const scrollRef = useRef<HTMLDivElement>(null)
+  const contentRef = useRef<HTMLDivElement>(null)
+  const stick = useRef(true)
+  const [atBottom, setAtBottom] = useState(true)
+
+  const scrollToBottom = useCallback(() => {
+    const el = scrollRef.current
+    if (el) el.scrollTop = el.scrollHeight
+  }, [])
+
+  // Content grows (chunks, Markdown re-layout, images): follow if stuck to the bottom.
+  useEffect(() => {
+    const content = contentRef.current
+    if (!content) return
+    const observer = new ResizeObserver(() => {
+      if (stick.current) scrollToBottom()
+      else updateAtBottom()
+    })
+    observer.observe(content)
+    return () => observer.disconnect()
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [scrollToBottom])
+
+  useLayoutEffect(() => {
+    if (stick.current) scrollToBottom()
+  }, [turns, scrollToBottom])
+
+  useLayoutEffect(() => {
+    if (followKey === 0) return
+    stick.current = true
+    setAtBottom(true)
+    scrollToBottom()
+  }, [followKey, scrollToBottom])
+
+  function updateAtBottom() {
+    const el = scrollRef.current
+    if (!el) return
+    const bottom = el.scrollHeight - el.scrollTop - el.clientHeight <= STICK_THRESHOLD
+    stick.current = bottom
+    setAtBottom(bottom)
+  }
+
+  let lastAnswerIndex = -1
+  for (let i = turns.length - 1; i >= 0; i--) {
+    if (turns[i].kind === 'assistant') {
+      lastAnswerIndex = i
+      break
+    }
+  }
+
+  return (
+    <div className="relative flex min-h-0 flex-1 flex-col">
+      <div
+        ref={scrollRef}
+        onScroll={updateAtBottom}
+        onWheel={(e) => {
+          // Scrolling up, even a little, means "let me read": stop following at once.
+          if (e.deltaY < 0) stick.current = false
+        }}
+        onTouchMove={() => {
+          stick.current = false
+        }}
+        className="min-h-0 flex-1 overflow-y-auto"
+      >
+        <div ref={contentRef} className="mx-auto w-full max-w-3xl px-4 pt-6 pb-10 sm:px-6">
+          {turns.length === 0 ? (
+            empty
+          ) : (
+            <ol className="space-y-8" aria-label="Conversation">
+              {turns.map((turn, i) => (
+                <li key={turn.id}>
+                  {turn.kind === 'user' ? (
+                    <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} />
+                  ) : (
+                    <Answer answer={turn} isLast={i === lastAnswerIndex} busy={busy} onRegenerate={onRegenerate} />
+                  )}
+                </li>
+              ))}
+            </ol>
+          )}
+        </div>
+      </div>
+
+      {!atBottom && turns.length > 0 && (
+        <button
+          type="button"
+          onClick={() => {
+            stick.current = true
+            setAtBottom(true)
+            scrollToBottom()
+          }}
+          aria-label="Jump to latest message"
+          className="absolute bottom-3 left-1/2 inline-flex size-9 -translate-x-1/2 items-center justify-center rounded-full border border-neutral-200 bg-white text-neutral-700 shadow-md hover:bg-neutral-50 dark:border-neutral-700 dark:bg-neutral-800 dark:text-neutral-200 dark:hover:bg-neutral-700"
+        >
+          <ArrowDownIcon className="size-4" />
+        </button>
+      )}
+    </div>
+  )
+}
+
+const UserMessage = memo(function UserMessage({
+  turn,
+  canEdit,
+  onEdit,
+}: {
+  turn: UserTurn
+  canEdit: boolean
+  onEdit: (messageId: string, text: string) => void
+}) {
+  const [editing, setEditing] = useState(false)
+  const [draft, setDraft] = useState(turn.text)
+  const textareaRef = useRef<HTMLTextAreaElement>(null)
+  const editButtonRef = useRef<HTMLButtonElement>(null)
+
+  useLayoutEffect(() => {
+    const el = textareaRef.current
+    if (!editing || !el) return
+    el.style.height = 'auto'
+    el.style.height = `${Math.min(el.scrollHeight, 320)}px`
+  }, [editing, draft])
+
+  useEffect(() => {
+    if (!editing) return
+    const el = textareaRef.current
+    el?.focus()
+    el?.setSelectionRange(el.value.length, el.value.length)
+  }, [editing])
+
+  const trimmed = draft.trim()
+  const tooLong = draft.length > MAX_MESSAGE_CHARS
+  const canSave = canEdit && trimmed.length > 0 && !tooLong && trimmed !== turn.text.trim()
+
+  const cancel = () => {
+    setEditing(false)
+    setDraft(turn.text)
+    requestAnimationFrame(() => editButtonRef.current?.focus())
+  }
+  const save = () => {
+    if (!canSave) return
+    setEditing(false)
+    onEdit(turn.id, draft)
+  }
+
+  if (editing) {
+    return (
+      <article data-testid="message-user" aria-label="You (editing)" className="flex justify-end">
+        <form
+          className="w-full max-w-[85%] rounded-3xl border border-neutral-300 bg-neutral-50 p-3 dark:border-neutral-700 dark:bg-neutral-800/70"
+          onSubmit={(e) => {
+            e.preventDefault()
+            save()
+          }}
+        >
+          <label htmlFor={`edit-${turn.id}`} className="sr-only">
+            Edit your message
+          </label>
+          <textarea
+            id={`edit-${turn.id}`}
+            ref={textareaRef}
+            value={draft}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === 'Escape') {
+                e.preventDefault()
+                cancel()
+              } else if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+                e.preventDefault()
+                save()
+              }
+            }}
+            rows={1}
+            className="block w-full resize-none bg-transparent px-1 text-[15px] leading-6 outline-none"
+          />
+          <div className="mt-2 flex items-center justify-end gap-2">
+            {tooLong && (
+              <span className="mr-auto text-xs text-red-600 dark:text-red-400">
+                {draft.length.toLocaleString()} / {MAX_MESSAGE_CHARS.toLocaleString()}
+              </span>
+            )}
+            <button
+              type="button"
+              onClick={cancel}
+              className="rounded-full px-3.5 py-1.5 text-sm font-medium text-neutral-700 hover:bg-neutral-200 dark:text-neutral-200 dark:hover:bg-neutral-700"
+            >
+              Cancel
+            </button>
+            <button
+              type="submit"
+              disabled={!canSave}
+              className="rounded-full bg-neutral-900 px-3.5 py-1.5 text-sm font-medium text-white hover:bg-neutral-700 disabled:opacity-40 dark:bg-white dark:text-neutral-900 dark:hover:bg-neutral-200"
+            >
+              Send
+            </button>
+          </div>
+        </form>
+      </article>
+    )
+  }
+
+  return (
+    <article
+      data-testid="message-user"
+      data-message-id={turn.id}
+      aria-label="You"
+      className="group/user flex items-end justify-end gap-1 max-md:flex-col-reverse"
+    >
+      <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
+        <CopyButton text={turn.text} label="Copy message" />
+        <button
+          ref={editButtonRef}
+          type="button"
+          data-testid="edit-button"
+          onClick={() => {
+            setDraft(turn.text)
+            setEditing(true)
+          }}
+          disabled={!canEdit}
+          aria-label="Edit message"
+          title={canEdit ? 'Edit' : 'Wait for the answer to finish (or stop it) to edit'}
+          className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-not-allowed disabled:opacity-40 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+        >
+          <PencilIcon className="size-4" />
+        </button>
+      </div>
+      <div className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800">
+        {turn.text}
+      </div>
+    </article>
+  )
+})

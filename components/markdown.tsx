@@ -1,0 +1,81 @@
+'use client'
+import { memo, useEffect, useRef, useState } from 'react'
+import ReactMarkdown, { type Components } from 'react-markdown'
+import remarkGfm from 'remark-gfm'
+import type { Element, ElementContent } from 'hast'
+import { CheckIcon, CopyIcon } from './icons'
+
+/** Renders an answer's Markdown (GFM: tables, task lists, strikethrough, autolinks). Raw HTML is not rendered. */
+export const Markdown = memo(function Markdown({ text, streaming = false }: { text: string; streaming?: boolean }) {
+  return (
+    <div className={`markdown ${streaming ? 'is-streaming' : ''}`}>
+      <ReactMarkdown remarkPlugins={[remarkGfm]} components={components}>
+        {text}
+      </ReactMarkdown>
+    </div>
+  )
+})
+
+const components: Components = {
+  pre({ node, children }) {
+    const code = node?.children.find((c): c is Element => c.type === 'element' && c.tagName === 'code')
+    const className: unknown = code?.properties?.className
+    const classes: string[] = Array.isArray(className) ? className.map(String) : typeof className === 'string' ? className.split(' ') : []
+    const language = classes.find((c) => c.startsWith('language-'))?.slice('language-'.length)
+    return <CodeBlock language={language} text={code ? textOf(code).replace(/\n$/, '') : ''}>{children}</CodeBlock>
+  },
+  a({ node: _node, href, children, ...props }) {
+    const external = typeof href === 'string' && /^https?:\/\//i.test(href)
+    return (
+      <a href={href} {...props} {...(external ? { target: '_blank', rel: 'noopener noreferrer nofollow' } : {})}>
+        {children}
+      </a>
+    )
+  },
+  table({ node: _node, children, ...props }) {
+    return (
+      <div className="table-wrap">
+        <table {...props}>{children}</table>
+      </div>
+    )
+  },
+}
+
+function CodeBlock({ language, text, children }: { language?: string; text: string; children: React.ReactNode }) {
+  const [copied, setCopied] = useState(false)
+  const timer = useRef<ReturnType<typeof setTimeout>>(undefined)
+  useEffect(() => () => clearTimeout(timer.current), [])
+
+  return (
+    <div className="code-block overflow-hidden rounded-xl border border-neutral-200 bg-neutral-50 dark:border-neutral-700/70 dark:bg-neutral-950">
+      <div className="flex items-center justify-between border-b border-neutral-200 bg-neutral-100/80 py-1 pr-1.5 pl-3.5 text-xs text-neutral-500 dark:border-neutral-700/70 dark:bg-neutral-800/60 dark:text-neutral-400">
+        <span data-lang={language || 'code'} className="font-mono" aria-hidden="true" />
+        <button
+          type="button"
+          onClick={async () => {
+            try {
+              await navigator.clipboard.writeText(text)
+              setCopied(true)
+              clearTimeout(timer.current)
+              timer.current = setTimeout(() => setCopied(false), 1600)
+            } catch {
+              // clipboard blocked: nothing to do
+            }
+          }}
+          aria-label={copied ? 'Copied' : 'Copy code'}
+          data-label={copied ? 'Copied' : 'Copy'}
+          className="inline-flex items-center gap-1.5 rounded-md px-2 py-1 font-sans text-xs hover:bg-neutral-200 hover:text-neutral-900 dark:hover:bg-neutral-700 dark:hover:text-neutral-100"
+        >
+          {copied ? <CheckIcon className="size-3.5" /> : <CopyIcon className="size-3.5" />}
+        </button>
+      </div>
+      <pre className="overflow-x-auto px-4 py-3 font-mono text-[13px] leading-6 text-neutral-800 dark:text-neutral-200">{children}</pre>
+    </div>
+  )
+}
+
+function textOf(node: Element | ElementContent): string {
+  if (node.type === 'text') return node.value
+  if (node.type === 'element') return node.children.map(textOf).join('')
+  return ''
+}

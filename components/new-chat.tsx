@@ -1,0 +1,92 @@
+'use client'
+import { useRouter } from 'next/navigation'
+import { useCallback, useEffect, useRef, useState } from 'react'
+import { ErrorAlert } from './chat/chat'
+import { Composer, type ComposerHandle } from './chat/composer'
+import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
+import { ApiError, handOffFirstMessage, sessionsStore } from './sessions-store'
+
+const SUGGESTIONS = [
+  { title: 'Explain a concept', prompt: 'Explain how cancelling a streaming AI response should work, end to end.' },
+  { title: 'Write some code', prompt: 'Write a TypeScript debounce function with a cancel() method, and show how to use it.' },
+  { title: 'Compare options', prompt: 'Compare Server-Sent Events and WebSockets in a table.' },
+  { title: 'Something fun', prompt: 'Write a short poem about a stop button that really works.' },
+]
+
+/**
+ * "/": no session yet. The first message creates one, is handed to the chat page, and is
+ * sent there (so the chat page's store owns it, with its optimistic view and Retry).
+ */
+export function NewChat() {
+  const router = useRouter()
+  const [sending, setSending] = useState(false)
+  const [error, setError] = useState<{ code: string; message: string } | undefined>()
+  const lastText = useRef('')
+  const composerRef = useRef<ComposerHandle>(null)
+
+  useEffect(() => {
+    const focus = () => composerRef.current?.focus()
+    window.addEventListener(FOCUS_COMPOSER_EVENT, focus)
+    return () => window.removeEventListener(FOCUS_COMPOSER_EVENT, focus)
+  }, [])
+
+  const start = useCallback(
+    async (text: string) => {
+      lastText.current = text
+      setSending(true)
+      setError(undefined)
+      try {
+        const session = await sessionsStore.create()
+        handOffFirstMessage(session.id, text)
+        router.push(`/c/${encodeURIComponent(session.id)}`)
+        // Stay "sending" until the chat page replaces this one.
+      } catch (e) {
+        setSending(false)
+        setError(e instanceof ApiError ? e : { code: 'error', message: e instanceof Error ? e.message : String(e) })
+        throw e
+      }
+    },
+    [router],
+  )
+
+  return (
+    <div className="flex min-h-0 flex-1 flex-col overflow-y-auto">
+      <div className="mx-auto flex w-full max-w-3xl flex-1 flex-col justify-center px-4 py-10 sm:px-6">
+        <div className="mb-8 flex flex-col items-center text-center">
+          <Logo className="size-11 rounded-xl text-base" />
+          <h1 className="mt-5 text-2xl font-semibold tracking-tight text-neutral-900 sm:text-3xl dark:text-neutral-50">
+            What can I help with?
+          </h1>
+          <p className="mt-2 max-w-md text-sm text-neutral-500 dark:text-neutral-400">
+            Answers stream as they’re written. Press Stop and the generation really stops — on the server too.
+          </p>
+        </div>
+
+        {error && (
+          <ErrorAlert
+            error={{ ...error, message: `Couldn’t start a new chat: ${error.message}` }}
+            onRetry={() => void start(lastText.current).catch(() => {})}
+            onDismiss={() => setError(undefined)}
+          />
+        )}
+        <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" />
+
+        <ul className="mt-4 grid gap-2 sm:grid-cols-2" aria-label="Suggestions">
+          {SUGGESTIONS.map((s) => (
+            <li key={s.title}>
+              <button
+                type="button"
+                disabled={sending}
+                onClick={() => void start(s.prompt).catch(() => {})}
+                className="h-full w-full rounded-2xl border border-neutral-200 px-4 py-3 text-left transition hover:bg-neutral-50 disabled:opacity-50 dark:border-neutral-800 dark:hover:bg-neutral-800/60"
+              >
+                <span className="block text-sm font-medium text-neutral-800 dark:text-neutral-200">{s.title}</span>
+                <span className="mt-0.5 line-clamp-2 block text-sm text-neutral-500 dark:text-neutral-400">{s.prompt}</span>
+              </button>
+            </li>
+          ))}
+        </ul>
+      </div>
+    </div>
+  )
+}

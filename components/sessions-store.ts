@@ -1,0 +1,235 @@
+'use client'
+/**
+ * The sidebar's data: the signed-in (anonymous) user's sessions, paged newest first, shared
+ * by the sidebar, the header and the "new chat" page. A plain store bound with
+ * useSyncExternalStore; it only talks to `/api/sessions`.
+ */
+import { useSyncExternalStore } from 'react'
+
+export interface SessionSummary {
+  id: string
+  /** Set server-side from the first message; empty until then. */
+  title: string | null
+  head?: number | null
+  createdAt: string
+  updatedAt: string
+}
+
+export interface SessionsState {
+  sessions: SessionSummary[]
+  nextBefore?: string
+  status: 'idle' | 'loading' | 'ready' | 'error'
+  loadingMore: boolean
+  error?: string
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message)
+  }
+}
+
+async function api<T>(url: string, init?: RequestInit): Promise<T> {
+  let response: Response
+  try {
+    response = await fetch(url, {
+      ...init,
+      headers: { 'content-type': 'application/json', ...init?.headers },
+      credentials: 'same-origin',
+      cache: 'no-store',
+    })
+  } catch {
+    throw new ApiError('network', 'Could not reach the server. Check your connection and try again.')
+  }
+  const json = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } }
+  if (!response.ok) {
+    throw new ApiError(
+      json.error?.code ?? `http_${response.status}`,
+      json.error?.message ?? `The server answered ${response.status}.`,
+      response.status,
+    )
+  }
+  return json as T
+}
+
+interface Page {
+  sessions: SessionSummary[]
+  nextBefore?: string | null
+}
+
+const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false }
+
+let state: SessionsState = SERVER_SNAPSHOT
+let pagesLoaded = 0
+/** The first GET: it also sets the identity cookie, so a create waits for it. */
+let firstLoad: Promise<void> | undefined
+let refreshing: Promise<void> | undefined
+let refreshAgain = false
+const listeners = new Set<() => void>()
+/** Titles being saved: a list fetched meanwhile must not put the old title back. */
+const renaming = new Map<string, string>()
+
+function set(patch: Partial<SessionsState>) {
+  state = { ...state, ...patch }
+  for (const listener of listeners) listener()
+}
+
+function fetchPage(before?: string): Promise<Page> {
+  return api<Page>(before ? `/api/sessions?before=${encodeURIComponent(before)}` : '/api/sessions')
+}
+
+function dedupe(list: SessionSummary[]): SessionSummary[] {
+  const seen = new Set<string>()
+  return list
+    .filter((s) => (seen.has(s.id) ? false : (seen.add(s.id), true)))
+    .map((s) => (renaming.has(s.id) ? { ...s, title: renaming.get(s.id)! } : s))
+}
+
+export const sessionsStore = {
+  subscribe(listener: () => void) {
+    listeners.add(listener)
+    return () => {
+      listeners.delete(listener)
+    }
+  },
+  getSnapshot: () => state,
+  getServerSnapshot: () => SERVER_SNAPSHOT,
+
+  /** Loads the first page once (again only after an error). */
+  load(): Promise<void> {
+    if (firstLoad && state.status !== 'error') return firstLoad
+    set({ status: 'loading', error: undefined })
+    firstLoad = fetchPage().then(
+      (page) => {
+        pagesLoaded = 1
+        // Keep sessions created meanwhile (optimistic upserts) on top.
+        set({
+          sessions: dedupe([...state.sessions, ...page.sessions]),
+          nextBefore: page.nextBefore ?? undefined,
+          status: 'ready',
+        })
+      },
+      (error: unknown) => {
+        set({ status: 'error', error: error instanceof Error ? error.message : String(error) })
+      },
+    )
+    return firstLoad
+  },
+
+  /** Re-reads the first page (titles, order), keeping older pages already loaded. Coalesced. */
+  refresh(): Promise<void> {
+    if (refreshing) {
+      refreshAgain = true
+      return refreshing
+    }
+    refreshing = (async () => {
+      do {
+        refreshAgain = false
+        try {
+          const page = await fetchPage()
+          const ids = new Set(page.sessions.map((s) => s.id))
+          const older = state.sessions.filter((s) => !ids.has(s.id))
+          set({
+            sessions: dedupe([...page.sessions, ...older]),
+            nextBefore: pagesLoaded > 1 ? state.nextBefore : (page.nextBefore ?? undefined),
+            status: 'ready',
+            error: undefined,
+          })
+          pagesLoaded = Math.max(pagesLoaded, 1)
+        } catch {
+          // A failed refresh keeps the list as it was.
+        }
+      } while (refreshAgain)
+      refreshing = undefined
+    })()
+    return refreshing
+  },
+
+  async loadMore(): Promise<void> {
+    if (!state.nextBefore || state.loadingMore) return
+    set({ loadingMore: true })
+    try {
+      const page = await fetchPage(state.nextBefore)
+      pagesLoaded++
+      set({
+        sessions: dedupe([...state.sessions, ...page.sessions]),
+        nextBefore: page.nextBefore ?? undefined,
+        loadingMore: false,
+      })
+    } catch (error) {
+      set({ loadingMore: false, error: error instanceof Error ? error.message : String(error) })
+    }
+  },
+
+  /** Creates a session and puts it at the top of the list. */
+  async create(): Promise<SessionSummary> {
+    await (firstLoad ?? sessionsStore.load()).catch(() => {})
+    const { session } = await api<{ session: SessionSummary }>('/api/sessions', { method: 'POST', body: '{}' })
+    set({ sessions: dedupe([session, ...state.sessions]) })
+    return session
+  },
+
+  async rename(id: string, title: string): Promise<void> {
+    const previous = state.sessions.find((s) => s.id === id)?.title ?? null
+    renaming.set(id, title)
+    set({ sessions: dedupe(state.sessions) })
+    try {
+      const json = await api<{ session?: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`, {
+        method: 'PATCH',
+        body: JSON.stringify({ title }),
+      })
+      renaming.delete(id)
+      if (json.session) set({ sessions: state.sessions.map((s) => (s.id === id ? { ...s, ...json.session } : s)) })
+    } catch (error) {
+      renaming.delete(id)
+      set({ sessions: state.sessions.map((s) => (s.id === id ? { ...s, title: previous } : s)) })
+      throw error
+    }
+    void sessionsStore.refresh()
+  },
+}
+
+export function useSessions(): SessionsState {
+  return useSyncExternalStore(sessionsStore.subscribe, sessionsStore.getSnapshot, sessionsStore.getServerSnapshot)
+}
+
+export function sessionTitle(session: SessionSummary | undefined): string {
+  return session?.title?.trim() || 'New chat'
+}
+
+/**
+ * The first message of a new chat, handed from the "/" page to the chat page across the
+ * navigation. sessionStorage survives a full reload of the navigation too; the chat page
+ * takes it exactly once.
+ */
+const FIRST_MESSAGE_KEY = (id: string) => `a2-first-message:${id}`
+
+export function handOffFirstMessage(sessionId: string, text: string) {
+  try {
+    sessionStorage.setItem(FIRST_MESSAGE_KEY(sessionId), text)
+  } catch {
+    memoryHandOff.set(sessionId, text)
+  }
+}
+
+const memoryHandOff = new Map<string, string>()
+
+export function takeFirstMessage(sessionId: string): string | undefined {
+  const fromMemory = memoryHandOff.get(sessionId)
+  if (fromMemory !== undefined) {
+    memoryHandOff.delete(sessionId)
+    return fromMemory
+  }
+  try {
+    const text = sessionStorage.getItem(FIRST_MESSAGE_KEY(sessionId))
+    if (text === null) return undefined
+    sessionStorage.removeItem(FIRST_MESSAGE_KEY(sessionId))
+    return text
+  } catch {
+    return undefined
+  }
+}

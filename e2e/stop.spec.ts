@@ -1,0 +1,48 @@
+/**
+ * The promise of the product, in a real browser: Stop cuts exactly at what the page
+ * showed, the upstream model request closes, and a reload shows the same cut.
+ */
+import { expect, test, type Page } from '@playwright/test'
+import { upstreamRequests, waitForUpstream } from './upstream'
+
+const answer = (page: Page) => page.getByTestId('message-assistant').last()
+
+/** Reads the visible answer and presses Stop in the same task, so no token can land between the two. */
+async function stopAndReadWhatWasShown(page: Page): Promise<string> {
+  return page.evaluate(() => {
+    const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+    const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText
+    ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
+    return text
+  })
+}
+
+test('Stop cuts exactly at what was shown, closes the upstream request, and survives a reload', async ({ page }) => {
+  const before = (await upstreamRequests()).length
+  await page.goto('/')
+  await page.getByTestId('composer-input').fill('Tell me about cancellation in AI apps')
+  await page.getByTestId('send-button').click()
+  await expect(page).toHaveURL(/\/c\/[0-9a-f-]{36}/)
+
+  // Tokens stream in.
+  await expect(answer(page)).toHaveAttribute('data-status', 'streaming')
+  await expect.poll(async () => (await answer(page).getByTestId('answer-text').innerText()).length).toBeGreaterThan(40)
+  const grows = (await answer(page).getByTestId('answer-text').innerText()).length
+  await expect.poll(async () => (await answer(page).getByTestId('answer-text').innerText()).length).toBeGreaterThan(grows)
+
+  const shown = await stopAndReadWhatWasShown(page)
+  await expect(answer(page)).toHaveAttribute('data-status', 'stopped')
+  await expect(answer(page).getByTestId('stopped-marker')).toBeVisible()
+  await page.waitForTimeout(500) // stragglers in flight would land now
+  expect(await answer(page).getByTestId('answer-text').innerText()).toBe(shown)
+
+  // The upstream model server saw its request close early.
+  const requests = await waitForUpstream((all) => all.length > before && all.at(-1)!.closedAt !== undefined)
+  expect(requests.at(-1)!.closedEarly).toBe(true)
+
+  await page.screenshot({ path: 'test-results/stopped.png' })
+  await page.reload()
+  await expect(answer(page)).toHaveAttribute('data-status', 'stopped')
+  expect(await answer(page).getByTestId('answer-text').innerText()).toBe(shown)
+  await expect(page.getByTestId('composer-input')).toBeEnabled()
+})
