@@ -9,7 +9,7 @@ import { Messages } from './messages'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
-  const { state, active, connection, error, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
+  const { state, active, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
   const { sessions } = useSessions()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
@@ -77,14 +77,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   )
 
   const title = sessionTitle(sessions.find((s) => s.id === sessionId))
-  // Until the tail has been open a moment, an empty log may just not have arrived yet.
-  const [settled, setSettled] = useState(false)
-  useEffect(() => {
-    if (connection !== 'open' || settled) return
-    const timer = setTimeout(() => setSettled(true), 400)
-    return () => clearTimeout(timer)
-  }, [connection, settled])
-  const loadingHistory = state.turns.length === 0 && events.length === 0 && !settled
+  // The snapshot (the server's fold so far) arrives before the tail opens.
+  const loadingHistory = !loaded
+  if (!loaded && error && (error.status === 403 || error.status === 404)) return <ChatNotFound />
 
   return (
     <div className="flex min-h-0 flex-1 flex-col">
@@ -216,6 +211,21 @@ function HistorySkeleton() {
           <div className="h-3.5 w-3/5 animate-pulse rounded bg-neutral-100 dark:bg-neutral-800" />
         </div>
       </div>
+    </div>
+  )
+}
+
+/** A session that does not exist, or belongs to someone else (the server does not say which). */
+function ChatNotFound() {
+  return (
+    <div data-testid="chat-not-found" className="flex flex-1 flex-col items-center justify-center gap-3 p-8 text-center">
+      <h1 className="text-lg font-semibold">This chat isn’t available</h1>
+      <p className="max-w-sm text-sm text-neutral-600 dark:text-neutral-400">
+        It may have been opened in another browser, or the link is wrong. Chats belong to the browser that started them.
+      </p>
+      <a href="/" className="rounded-lg bg-neutral-900 px-4 py-2 text-sm font-medium text-white hover:bg-neutral-700 focus-visible:outline-2 focus-visible:outline-offset-2 dark:bg-white dark:text-neutral-900">
+        Start a new chat
+      </a>
     </div>
   )
 }
