@@ -220,11 +220,37 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError')
 }
 
+/**
+ * "Remember that …" / "save a note: …" with a saveNote tool on offer: the offline model
+ * calls the tool (as a real model would) instead of answering. Returns the note to save.
+ */
+export function noteRequest(text: string): string | undefined {
+  const match = /\b(?:remember(?: that)?|save (?:a |this )?note(?: that)?)[:,]?\s+([\s\S]{1,500})/i.exec(text)
+  return match?.[1].trim().replace(/[.!]+$/, '') || undefined
+}
+
+/** The tool call to make for this prompt, or undefined to answer in text. */
+function toolCallFor(options: LanguageModelV3CallOptions): { toolCallId: string; note: string } | undefined {
+  const offered = options.tools?.some((t) => t.type === 'function' && t.name === 'saveNote')
+  const last = options.prompt[options.prompt.length - 1]
+  if (!offered || last?.role !== 'user') return undefined // after the tool result, answer in text
+  const note = noteRequest(lastUserText(options.prompt))
+  return note ? { toolCallId: `call_${hash(note).toString(36)}`, note } : undefined
+}
+
+/** After a saveNote tool call came back, the answer confirms it. */
+function afterToolText(options: LanguageModelV3CallOptions): string | undefined {
+  const last = options.prompt[options.prompt.length - 1]
+  if (last?.role !== 'tool') return undefined
+  const note = noteRequest(lastUserText(options.prompt)) ?? 'that'
+  return `Done — I saved a note: **${note}**. You can find it on your notes page, and it was saved exactly once even if this answer is retried.`
+}
+
 function answerTokens(options: LanguageModelV3CallOptions): {
   tokens: string[]
   finishReason: LanguageModelV3FinishReason
 } {
-  const all = tokenize(offlineAnswer(lastUserText(options.prompt)))
+  const all = tokenize(afterToolText(options) ?? offlineAnswer(lastUserText(options.prompt)))
   const limit = options.maxOutputTokens
   if (limit !== undefined && limit < all.length) {
     return { tokens: all.slice(0, limit), finishReason: { unified: 'length', raw: 'length' } }
@@ -256,6 +282,15 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
     async doStream(callOptions) {
       const signal = callOptions.abortSignal
       if (signal?.aborted) throw abortReason(signal)
+      const call = toolCallFor(callOptions)
+      if (call) {
+        const parts: LanguageModelV3StreamPart[] = [
+          { type: 'stream-start', warnings: [] },
+          { type: 'tool-call', toolCallId: call.toolCallId, toolName: 'saveNote', input: JSON.stringify({ note: call.note }) },
+          { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(callOptions.prompt, 1) },
+        ]
+        return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) }
+      }
       const { tokens, finishReason } = answerTokens(callOptions)
       const id = 'text-0'
       let controller!: ReadableStreamDefaultController<LanguageModelV3StreamPart>
