@@ -7,17 +7,15 @@ export const dynamic = 'force-dynamic'
 
 const PAGE = 50
 
-/** My sessions, newest first, paged by `before` (the updatedAt of the last one seen). */
+/** My sessions, most recently active first, paged by `before` (the opaque `nextBefore` of the previous page). */
 export async function GET(request: Request) {
   return route(
     request,
     async ({ userId }) => {
       const url = new URL(request.url)
-      const before = parse(z.string().datetime().optional(), url.searchParams.get('before') ?? undefined, 'before')
+      const before = parse(z.string().max(200).optional(), url.searchParams.get('before') ?? undefined, 'before')
       const { server } = await getChatServer()
-      const sessions = await server.sessions.list(userId, { limit: PAGE, before })
-      const nextBefore = sessions.length === PAGE ? sessions[sessions.length - 1].updatedAt : undefined
-      return Response.json({ sessions, ...(nextBefore ? { nextBefore } : {}) })
+      return Response.json(await server.sessions.list(userId, { limit: PAGE, before }))
     },
     { createIdentity: true },
   )

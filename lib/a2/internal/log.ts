@@ -300,20 +300,38 @@ export async function getOwnedSession(store: Store, sessionId: string, owner: st
   return summarize(row)
 }
 
+/**
+ * An owner's sessions, most recently active first, paged by an opaque keyset cursor
+ * (`updated_at` to the microsecond, then id): sessions touched in the same millisecond
+ * are neither skipped nor repeated across pages.
+ */
 export async function listSessions(
   store: Store,
   owner: string,
   options: { limit?: number; before?: string } = {},
-): Promise<SessionSummary[]> {
-  const conditions = [eq(sessions.owner, owner)]
-  if (options.before) conditions.push(lt(sessions.updatedAt, new Date(options.before)))
-  const rows = await store.db
-    .select()
-    .from(sessions)
-    .where(and(...conditions))
-    .orderBy(desc(sessions.updatedAt))
-    .limit(Math.min(options.limit ?? 50, 200))
-  return rows.map(summarize)
+): Promise<{ sessions: SessionSummary[]; nextBefore?: string }> {
+  const limit = Math.min(options.limit ?? 50, 200)
+  const cursor = options.before ? parseCursor(options.before) : undefined
+  const rows = await query<{ id: string; title: string; head: number; created_at: Date | string; updated_at: Date | string; us: string }>(
+    store.db,
+    sql`select id, title, head, created_at, updated_at, (extract(epoch from updated_at) * 1000000)::bigint::text as us
+        from a2_sessions
+        where owner = ${owner}
+          ${cursor ? sql`and (updated_at, id) < (timestamptz 'epoch' + ${cursor.us} * interval '1 microsecond', ${cursor.id})` : sql``}
+        order by updated_at desc, id desc
+        limit ${limit}`,
+  )
+  const sessions = rows.map((r) =>
+    summarize({ id: r.id, owner, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
+  )
+  const last = rows[rows.length - 1]
+  return rows.length === limit ? { sessions, nextBefore: `${last.us}.${last.id}` } : { sessions }
+}
+
+function parseCursor(cursor: string): { us: string; id: string } {
+  const match = /^(\d{1,20})\.(.{1,100})$/.exec(cursor)
+  if (!match) throw new A2Error('bad_request', 'invalid page cursor')
+  return { us: match[1], id: match[2] }
 }
 
 export async function renameSession(store: Store, sessionId: string, owner: string, title: string): Promise<void> {
