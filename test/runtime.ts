@@ -74,9 +74,15 @@ export async function waitUntil<T>(probe: () => Promise<T> | T, label: string, t
 }
 
 /** A promise with its resolve exposed: a gate a handler waits on and the test opens. */
-export function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void; opened: boolean } {
+export interface Gate<T = void> {
+  promise: Promise<T>
+  open(value: T): void
+  opened: boolean
+}
+
+export function gate<T = void>(): Gate<T> {
   let open!: (value: T) => void
-  const g = {
+  const g: Gate<T> = {
     opened: false,
     promise: new Promise<T>((resolve) => (open = resolve)),
     open: (value: T) => {
@@ -196,8 +202,10 @@ const dialect = new PgDialect()
 export interface Interceptor {
   /** Runs before each statement; a pending promise holds the statement (an unreachable store). */
   before?: (text: string) => Promise<void> | void
-  /** Runs after each statement returned, before its caller sees the result. */
+  /** Runs after each statement returned (or failed), before its caller sees the outcome. */
   after?: (text: string) => Promise<void> | void
+  /** While this returns true, NOTIFY payloads for this store's listeners are dropped (a lost hint). */
+  dropNotifications?: () => boolean
 }
 
 /**
@@ -213,9 +221,11 @@ export function interceptStore(store: Store, interceptor: Interceptor): Store {
         return async (statement: SQL) => {
           const text = dialect.sqlToQuery(statement).sql
           await interceptor.before?.(text)
-          const result = await target.execute(statement)
-          await interceptor.after?.(text)
-          return result
+          try {
+            return await target.execute(statement)
+          } finally {
+            await interceptor.after?.(text)
+          }
         }
       }
       if (prop === 'transaction') {
@@ -231,14 +241,17 @@ export function interceptStore(store: Store, interceptor: Interceptor): Store {
   return {
     kind: store.kind,
     db,
-    listen: (channel, onPayload) => store.listen(channel, onPayload),
+    listen: (channel, onPayload) =>
+      store.listen(channel, (payload) => {
+        if (!interceptor.dropNotifications?.()) onPayload(payload)
+      }),
     close: async () => {},
   }
 }
 
 /** A store that can be made unreachable: every statement waits while frozen (PGlite stand-in for the TCP proxy). */
 export function freezableStore(store: Store): Store & { freeze(): void; thaw(): void } {
-  let held: ReturnType<typeof gate> | undefined
+  let held: Gate | undefined
   const wrapped = interceptStore(store, { before: () => held?.promise })
   return {
     ...wrapped,
@@ -248,6 +261,40 @@ export function freezableStore(store: Store): Store & { freeze(): void; thaw(): 
     thaw() {
       held?.open()
       held = undefined
+    },
+  }
+}
+
+/**
+ * A store whose lease renewals can be held back (a stalled renewal path) while everything
+ * else goes through. `hold()` resolves once no renewal is in flight: from then on none can
+ * land until `release()`, so a test can let the database's view of a lease end and a
+ * successor claim without a late renewal undoing it.
+ */
+export function holdableRenewals(store: Store): { store: Store; hold(): Promise<void>; release(): void } {
+  let held: Gate | undefined
+  let inFlight = 0
+  const isRenewal = (text: string) => text.startsWith('update a2_jobs set lease_until')
+  const wrapped = interceptStore(store, {
+    before: async (text) => {
+      if (!isRenewal(text)) return
+      while (held) await held.promise
+      inFlight++
+    },
+    after: (text) => {
+      if (isRenewal(text)) inFlight--
+    },
+  })
+  return {
+    store: wrapped,
+    async hold() {
+      held ??= gate()
+      await waitUntil(() => inFlight === 0, 'renewals in flight to land', 5_000, 5)
+    },
+    release() {
+      const g = held
+      held = undefined
+      g?.open()
     },
   }
 }

@@ -29,7 +29,8 @@ export class RunAborted extends Error {
     super(code === 'CANCELLED' ? `cancelled by event ${event?.id}` : code)
     this.name = 'RunAborted'
     this.code = code
-    this.event = event
+    // Only { id, index }, whichever path reported it (a NOTIFY hint or the durable cancelled_by).
+    this.event = event ? { id: event.id, index: event.index } : undefined
   }
 
   /** A user's cancel, as opposed to a lost claim. */

@@ -56,11 +56,47 @@ export interface Consumer<C extends Contract = Contract, T extends EventTypes<C>
   readonly handler: Handler<C, T>
 }
 
+/** Leases shorter than this renew more often than a database round trip can be trusted to take. */
+export const MIN_LEASE_MS = 100
+
 export function consumer<C extends Contract, T extends EventTypes<C>>(options: ConsumerOptions<C, T>) {
-  if (options.types.length === 0) throw new Error(`consumer "${options.name}" handles no event types`)
+  validate(options as unknown as ConsumerOptions<Contract, string>)
   return {
     run(handler: Handler<C, T>): Consumer<C, T> {
       return { options, handler }
     },
+  }
+}
+
+/**
+ * Mistakes that would otherwise fail silently at run time: a type the contract does not
+ * have never starts or cancels anything; `maxAttempts: 0` leaves a job that can never be
+ * claimed nor failed; a lease below a round trip expires while it is being renewed.
+ */
+function validate(options: ConsumerOptions<Contract, string>): void {
+  const name = options.name
+  if (typeof name !== 'string' || name.length === 0) throw new Error('a consumer needs a name')
+  if (options.types.length === 0) throw new Error(`consumer "${name}" handles no event types`)
+  const known = new Set(options.contract.types)
+  for (const type of options.types) {
+    if (!known.has(type)) throw new Error(`consumer "${name}": "${type}" is not an event type of its contract`)
+  }
+  const abortOn = options.abortOn
+  if (abortOn !== undefined) {
+    const entries: Array<[string, unknown]> = Array.isArray(abortOn)
+      ? abortOn.map((type) => [type, undefined])
+      : Object.entries(abortOn)
+    for (const [type, predicate] of entries) {
+      if (!known.has(type)) throw new Error(`consumer "${name}": abortOn "${type}" is not an event type of its contract`)
+      if (predicate !== undefined && typeof predicate !== 'function') {
+        throw new Error(`consumer "${name}": abortOn.${type} must be a predicate (event, trigger) => boolean`)
+      }
+    }
+  }
+  if (options.maxAttempts !== undefined && !(Number.isInteger(options.maxAttempts) && options.maxAttempts >= 1)) {
+    throw new Error(`consumer "${name}": maxAttempts must be an integer ≥ 1`)
+  }
+  if (options.leaseMs !== undefined && !(Number.isFinite(options.leaseMs) && options.leaseMs >= MIN_LEASE_MS)) {
+    throw new Error(`consumer "${name}": leaseMs must be at least ${MIN_LEASE_MS}`)
   }
 }

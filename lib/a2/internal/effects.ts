@@ -59,16 +59,20 @@ export async function runEffect<R>(
   const { fence } = run
   const stableKey = idempotencyKey(fence.jobId, key)
   // Intent first: if this insert fails (store unreachable), nothing is dispatched — fail closed.
+  // Fenced like every write of an attempt: a superseded attempt records nothing.
   await query(
     db,
     sql`insert into a2_effects (job_id, key, status, attempt, cancel_version)
-        values (${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion})
+        select ${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion}
+        where exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt}
+                        and status in ('ACTIVE', 'CANCELLING'))
         on conflict (job_id, key) do nothing`,
   )
   const [row] = await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
     db,
     sql`select status, attempt, result from a2_effects where job_id = ${fence.jobId} and key = ${key}`,
   )
+  if (!row) throw fenced(fence, key)
   switch (row.status) {
     case 'DONE':
       return (row.result as { value: R }).value // replay: never call twice
@@ -89,6 +93,10 @@ export async function runEffect<R>(
   }
 
   await run.beforeDispatch?.(key)
+  // A run that lost its claim (lapsed lease, successor, shutdown) starts no new external
+  // work: a successor is taking over. The intent stays for the successor to dispatch.
+  const lost = run.signal.aborted ? run.signal.reason : undefined
+  if (lost instanceof RunAborted && lost.isLeaseLoss) throw lost
   // The dispatch compare-and-set: only while the run is ACTIVE, at the attempt and cancel
   // version this run observed. Zero rows: a cancel (or a successor) got there first.
   const dispatched = await query(
@@ -100,11 +108,22 @@ export async function runEffect<R>(
         returning job_id`,
   )
   if (dispatched.length !== 1) {
-    await query(
+    // Recorded as cancelled only while this attempt still holds the job: a superseded
+    // attempt must not mark the successor's effect (the successor would then refuse it).
+    const cancelled = await query(
       db,
       sql`update a2_effects set status = 'CANCELLED_BEFORE_DISPATCH', updated_at = now()
-          where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')`,
+          where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
+            and exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt})
+          returning job_id`,
     )
+    if (cancelled.length !== 1) {
+      const [state] = await query<{ status: EffectStatus }>(
+        db,
+        sql`select status from a2_effects where job_id = ${fence.jobId} and key = ${key}`,
+      )
+      if (state?.status !== 'CANCELLED_BEFORE_DISPATCH') throw fenced(fence, key)
+    }
     throw new EffectNotDispatched(key)
   }
 
@@ -118,6 +137,10 @@ export async function runEffect<R>(
   }
   await recordOutcome(db, fence, key, 'DONE', { result: { value: result ?? null } })
   return result
+}
+
+function fenced(fence: Fence, key: string): A2Error {
+  return new A2Error('fenced', `effect "${key}" was not recorded: attempt ${fence.attempt} no longer holds job ${fence.jobId}`)
 }
 
 /**

@@ -2,12 +2,12 @@
  * Job state changes, one statement each. Every write made under a lease is fenced on
  * (job, attempt) and checks its row count: a superseded attempt writes nothing.
  */
-import { sql } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import type { A2Event } from './contract'
 import { FAILED_TYPE } from './contract'
 import type { Fence } from './log'
 import { query, type Executor } from './store'
-import { recordTransitions, type RunStatus } from './transitions'
+import type { RunStatus } from './transitions'
 
 export interface ClaimedJob {
   id: number
@@ -93,30 +93,41 @@ export async function whyNotHeld(executor: Executor, fence: Fence): Promise<'SUP
 }
 
 /**
+ * A transition row's `detail` as SQL: NULL when absent, else a jsonb value. Every state
+ * change below inserts its transition in the same statement (a data-modifying CTE), so the
+ * history can never miss a change that committed, nor show one that did not.
+ */
+function detailSql(detail: unknown): SQL {
+  return detail === undefined ? sql`null::jsonb` : sql`${JSON.stringify(detail)}::jsonb`
+}
+
+/**
  * The handler returned: COMPLETED, or CANCELLED when a cancel landed during the run (the
  * stop is the outcome). Fenced on (job, attempt).
  */
 export async function completeJob(executor: Executor, fence: Fence): Promise<RunStatus | undefined> {
-  const [row] = await query<{ status: RunStatus; from_status: RunStatus }>(
+  // The row is locked and read in one step, so the recorded `from` is the status this
+  // update replaced even when a cancel committed while it waited for the lock.
+  const [row] = await query<{ to_status: RunStatus }>(
     executor,
-    sql`update a2_jobs j
-        set status = case when j.status = 'CANCELLING' then 'CANCELLED' else 'COMPLETED' end,
-            owner = null, lease_until = null, updated_at = now()
-        from (select status as from_status from a2_jobs where id = ${fence.jobId}) prev
-        where j.id = ${fence.jobId} and j.attempt = ${fence.attempt} and j.status in ('ACTIVE', 'CANCELLING')
-        returning j.status, prev.from_status`,
+    sql`with prev as (
+          select id, status from a2_jobs
+          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+          for update
+        ), moved as (
+          update a2_jobs j
+          set status = case when prev.status = 'CANCELLING' then 'CANCELLED' else 'COMPLETED' end,
+              owner = null, lease_until = null, updated_at = now()
+          from prev where j.id = prev.id
+          returning j.id, j.status, prev.status as from_status
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, ${fence.attempt}::int, from_status, status,
+               case when status = 'CANCELLED' then 'STOPPED_BY_CANCEL' else 'RETURNED' end, null
+        from moved
+        returning to_status`,
   )
-  if (!row) return undefined
-  await recordTransitions(executor, [
-    {
-      jobId: fence.jobId,
-      attempt: fence.attempt,
-      from: row.from_status,
-      to: row.status,
-      reason: row.status === 'CANCELLED' ? 'STOPPED_BY_CANCEL' : 'RETURNED',
-    },
-  ])
-  return row.status
+  return row?.to_status
 }
 
 /**
@@ -126,42 +137,46 @@ export async function completeJob(executor: Executor, fence: Fence): Promise<Run
 export async function surrenderJob(executor: Executor, fence: Fence, code: string): Promise<boolean> {
   const rows = await query(
     executor,
-    sql`update a2_jobs set owner = null, lease_until = null, run_at = now(), updated_at = now()
-        where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+    sql`with moved as (
+          update a2_jobs set owner = null, lease_until = null, run_at = now(), updated_at = now()
+          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+          returning id, status
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, ${fence.attempt}::int, status, status, 'SURRENDERED', ${detailSql({ code })} from moved
         returning id`,
   )
-  if (rows.length === 1) {
-    await recordTransitions(executor, [
-      { jobId: fence.jobId, attempt: fence.attempt, from: 'ACTIVE', to: 'ACTIVE', reason: 'SURRENDERED', detail: { code } },
-    ])
-  }
   return rows.length === 1
 }
 
 /**
  * Retry scheduling boundary: a failure is retried only while the run is still ACTIVE
- * (compare-and-set). A cancel that landed first revokes the retry, and that is recorded.
+ * (compare-and-set). A cancel that landed first revokes the retry, and that is recorded —
+ * by default as RETRY_REVOKED; the worker, settling a throw at the end of an attempt, records
+ * STOPPED_BY_CANCEL instead (the cancel landed during that attempt, whether or not its NOTIFY
+ * had reached the signal yet), so the outcome never depends on notification timing.
  */
 export async function scheduleRetry(
   executor: Executor,
   fence: Fence,
   delayMs: number,
   error: { message: string; code?: string },
+  revokedReason = 'RETRY_REVOKED',
 ): Promise<'RETRY_SCHEDULED' | 'RETRY_REVOKED' | 'FENCED'> {
   const retried = await query(
     executor,
-    sql`update a2_jobs set owner = null, lease_until = null, run_at = now() + ${delayMs} * interval '1 millisecond',
-            last_error = ${JSON.stringify(error)}::jsonb, updated_at = now()
-        where id = ${fence.jobId} and attempt = ${fence.attempt} and status = 'ACTIVE'
+    sql`with moved as (
+          update a2_jobs set owner = null, lease_until = null, run_at = now() + ${delayMs} * interval '1 millisecond',
+                 last_error = ${JSON.stringify(error)}::jsonb, updated_at = now()
+          where id = ${fence.jobId} and attempt = ${fence.attempt} and status = 'ACTIVE'
+          returning id
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, ${fence.attempt}::int, 'ACTIVE', 'ACTIVE', 'RETRY_SCHEDULED', ${detailSql({ delayMs, error })} from moved
         returning id`,
   )
-  if (retried.length === 1) {
-    await recordTransitions(executor, [
-      { jobId: fence.jobId, attempt: fence.attempt, from: 'ACTIVE', to: 'ACTIVE', reason: 'RETRY_SCHEDULED', detail: { delayMs, error } },
-    ])
-    return 'RETRY_SCHEDULED'
-  }
-  const revoked = await settleJob(executor, fence, 'CANCELLING', 'CANCELLED', 'RETRY_REVOKED', { error })
+  if (retried.length === 1) return 'RETRY_SCHEDULED'
+  const revoked = await settleJob(executor, fence, 'CANCELLING', 'CANCELLED', revokedReason, { error, retryRevoked: true })
   return revoked ? 'RETRY_REVOKED' : 'FENCED'
 }
 
@@ -176,11 +191,15 @@ export async function settleJob(
 ): Promise<boolean> {
   const rows = await query(
     executor,
-    sql`update a2_jobs set status = ${to}, owner = null, lease_until = null, updated_at = now()
-        where id = ${fence.jobId} and attempt = ${fence.attempt} and status = ${from}
+    sql`with moved as (
+          update a2_jobs set status = ${to}::text, owner = null, lease_until = null, updated_at = now()
+          where id = ${fence.jobId} and attempt = ${fence.attempt} and status = ${from}::text
+          returning id
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, ${fence.attempt}::int, ${from}::text, ${to}::text, ${reason}::text, ${detailSql(detail)} from moved
         returning id`,
   )
-  if (rows.length === 1) await recordTransitions(executor, [{ jobId: fence.jobId, attempt: fence.attempt, from, to, reason, detail }])
   return rows.length === 1
 }
 

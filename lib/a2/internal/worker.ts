@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import { RunAborted, abortReason } from './abort'
 import { busFor, type Hint } from './bus'
-import type { Contract } from './contract'
+import type { A2Event, Contract } from './contract'
 import type { Consumer, RunContext } from './consumer'
 import { EffectNotDispatched, EffectUnknown, applyVerdict, runEffect } from './effects'
 import { isA2Error } from './errors'
@@ -33,6 +33,8 @@ import { recordTransitions, type RunStatus } from './transitions'
 export interface WorkerHooks {
   /** Race-suite seam: after an effect's state was read, before its dispatch compare-and-set. */
   beforeDispatch?: (job: { jobId: number; attempt: number }, key: string) => Promise<void>
+  /** Race-suite seam: after the claim committed, before the start boundary's check and the handler. */
+  afterClaim?: (job: { jobId: number; attempt: number; sessionId: string; eventId: string }) => Promise<void>
 }
 
 export interface WorkerOptions {
@@ -68,17 +70,21 @@ interface Running {
   done: Promise<void>
 }
 
+/** Attempts are tracked per (job, attempt): a worker may reclaim its own lapsed job while the old attempt unwinds. */
+const runKey = (jobId: number, attempt: number) => `${jobId}:${attempt}`
+
 export class Worker {
   readonly id: string
   private readonly concurrency: number
   private readonly pollMs: number
   private readonly graceMs: number
-  private readonly running = new Map<number, Running>()
-  /** Cancels announced for jobs this worker may be about to start (NOTIFY can beat the claim's return). */
-  private readonly recentCancels = new Map<number, { at: number; ref: { id: string; index: number } }>()
+  private readonly running = new Map<string, Running>()
   private stopping = false
+  private stopped?: Promise<void>
   private started = false
   private wake?: () => void
+  /** Set by every wake-up; a wake-up that lands while a claim is in flight must not be lost. */
+  private woken = false
   private loopDone?: Promise<void>
   private unsubscribe?: () => void
   private lastDrain = 0
@@ -107,35 +113,45 @@ export class Worker {
   }
 
   /** Stops claiming; lets in-flight attempts finish for `graceMs`, then aborts them (SHUTDOWN → surrendered). */
-  async stop(options: { graceMs?: number } = {}): Promise<void> {
-    if (!this.started || this.stopping) return
-    this.stopping = true
-    this.unsubscribe?.()
+  stop(options: { graceMs?: number } = {}): Promise<void> {
+    if (!this.started) return Promise.resolve()
+    this.stopped ??= (async () => {
+      this.stopping = true
+      this.unsubscribe?.()
+      this.wakeUp()
+      await this.loopDone
+      const all = () => Promise.allSettled([...this.running.values()].map((r) => r.done))
+      if (this.running.size > 0) {
+        await within(all(), options.graceMs ?? 5_000)
+        for (const run of this.running.values()) run.abort(new RunAborted('SHUTDOWN'))
+        await within(all(), 2_000)
+      }
+    })()
+    return this.stopped
+  }
+
+  private wakeUp(): void {
+    this.woken = true
     this.wake?.()
-    await this.loopDone
-    const all = () => Promise.allSettled([...this.running.values()].map((r) => r.done))
-    if (this.running.size > 0) {
-      await Promise.race([all(), delay(options.graceMs ?? 5_000)])
-      for (const run of this.running.values()) run.abort(new RunAborted('SHUTDOWN'))
-      await Promise.race([all(), delay(2_000)])
-    }
+  }
+
+  private runsOf(jobId: number): Running[] {
+    return [...this.running.values()].filter((run) => run.job.id === jobId)
   }
 
   private onHint(hint: Hint): void {
-    for (const [jobId, version, id, index] of hint.c ?? []) {
-      void version
-      const run = this.running.get(jobId)
-      if (run) {
+    for (const [jobId, , id, index] of hint.c ?? []) {
+      for (const run of this.runsOf(jobId)) {
         if (run.hasAbortOn) run.abort(new RunAborted('CANCELLED', { id, index }))
-      } else {
-        this.recentCancels.set(jobId, { at: Date.now(), ref: { id, index } })
       }
     }
-    if (hint.j || hint.c) this.wake?.()
+    if (hint.j || hint.c) this.wakeUp()
   }
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
+      // Cleared before the tick: a hint or a finished run during the tick makes the loop go round again.
+      this.woken = false
       let claimed = 0
       try {
         if (Date.now() - this.lastDrain >= this.pollMs) {
@@ -147,14 +163,15 @@ export class Worker {
         if (!this.stopping) console.error('[a2] worker tick failed', describeError(error).message)
       }
       if (this.stopping) break
-      if (claimed > 0 && this.running.size < this.concurrency) continue
+      if (this.running.size < this.concurrency && (claimed > 0 || this.woken)) continue
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.pollMs)
-        this.wake = () => {
+        const done = () => {
           clearTimeout(timer)
           this.wake = undefined
           resolve()
         }
+        const timer = setTimeout(done, this.pollMs)
+        this.wake = done
       })
     }
   }
@@ -185,6 +202,9 @@ export class Worker {
     }
     const hasAbortOn = consumer.options.abortOn !== undefined
     const db = this.host.store.db
+    // Once the run is over, a renewal still in flight must neither re-arm the expiry timer
+    // (a timer leaked for up to a lease) nor abort anything.
+    let finished = false
 
     // The lease clock is local and monotonic: measured from before the claim was sent, so
     // it can only err early. It fires while the store is unreachable — no query needed.
@@ -192,6 +212,7 @@ export class Worker {
     let expiry: ReturnType<typeof setTimeout> | undefined
     const armExpiry = () => {
       clearTimeout(expiry)
+      if (finished) return
       expiry = setTimeout(() => abort(new RunAborted('CLAIM_EXPIRED')), Math.max(0, deadline - performance.now()))
     }
     armExpiry()
@@ -202,6 +223,7 @@ export class Worker {
       const sentAt = performance.now()
       try {
         const renewed = await renewLease(db, fence, this.id, leaseMs)
+        if (finished) return
         if (!renewed.held) abort(new RunAborted(await whyNotHeld(db, fence)))
         else {
           deadline = sentAt + leaseMs
@@ -217,33 +239,45 @@ export class Worker {
       }
     }, Math.max(50, Math.floor(leaseMs / 3)))
 
-    const early = this.recentCancels.get(job.id)
-    if (early && hasAbortOn) abort(new RunAborted('CANCELLED', early.ref))
-
     const run: Running = { job, abort, hasAbortOn, done: Promise.resolve() }
-    this.running.set(job.id, run)
+    const key = runKey(job.id, job.attempt)
+    this.running.set(key, run)
     run.done = (async () => {
       let returned = false
+      let started = false
       let error: unknown
       try {
-        const [event] = await read(db, job.sessionId, { after: job.eventIndex - 1, limit: 1 })
-        const ctx = this.context(job, event, controller.signal, fence)
-        await consumer.handler(ctx as never)
-        returned = true
+        await this.options.hooks?.afterClaim?.({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
+        // The start boundary reads the durable state, not only the NOTIFY: a cancel that
+        // committed after the claim (its hint possibly lost) stops the run before it starts.
+        const start = await startState(db, job)
+        if (!start.held) abort(new RunAborted(start.attempt !== job.attempt ? 'SUPERSEDED_ATTEMPT' : 'FENCED_OUT'))
+        else if (start.cancelledBy && hasAbortOn) abort(new RunAborted('CANCELLED', start.cancelledBy))
+        const reason = abortReason(controller.signal)
+        if (!reason?.isCancel && reason?.code !== 'SUPERSEDED_ATTEMPT' && reason?.code !== 'FENCED_OUT') {
+          started = true
+          const ctx = this.context(job, start.event, controller.signal, fence)
+          await consumer.handler(ctx as never)
+          returned = true
+        }
       } catch (thrown) {
         error = thrown
       } finally {
+        finished = true
         clearInterval(renewal)
         clearTimeout(expiry)
       }
       try {
-        await this.settle(job, fence, consumer, controller.signal, returned, error)
+        if (started || error !== undefined) await this.settle(job, fence, consumer, controller.signal, returned, error)
+        else if (abortReason(controller.signal)?.isCancel) {
+          // Never started: CANCELLING → CANCELLED (or UNKNOWN while a dead attempt's effect cannot be reconciled).
+          await this.settleCancelling(fence, job.consumer, 'CANCELLED_BEFORE_START')
+        }
       } catch (settleError) {
         console.error(`[a2] could not settle job ${job.id} attempt ${job.attempt}`, describeError(settleError).message)
       } finally {
-        this.running.delete(job.id)
-        this.recentCancels.delete(job.id)
-        this.wake?.()
+        this.running.delete(key)
+        this.wakeUp()
       }
     })()
   }
@@ -312,7 +346,7 @@ export class Worker {
     if (isA2Error(error, 'fenced')) return // a successor or the controller owns the job now
     const failure = describeError(error)
     if (job.attempt < job.maxAttempts) {
-      await scheduleRetry(db, fence, backoffMs(job.attempt), failure)
+      await scheduleRetry(db, fence, backoffMs(job.attempt), failure, 'STOPPED_BY_CANCEL')
     } else {
       await this.fail(job, fence, failure)
     }
@@ -325,7 +359,8 @@ export class Worker {
     try {
       await this.host.append(
         job.sessionId,
-        [{ id: `failed-${job.id}`, ...failureEvent(job, job.attempt, failure) }],
+        // One per (job, attempt): an id seen before would make the append a duplicate and skip `within`.
+        [{ id: `failed-${job.id}-${job.attempt}`, ...failureEvent(job, job.attempt, failure) }],
         {
           within: async (tx) => {
             if (await settleJob(tx, fence, 'ACTIVE', 'FAILED', 'ATTEMPTS_EXHAUSTED', failure)) settled = 'FAILED'
@@ -359,9 +394,7 @@ export class Worker {
     )
     for (const job of stuck) {
       const id = Number(job.id)
-      if (this.running.has(id) && job.live) {
-        this.running.get(id)!.abort(new RunAborted('FENCED_OUT'))
-      }
+      if (job.live) for (const run of this.runsOf(id)) run.abort(new RunAborted('FENCED_OUT'))
       const reason = job.live
         ? 'FORCED_AFTER_GRACE'
         : job.attempt === 0
@@ -422,8 +455,56 @@ export class Worker {
 
 class FailAborted extends Error {}
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref?.())
+/** Waits for `promise` at most `ms`, and clears its timer either way (no timer outlives a stop). */
+async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+interface StartState {
+  held: boolean
+  attempt: number
+  cancelledBy?: { id: string; index: number }
+  event: A2Event
+}
+
+/** The job's state and its trigger event, read once as the attempt starts. */
+async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
+  const [row] = await query<{
+    status: RunStatus
+    attempt: number
+    cancelled_by: { id: string; index: number } | null
+    id: string
+    session_id: string
+    index: number
+    type: string
+    payload: unknown
+    created_at: string | Date
+  }>(
+    db,
+    sql`select j.status, j.attempt, j.cancelled_by, e.id, e.session_id, e.index, e.type, e.payload, e.created_at
+        from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
+        where j.id = ${job.id}`,
+  )
+  if (!row) throw new Error(`job ${job.id} has no trigger event`)
+  const held = row.attempt === job.attempt && (row.status === 'ACTIVE' || row.status === 'CANCELLING')
+  return {
+    held,
+    attempt: row.attempt,
+    cancelledBy: row.status === 'CANCELLING' && row.cancelled_by ? { id: row.cancelled_by.id, index: row.cancelled_by.index } : undefined,
+    event: {
+      id: row.id,
+      sessionId: row.session_id,
+      index: row.index,
+      type: row.type,
+      payload: row.payload,
+      createdAt: new Date(row.created_at).toISOString(),
+    },
+  }
 }
 
 export { DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, recordTransitions }
