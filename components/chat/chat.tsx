@@ -79,7 +79,8 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const title = sessionTitle(sessions.find((s) => s.id === sessionId))
   // The snapshot (the server's fold so far) arrives before the tail opens.
   const loadingHistory = !loaded
-  if (!loaded && error && (error.status === 403 || error.status === 404)) return <ChatNotFound />
+  // 401: a browser with no identity yet (a link opened cold) owns no chat either.
+  if (!loaded && error && (error.status === 401 || error.status === 403 || error.status === 404)) return <ChatNotFound />
 
   return (
     <div className="flex min-h-0 flex-1 flex-col">

@@ -6,7 +6,7 @@ export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'faile
  * The chat UI, as tests drive it. Only `data-testid`s and `data-status` are relied on:
  * composer-input, send-button, stop-button, message-user, message-assistant (data-status),
  * answer-text, stopped-marker, regenerate-button, new-chat, session-item, error-alert,
- * connection-status.
+ * connection-status, chat-not-found; answers are told apart by `data-answer-id`.
  */
 export class ChatPage {
   readonly input: Locator
@@ -18,6 +18,7 @@ export class ChatPage {
   readonly sessionItems: Locator
   readonly errorAlert: Locator
   readonly connectionStatus: Locator
+  readonly notFound: Locator
 
   constructor(readonly page: Page) {
     this.input = page.getByTestId('composer-input')
@@ -29,6 +30,7 @@ export class ChatPage {
     this.sessionItems = page.getByTestId('session-item')
     this.errorAlert = page.getByTestId('error-alert')
     this.connectionStatus = page.getByTestId('connection-status')
+    this.notFound = page.getByTestId('chat-not-found')
   }
 
   /** Opens "/" (a new chat) or a given path such as `/c/<id>`, and waits for the composer. */
@@ -112,5 +114,79 @@ export class ChatPage {
   async newChat(): Promise<void> {
     await this.newChatButton.click()
     await this.page.waitForURL((url) => url.pathname === '/')
+  }
+
+  /** The answer with this `data-answer-id`. */
+  answer(answerId: string): Locator {
+    return this.page.locator(`[data-testid="message-assistant"][data-answer-id="${answerId}"]`)
+  }
+
+  /** The text an answer shows (rendered Markdown, trimmed). */
+  async answerText(answerId: string): Promise<string> {
+    return (await this.answer(answerId).getByTestId('answer-text').innerText()).trim()
+  }
+
+  async lastAnswerId(): Promise<string> {
+    const id = await this.lastAnswer().getAttribute('data-answer-id')
+    if (!id) throw new Error('the last answer has no data-answer-id')
+    return id
+  }
+
+  /** Every answer in the conversation, in order: id, status and text. */
+  async answersNow(): Promise<{ id: string; status: string; text: string }[]> {
+    return this.page.evaluate(() =>
+      [...document.querySelectorAll('[data-testid="message-assistant"]')].map((el) => ({
+        id: el.getAttribute('data-answer-id') ?? '',
+        status: el.getAttribute('data-status') ?? '',
+        text: ((el.querySelector('[data-testid="answer-text"]') as HTMLElement | null)?.innerText ?? '').trim(),
+      })),
+    )
+  }
+
+  /**
+   * Reads the last answer's visible text and presses Stop in the same task, so no token can
+   * land between the two: what it returns is exactly what the user saw when they stopped.
+   */
+  async stopAndReadShown(): Promise<string> {
+    return this.page.evaluate(() => {
+      const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+      const last = answers[answers.length - 1]
+      const text = ((last?.querySelector('[data-testid="answer-text"]') as HTMLElement | null)?.innerText ?? '').trim()
+      const stop = document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement | null
+      if (!stop) throw new Error('no stop button: nothing is being written')
+      stop.click()
+      return text
+    })
+  }
+
+  /** Waits until the last answer shows at least `minChars` characters, whatever its status. */
+  async waitForText(minChars: number, options: { timeout?: number } = {}): Promise<void> {
+    await this.page.waitForFunction(
+      (min) => {
+        const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+        const el = answers[answers.length - 1]?.querySelector('[data-testid="answer-text"]') as HTMLElement | null
+        return (el?.innerText.trim().length ?? 0) >= min
+      },
+      minChars,
+      { timeout: options.timeout },
+    )
+  }
+
+  /** Samples the last answer's text every `everyMs` for `forMs`: what a user watching would see. */
+  async sampleLastAnswer(forMs: number, everyMs = 50): Promise<string[]> {
+    return this.page.evaluate(
+      async ({ forMs, everyMs }) => {
+        const samples: string[] = []
+        const until = performance.now() + forMs
+        while (performance.now() < until) {
+          const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+          const el = answers[answers.length - 1]?.querySelector('[data-testid="answer-text"]') as HTMLElement | null
+          samples.push((el?.innerText ?? '').trim())
+          await new Promise((r) => setTimeout(r, everyMs))
+        }
+        return samples
+      },
+      { forMs, everyMs },
+    )
   }
 }

@@ -217,6 +217,25 @@ describe.each(layers)('the race table on %s', (kind) => {
     expect(await historyOf(store, unknown.id)).toContain('1:UNKNOWN>CANCELLED:OPERATOR_RESOLVED')
   })
 
+  it('effect in flight at cancel: a late outcome resolves the UNKNOWN it left, and the run settles', async () => {
+    const inFlight = gate()
+    const provider = gate<string>()
+    const { name, generate, cancel } = await setup(async (ctx) => {
+      await ctx.effect('first', async () => {
+        inFlight.open()
+        return provider.promise
+      })
+    })
+    await inFlight.promise
+    await cancel()
+    const unknown = await waitForJob(store, generate.id, name, (j) => j.status === 'UNKNOWN')
+    provider.open('receipt-late') // the provider answers after all: the delivery record tells the truth
+    const settled = await waitForJob(store, generate.id, name, (j) => j.status === 'CANCELLED')
+    expect(settled.id).toBe(unknown.id)
+    expect(await effectsOf(unknown.id)).toMatchObject([{ key: 'first', status: 'DONE' }])
+    expect((await historyOf(store, unknown.id)).at(-1)).toBe('1:UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE')
+  })
+
   it('replays a recorded effect on retry instead of calling it again', async () => {
     const calls: number[] = []
     const { name, generate } = await setup(async (ctx) => {

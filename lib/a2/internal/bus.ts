@@ -17,7 +17,12 @@ export interface Hint {
   j?: 1
   /** jobs moved to CANCELLING: [jobId, cancelVersion, cancel event id, cancel event index] */
   c?: Array<[number, number, string, number]>
+  /** More cancels than fit in `c`: workers recheck every running attempt's row. */
+  C?: 1
 }
+
+/** 32 cancels × ~60 bytes stays far below NOTIFY's 8000-byte payload limit. */
+export const MAX_CANCELS_PER_HINT = 32
 
 type Listener = (hint: Hint) => void
 

@@ -159,10 +159,43 @@ async function recordOutcome(
     db,
     sql`update a2_effects set status = ${status}, result = ${JSON.stringify(values.result ?? null)}::jsonb,
             error = ${JSON.stringify(values.error ?? null)}::jsonb, updated_at = now()
-        where job_id = ${fence.jobId} and key = ${key} and attempt = ${fence.attempt} and status = 'DISPATCHED'
+        where job_id = ${fence.jobId} and key = ${key} and attempt = ${fence.attempt} and status in ('DISPATCHED', 'UNKNOWN')
         returning job_id`,
   )
   if (rows.length !== 1) throw new A2Error('fenced', `effect "${key}" was settled by someone else while attempt ${fence.attempt} ran it`)
+  // The truth arrived late for an effect the controller had to call UNKNOWN: record it,
+  // and settle the run if nothing else about it is unresolved.
+  await settleIfResolved(db, fence.jobId, 'EFFECT_RESOLVED_LATE', { key, status })
+}
+
+/**
+ * An UNKNOWN run whose effects are all resolved settles: CANCELLED if it was being
+ * cancelled, else ACTIVE again (with one more attempt of budget) so a new attempt replays
+ * what was recorded, or dispatches again under the same idempotency key.
+ */
+export async function settleIfResolved(db: Executor, jobId: number, reason: string, detail: unknown): Promise<string | undefined> {
+  const [job] = await query<{ status: string; cancelled_by: unknown; attempt: number }>(
+    db,
+    sql`select status, cancelled_by, attempt from a2_jobs where id = ${jobId} for update`,
+  )
+  if (!job || job.status !== 'UNKNOWN') return job?.status
+  const [{ open }] = await query<{ open: number }>(
+    db,
+    sql`select count(*)::int as open from a2_effects where job_id = ${jobId} and status in ('UNKNOWN', 'DISPATCHED')`,
+  )
+  if (open > 0) return job.status
+  const to = job.cancelled_by ? 'CANCELLED' : 'ACTIVE'
+  const moved = await query(
+    db,
+    sql`update a2_jobs set status = ${to}, owner = null, lease_until = null, run_at = now(),
+            max_attempts = greatest(max_attempts, attempt + 1), updated_at = now()
+        where id = ${jobId} and status = 'UNKNOWN' returning id`,
+  )
+  if (moved.length === 1) {
+    await recordTransitions(db, [{ jobId, attempt: job.attempt, from: 'UNKNOWN', to, reason, detail }])
+    if (to === 'ACTIVE') await db.execute(sql`select pg_notify('a2', ${JSON.stringify({ s: '', h: 0, j: 1 })})`)
+  }
+  return to
 }
 
 async function reconcileDispatched<R>(

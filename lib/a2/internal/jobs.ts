@@ -134,11 +134,14 @@ export async function completeJob(executor: Executor, fence: Fence): Promise<Run
  * The attempt lost its claim and threw: give the job back at once. The attempt stays
  * spent (attempt is not decremented), so a crash loop still exhausts the budget.
  */
-export async function surrenderJob(executor: Executor, fence: Fence, code: string): Promise<boolean> {
+export async function surrenderJob(executor: Executor, fence: Fence, code: string, options: { refund?: boolean } = {}): Promise<boolean> {
+  // A refund raises the budget instead of lowering the attempt: the attempt number is the
+  // fencing token and must never be handed out twice.
+  const budget = options.refund ? sql`max_attempts + 1` : sql`max_attempts`
   const rows = await query(
     executor,
     sql`with moved as (
-          update a2_jobs set owner = null, lease_until = null, run_at = now(), updated_at = now()
+          update a2_jobs set owner = null, lease_until = null, run_at = now(), updated_at = now(), max_attempts = ${budget}
           where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
           returning id, status
         )

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm'
 import { events, jobs, sessions, type EventRow } from '../schema'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
-import { CHANNEL, type Hint } from './bus'
+import { CHANNEL, MAX_CANCELS_PER_HINT, type Hint } from './bus'
 import { query, type Db, type Executor, type Store } from './store'
 import { recordTransitions, type Transition } from './transitions'
 
@@ -118,7 +118,8 @@ export async function append(
     )
     const hint: Hint = { s: sessionId, h: session.head + inputs.length }
     if (newJobs > 0) hint.j = 1
-    if (cancelled.length > 0) hint.c = cancelled
+    if (cancelled.length > MAX_CANCELS_PER_HINT) hint.C = 1
+    else if (cancelled.length > 0) hint.c = cancelled
     await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
     return { events: appended, duplicate: false }
   })

@@ -7,7 +7,7 @@ import { effects, jobTransitions, jobs } from '../schema'
 import type { Consumer } from './consumer'
 import { A2Error } from './errors'
 import { query, type Store } from './store'
-import { recordTransitions } from './transitions'
+import { settleIfResolved } from './effects'
 
 export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>) {
   const db = store.db
@@ -55,28 +55,7 @@ export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>
               where job_id = ${jobId} and key = ${key} and status = 'UNKNOWN' returning job_id`,
         )
         if (updated.length !== 1) throw new A2Error('conflict', 'that effect is not UNKNOWN')
-        const [job] = await query<{ attempt: number; status: string; cancelled_by: unknown }>(
-          tx,
-          sql`select attempt, status, cancelled_by from a2_jobs where id = ${jobId} for update`,
-        )
-        const [{ open }] = await query<{ open: number }>(
-          tx,
-          sql`select count(*)::int as open from a2_effects where job_id = ${jobId} and status in ('UNKNOWN', 'DISPATCHED')`,
-        )
-        let status = job.status
-        if (open === 0 && job.status === 'UNKNOWN') {
-          status = job.cancelled_by ? 'CANCELLED' : 'ACTIVE'
-          await query(
-            tx,
-            sql`update a2_jobs set status = ${status}, owner = null, lease_until = null, run_at = now(),
-                    max_attempts = greatest(max_attempts, attempt + 1), updated_at = now()
-                where id = ${jobId} and status = 'UNKNOWN' returning id`,
-          )
-          await recordTransitions(tx, [
-            { jobId, attempt: job.attempt, from: 'UNKNOWN', to: status as 'ACTIVE', reason: 'OPERATOR_RESOLVED', detail: { key, verdict, by } },
-          ])
-        }
-        await tx.execute(sql`select pg_notify('a2', ${JSON.stringify({ s: '', h: 0, j: 1 })})`)
+        const status = await settleIfResolved(tx, jobId, 'OPERATOR_RESOLVED', { key, verdict, by })
         return { status }
       })
     },

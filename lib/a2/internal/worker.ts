@@ -67,6 +67,8 @@ interface Running {
   job: ClaimedJob
   abort: (reason: RunAborted) => void
   hasAbortOn: boolean
+  /** Renews now and reads the run's durable status (for a cancel whose hint was too big to carry). */
+  recheck: () => Promise<void>
   done: Promise<void>
 }
 
@@ -145,7 +147,9 @@ export class Worker {
         if (run.hasAbortOn) run.abort(new RunAborted('CANCELLED', { id, index }))
       }
     }
-    if (hint.j || hint.c) this.wakeUp()
+    // Too many cancels for one NOTIFY: every running attempt with abortOn rechecks its row.
+    if (hint.C) for (const run of this.running.values()) if (run.hasAbortOn) void run.recheck()
+    if (hint.j || hint.c || hint.C) this.wakeUp()
   }
 
   private async loop(): Promise<void> {
@@ -217,13 +221,15 @@ export class Worker {
     }
     armExpiry()
     let renewing = false
-    const renewal = setInterval(async () => {
+    const renew = async () => {
       if (renewing || controller.signal.aborted) return
       renewing = true
       const sentAt = performance.now()
       try {
         const renewed = await renewLease(db, fence, this.id, leaseMs)
-        if (finished) return
+        // Aborted meanwhile (e.g. CLAIM_EXPIRED fired while this renewal was in flight): the
+        // attempt is surrendering; its late renewal must not re-arm anything.
+        if (finished || controller.signal.aborted) return
         if (!renewed.held) abort(new RunAborted(await whyNotHeld(db, fence)))
         else {
           deadline = sentAt + leaseMs
@@ -237,9 +243,10 @@ export class Worker {
       } finally {
         renewing = false
       }
-    }, Math.max(50, Math.floor(leaseMs / 3)))
+    }
+    const renewal = setInterval(renew, Math.max(50, Math.floor(leaseMs / 3)))
 
-    const run: Running = { job, abort, hasAbortOn, done: Promise.resolve() }
+    const run: Running = { job, abort, hasAbortOn, recheck: renew, done: Promise.resolve() }
     const key = runKey(job.id, job.attempt)
     this.running.set(key, run)
     run.done = (async () => {
@@ -336,6 +343,11 @@ export class Worker {
     }
     if (reason?.isCancel || error instanceof EffectNotDispatched) {
       await settleJob(db, fence, 'CANCELLING', 'CANCELLED', 'STOPPED_BY_CANCEL', { by: reason?.event })
+      return
+    }
+    if (reason?.code === 'SHUTDOWN') {
+      // Not the run's fault: the attempt is given back with its budget refunded.
+      await surrenderJob(db, fence, reason.code, { refund: true })
       return
     }
     if (reason?.isLeaseLoss) {

@@ -1,0 +1,163 @@
+/**
+ * Chaos 1: kill -9 of the worker running an answer, mid-stream.
+ *
+ * Two app instances (A, B; no embedded worker) and two standalone workers share one Postgres.
+ * A browser on A asks a question; the test finds which worker holds the run (a2_jobs.owner is
+ * the worker's id, `<host>:<pid>:<rand>`) and kills its whole process group with SIGKILL. The
+ * other worker claims the job once the generate consumer's 15 s lease has run out and streams
+ * the answer again. The upstream streams the same deterministic tokens to every attempt, so
+ * "never mixes two attempts" is checkable: every text the page ever showed is a prefix of one
+ * attempt's text, and the final text is exactly that text — the same after a reload on A and
+ * on instance B.
+ */
+import { performance } from 'node:perf_hooks'
+import { expect, test } from '@playwright/test'
+import { startUpstream, type Upstream } from '../../scripts/upstream-server'
+import { ChatPage } from '../pages/chat'
+import {
+  BASE_DATABASE_URL,
+  SKIP_REASON,
+  createRig,
+  gapProblem,
+  generateJobs,
+  normalize,
+  recordAnswerTexts,
+  sessionLog,
+  transitions,
+  upstreamText,
+  waitUntil,
+  type App,
+  type Rig,
+  type Worker,
+} from './harness'
+
+const TOKENS = 80
+const TOKEN_MS = 60 // ~4.8 s per attempt: long enough to kill mid-stream, short enough for the suite's budget
+const FULL = normalize(upstreamText(TOKENS))
+/** The consumer's lease (lib/chat/generate.ts) plus claim polling and slack on a 2-core machine. */
+const SUCCESSOR_WITHIN_MS = 15_000 + 15_000
+
+test.describe('chaos: kill -9 of the worker mid-stream', () => {
+  test.skip(!BASE_DATABASE_URL, SKIP_REASON)
+  test.describe.configure({ timeout: 150_000 })
+
+  let rig: Rig
+  let upstream: Upstream
+  let databaseUrl: string
+  let appA: App
+  let appB: App
+  let workers: Worker[]
+
+  test.beforeAll(async () => {
+    rig = createRig('worker-kill')
+    upstream = await startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
+    rig.onTeardown(() => upstream.close())
+    databaseUrl = await rig.createDatabase()
+    // A first: it runs the migrations (under an advisory lock anyway), the rest start together.
+    appA = await rig.startApp('appA', { databaseUrl, upstreamUrl: upstream.url })
+    const started = await Promise.all([
+      rig.startApp('appB', { databaseUrl, upstreamUrl: upstream.url }),
+      rig.startWorker('worker1', { databaseUrl, upstreamUrl: upstream.url }),
+      rig.startWorker('worker2', { databaseUrl, upstreamUrl: upstream.url }),
+    ])
+    appB = started[0]
+    workers = [started[1], started[2]]
+  })
+
+  test.afterEach(async ({}, testInfo) => {
+    if (testInfo.status !== testInfo.expectedStatus) {
+      const report = rig.report(60)
+      console.error(report)
+      await testInfo.attach('processes', { body: report })
+    }
+  })
+
+  test.afterAll(async () => {
+    await rig?.teardown()
+  })
+
+  test('the other worker finishes the run after the lease; the view never mixes attempts; nothing is lost', async ({ page, context }) => {
+    const sql = rig.sql(databaseUrl)
+    await page.addInitScript(recordAnswerTexts)
+    const chat = new ChatPage(page)
+    await chat.goto(`${appA.url}/`)
+    await chat.send('Tell me a long story, please')
+    await chat.waitForStreaming(40, { timeout: 20_000 })
+    const sessionId = chat.sessionId()!
+    const answerId = (await chat.lastAnswer().getAttribute('data-answer-id'))!
+
+    // Which worker runs it: the job's owner is that worker's id.
+    const [job] = await waitUntil('the generate job to be claimed', async () => {
+      const jobs = await generateJobs(sql, sessionId)
+      return jobs.length === 1 && jobs[0].owner && jobs[0].attempt === 1 ? jobs : undefined
+    })
+    const victim = workers.find((w) => w.id === job.owner)
+    expect(victim, `owner ${job.owner} is one of our workers (${workers.map((w) => w.id).join(', ')})`).toBeDefined()
+    const survivor = workers.find((w) => w !== victim)!
+    expect(upstream.requests).toHaveLength(1)
+    const first = upstream.requests[0]
+    expect(first.completedAt, 'the first attempt is still streaming when it is killed').toBeUndefined()
+
+    const killedAt = performance.now()
+    await victim!.proc.crash()
+    // The dead process's socket closes: the upstream sees the first request end early.
+    await Promise.race([first.closed, new Promise((r) => setTimeout(r, 5_000))])
+    expect(first.closedEarly).toBe(true)
+    expect(first.tokensSent).toBeLessThan(TOKENS)
+    const shownAtKill = normalize(await chat.lastAnswerText())
+    expect(FULL.startsWith(shownAtKill)).toBe(true)
+
+    // The survivor claims attempt 2 after the lease and asks the upstream again.
+    const second = await upstream.waitForRequest((r) => r.id === 2, SUCCESSOR_WITHIN_MS)
+    console.log(
+      `[chaos] killed ${victim!.id} after ${first.tokensSent}/${TOKENS} tokens; ${survivor.id} asked the upstream again ${(second.startedAt - killedAt).toFixed(0)} ms later`,
+    )
+    const [retried] = await generateJobs(sql, sessionId)
+    expect(retried.attempt).toBe(2)
+    expect(retried.owner).toBe(survivor.id)
+
+    await chat.waitForStatus('done', { timeout: 30_000 })
+    await second.closed
+    expect(second.closedEarly).toBe(false)
+    expect(upstream.requests).toHaveLength(2)
+
+    // Exactly one attempt's text: no "tok0 … tok20 tok0 tok1 …".
+    const finalText = normalize(await chat.lastAnswerText())
+    expect(finalText).toBe(FULL)
+    expect(finalText.split('tok0 ').length - 1).toBe(1)
+    // And at no moment did the page show a mix: every text it showed is a prefix of one attempt.
+    const seen = await page.evaluate(() => (window as unknown as { __chaosSeen: Record<string, string[]> }).__chaosSeen)
+    const shown = seen[answerId] ?? []
+    expect(shown.length).toBeGreaterThan(2)
+    const resets = shown.filter((text, i) => i > 0 && !text.startsWith(shown[i - 1])).length
+    console.log(`[chaos] the page showed ${shown.length} distinct texts; the successor replaced the dead attempt's text ${resets} time(s)`)
+    for (const text of shown) expect(FULL.startsWith(text), `the page showed a text that is not one attempt's prefix: "${text.slice(0, 200)}…"`).toBe(true)
+
+    // The durable record: gapless log, the run completed by attempt 2, chunks of both attempts kept as history.
+    const log = await sessionLog(sql, sessionId)
+    expect(gapProblem(log)).toBeUndefined()
+    const chunksOf = (attempt: number) => log.filter((e) => e.type === 'chunk' && e.payload.attempt === attempt)
+    expect(chunksOf(1).length).toBeGreaterThan(0)
+    expect(chunksOf(2).map((e) => e.payload.delta).join('')).toBe(upstreamText(TOKENS))
+    const finished = log.filter((e) => e.type === 'finished')
+    expect(finished).toHaveLength(1)
+    expect(finished[0].payload).toMatchObject({ of: answerId, attempt: 2, reason: 'stop' })
+    expect(log.filter((e) => e.type === 'a2.failed')).toEqual([])
+    const [done] = await generateJobs(sql, sessionId)
+    expect(done.status).toBe('COMPLETED')
+    const history = await transitions(sql, done.id)
+    console.log(`[chaos] the run: ${history.join(' → ')}`)
+    expect(history.at(-1)).toBe('2:ACTIVE>COMPLETED:RETURNED')
+
+    // Nothing lost: a reload on A and a fresh page on B show the same text.
+    await page.reload()
+    await chat.waitForStatus('done')
+    expect(normalize(await chat.lastAnswerText())).toBe(FULL)
+    const pageB = await context.newPage()
+    const chatB = new ChatPage(pageB)
+    await chatB.goto(`${appB.url}/c/${sessionId}`)
+    await chatB.waitForStatus('done')
+    expect(normalize(await chatB.lastAnswerText())).toBe(FULL)
+    await pageB.close()
+  })
+})

@@ -1,0 +1,108 @@
+/**
+ * The network drops mid-stream. The answer keeps being written into the log on the
+ * server; when the browser reconnects (Last-Event-ID, or its own frontier) its view
+ * converges to the log: the full answer, every token once, in order.
+ */
+import { expect, test, type Page } from '@playwright/test'
+import { ChatPage } from './pages/chat'
+import { installRecorder, recordedFor, tokenSequenceProblem } from './helpers/recorder'
+import { appTarget, startProxy } from './helpers/proxy'
+import { fullAnswer, nonce, UPSTREAM_TOKEN_MS, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
+
+// Note: context.setOffline(true) alone does not cut an established SSE stream in Chromium
+// (the answer keeps flowing), so the drops here are real: a TCP proxy resets the sockets.
+
+const STREAM_MS = UPSTREAM_TOKENS * UPSTREAM_TOKEN_MS
+
+async function expectConvergedToLog(chat: ChatPage, page: Page, answerId: string, prompt: string) {
+  await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'done', { timeout: STREAM_MS + 10_000 })
+  expect(await chat.answerText(answerId)).toBe(fullAnswer())
+  await expect(chat.connectionStatus).toHaveCount(0)
+  // At no moment did the page show a duplicated or a skipped chunk.
+  const history = await recordedFor(page, answerId)
+  for (const text of history.texts) {
+    const problem = tokenSequenceProblem(text)
+    expect(problem, `the page showed a broken sequence: ${problem}`).toBeUndefined()
+  }
+  // The server side never noticed: one model call, run to its end.
+  const calls = await waitForCalls(prompt, (c) => c.length >= 1 && c.every((x) => x.closedAt !== undefined))
+  expect(calls).toHaveLength(1)
+  expect(calls[0].closedEarly).toBe(false)
+}
+
+test('the connection is cut (TCP reset) and refused for 1.5 s mid-stream: the view converges to the log', async ({ page, baseURL }) => {
+  test.setTimeout(STREAM_MS + 30_000)
+  const proxy = await startProxy(appTarget(baseURL))
+  try {
+    await installRecorder(page)
+    const chat = new ChatPage(page)
+    const prompt = nonce('tcp-cut')
+    await chat.goto(`${proxy.origin}/`)
+    await chat.send(prompt)
+    await chat.waitForStreaming(60)
+    const answerId = await chat.lastAnswerId()
+
+    await proxy.cut(1_500)
+    expect(proxy.cutCount()).toBeGreaterThan(0)
+    await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
+    const duringDrop = await chat.answerText(answerId)
+    await expect(chat.connectionStatus).toHaveCount(0, { timeout: 15_000 })
+    await expect.poll(async () => (await chat.answerText(answerId)).length).toBeGreaterThan(duringDrop.length + 30)
+    await expectConvergedToLog(chat, page, answerId, prompt)
+  } finally {
+    await proxy.close()
+  }
+})
+
+test('Stop pressed while the network is down: the cut holds locally, reaches the server on reconnect, and survives a reload', async ({ page, context, baseURL }) => {
+  test.setTimeout(40_000)
+  const proxy = await startProxy(appTarget(baseURL))
+  try {
+    await installRecorder(page)
+    const chat = new ChatPage(page)
+    const prompt = nonce('stop-offline')
+    await chat.goto(`${proxy.origin}/`)
+    await chat.send(prompt)
+    await chat.waitForStreaming(60)
+    const answerId = await chat.lastAnswerId()
+
+    // The browser goes offline and its live connections die.
+    await context.setOffline(true)
+    await proxy.cut(0)
+    await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
+
+    // Stop now: the view cuts at once, though the push cannot get out yet.
+    const shown = await chat.stopAndReadShown()
+    await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    await expect(chat.stopButton).toHaveCount(0)
+    await page.screenshot({ path: 'test-results/network-stopped-offline.png' })
+    await page.waitForTimeout(1_500)
+    // Meanwhile the model is still running: only the Stop in the log can end it.
+    const [running] = await waitForCalls(prompt, (c) => c.length === 1)
+    expect(running.closedAt).toBeUndefined()
+
+    await context.setOffline(false)
+    // The retried push lands: the model call is closed.
+    const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 10_000)
+    expect(call.closedEarly).toBe(true)
+    await expect(chat.connectionStatus).toHaveCount(0, { timeout: 10_000 })
+    await expect(chat.errorAlert).toHaveCount(0)
+
+    // The tail brought the chunks written during the drop (true history), and none of
+    // them showed: from the moment of Stop the page held exactly the cut.
+    await page.waitForTimeout(500)
+    expect(await chat.answerText(answerId)).toBe(shown)
+    const history = await recordedFor(page, answerId)
+    const stoppedFrom = history.texts.indexOf(shown)
+    expect(stoppedFrom).toBeGreaterThanOrEqual(0)
+    expect(history.texts.slice(stoppedFrom)).toEqual([shown])
+    expect(history.statuses.at(-1)).toBe('stopped')
+
+    await page.reload()
+    await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    expect(await chat.answerText(answerId)).toBe(shown)
+  } finally {
+    await context.setOffline(false)
+    await proxy.close()
+  }
+})
