@@ -11,6 +11,8 @@ const dataDir = `/tmp/a2-e2e-${process.pid}`
 
 export default defineConfig({
   testDir: './e2e',
+  // The chaos suite manages its own processes: playwright.chaos.config.ts.
+  testIgnore: ['**/chaos/**'],
   timeout: 60_000,
   expect: { timeout: 15_000 },
   fullyParallel: false,

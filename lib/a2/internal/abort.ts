@@ -3,6 +3,8 @@
  * tell a user's stop (return normally: the stop is the outcome) from a lost claim
  * (let it propagate: the attempt is surrendered and a successor takes over).
  */
+import { brandOf, hasBrand, mark } from './brand'
+
 export type AbortCode =
   /** an abortOn event was appended: the user stopped this run */
   | 'CANCELLED'
@@ -21,6 +23,11 @@ export interface EventRef {
 }
 
 export class RunAborted extends Error {
+  static readonly brand: symbol = brandOf('RunAborted')
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return hasBrand(value, RunAborted.brand)
+  }
+
   readonly code: AbortCode
   /** The cancelling event, for CANCELLED. */
   readonly event?: EventRef
@@ -31,6 +38,7 @@ export class RunAborted extends Error {
     this.code = code
     // Only { id, index }, whichever path reported it (a NOTIFY hint or the durable cancelled_by).
     this.event = event ? { id: event.id, index: event.index } : undefined
+    mark(this, RunAborted.brand)
   }
 
   /** A user's cancel, as opposed to a lost claim. */

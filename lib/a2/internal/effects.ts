@@ -9,6 +9,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { A2Error } from './errors'
+import { brandOf } from './brand'
 import { RunAborted } from './abort'
 import type { ReconcileResult } from './consumer'
 import type { Fence } from './log'
@@ -24,6 +25,7 @@ export interface EffectOptions<R> {
 
 /** Thrown by ctx.effect when the run was cancelled before dispatch: `fn` was not called. */
 export class EffectNotDispatched extends A2Error {
+  static readonly brand: symbol = brandOf('EffectNotDispatched')
   constructor(key: string) {
     super('run_cancelled', `effect "${key}" was not dispatched: the run is no longer active at the version it observed`)
   }
@@ -31,6 +33,7 @@ export class EffectNotDispatched extends A2Error {
 
 /** Thrown when an effect's outcome cannot be proven; the run becomes UNKNOWN until an operator decides. */
 export class EffectUnknown extends A2Error {
+  static readonly brand: symbol = brandOf('EffectUnknown')
   constructor(key: string) {
     super('conflict', `effect "${key}" was dispatched by an attempt that died and could not be reconciled`)
   }

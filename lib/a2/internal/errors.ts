@@ -2,6 +2,8 @@
  * One error class for the whole library, with a typed code that maps to an HTTP status.
  * The cause is kept, never swallowed.
  */
+import { brandOf, hasBrand, mark } from './brand'
+
 export const errorStatus = {
   bad_request: 400,
   invalid_json: 400,
@@ -23,6 +25,12 @@ export const errorStatus = {
 export type A2ErrorCode = keyof typeof errorStatus
 
 export class A2Error extends Error {
+  /** Each class's mark; subclasses declare their own. See brand.ts for why not plain instanceof. */
+  static readonly brand: symbol = brandOf('A2Error')
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return hasBrand(value, (this as unknown as { brand: symbol }).brand)
+  }
+
   readonly code: A2ErrorCode
   readonly details?: unknown
 
@@ -31,6 +39,8 @@ export class A2Error extends Error {
     this.name = 'A2Error'
     this.code = code
     this.details = options.details
+    // Every class in the chain marks the instance, so `x instanceof A2Error` holds for subclasses too.
+    for (let c = new.target as unknown as { brand?: symbol } | null; c && c.brand; c = Object.getPrototypeOf(c)) mark(this, c.brand)
   }
 
   get status(): number {

@@ -1,0 +1,23 @@
+import { describe, expect, it, vi } from 'vitest'
+
+describe('errors across module copies (as Next loads instrumentation and routes)', () => {
+  it('matches A2Error, its subclasses and RunAborted by brand, not by class identity', async () => {
+    const first = await import('./internal/effects')
+    const firstErrors = await import('./internal/errors')
+    const firstAbort = await import('./internal/abort')
+    vi.resetModules() // a second, separate copy of every module
+    const second = await import('./internal/effects')
+    const secondErrors = await import('./internal/errors')
+    const secondAbort = await import('./internal/abort')
+    expect(second.EffectNotDispatched).not.toBe(first.EffectNotDispatched)
+
+    const thrown = new first.EffectNotDispatched('k')
+    expect(thrown instanceof secondErrors.A2Error).toBe(true)
+    expect(thrown instanceof second.EffectNotDispatched).toBe(true)
+    expect(thrown instanceof second.EffectUnknown).toBe(false)
+    expect(new firstErrors.A2Error('forbidden', 'x') instanceof second.EffectNotDispatched).toBe(false)
+    expect(secondErrors.isA2Error(new firstErrors.A2Error('forbidden', 'x'), 'forbidden')).toBe(true)
+    expect(new firstAbort.RunAborted('CANCELLED') instanceof secondAbort.RunAborted).toBe(true)
+    expect(new Error('plain') instanceof secondErrors.A2Error).toBe(false)
+  })
+})

@@ -1,0 +1,18 @@
+/**
+ * `instanceof` that survives duplicate module copies. Next.js evaluates instrumentation
+ * and each route bundle as separate copies of the same modules (only globalThis is
+ * shared), so an error thrown by the worker's copy of a class is not `instanceof` the
+ * route's copy: a 403 became a 500. Classes mark their instances with a registry symbol
+ * (Symbol.for is process-wide) and match on that mark instead of on identity.
+ */
+export function brandOf(name: string): symbol {
+  return Symbol.for(`a2.${name}`)
+}
+
+export function mark(instance: object, brand: symbol): void {
+  Object.defineProperty(instance, brand, { value: true, enumerable: false })
+}
+
+export function hasBrand(value: unknown, brand: symbol): boolean {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true
+}
