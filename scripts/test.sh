@@ -30,3 +30,10 @@ if [ -n "$TEST_DATABASE_URL" ]; then
   trap 'npx tsx scripts/e2e-db.ts drop "$E2E_DB" >/dev/null 2>&1 || true' EXIT
 fi
 npx playwright test
+
+if [ -n "$TEST_DATABASE_URL" ]; then
+  echo "== chaos: app instances, workers and Postgres killed and restarted (Playwright)"
+  A2_NEXT_DIST_DIR=.next npx playwright test -c playwright.chaos.config.ts
+else
+  echo "== chaos: skipped (needs TEST_DATABASE_URL: it runs several processes on one Postgres)"
+fi

@@ -22,7 +22,11 @@ export interface ChunkWriter {
   readonly refused: boolean
 }
 
-export function chunkWriter(write: (deltas: string[]) => Promise<void>): ChunkWriter {
+/**
+ * @param onFailure called once when a write fails for any reason other than the run being
+ *   cancelled, so the caller can stop the model at once instead of streaming to nowhere.
+ */
+export function chunkWriter(write: (deltas: string[]) => Promise<void>, onFailure: (error: unknown) => void = () => {}): ChunkWriter {
   let buffer: string[] = []
   let inFlight: Promise<void> | undefined
   let failure: unknown
@@ -36,7 +40,10 @@ export function chunkWriter(write: (deltas: string[]) => Promise<void>): ChunkWr
     inFlight = write(batch)
       .catch((error) => {
         if (isA2Error(error, 'run_cancelled')) refused = true
-        else failure = error
+        else {
+          failure = error
+          onFailure(error)
+        }
       })
       .finally(() => {
         inFlight = undefined
@@ -47,7 +54,7 @@ export function chunkWriter(write: (deltas: string[]) => Promise<void>): ChunkWr
 
   return {
     push(delta) {
-      if (dropped || refused || !delta) return
+      if (dropped || refused || failure || !delta) return
       buffer.push(delta)
       void pump()
     },

@@ -37,9 +37,15 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
     reconcile: async () => ({ done: false }),
   }).run(async (ctx) => {
     const of = ctx.event.id
-    const writer = chunkWriter(async (deltas) => {
-      await ctx.append(...deltas.map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })))
-    })
+    // A failed chunk write (the store went away, the attempt was fenced) stops the model
+    // now: streaming the rest of the answer to nowhere would cost tokens and freeze the view.
+    const writeFailed = new AbortController()
+    const writer = chunkWriter(
+      async (deltas) => {
+        await ctx.append(...deltas.map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })))
+      },
+      (error) => writeFailed.abort(error),
+    )
     const finish = (reason: FinishReason, usage?: { inputTokens?: number; outputTokens?: number }) =>
       ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, ...(usage ? { usage } : {}) } })
 
@@ -52,7 +58,7 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
             model,
             system: SYSTEM_PROMPT,
             messages,
-            abortSignal: signal,
+            abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
             tools: { saveNote: saveNoteTool(ctx, notes) },
             stopWhen: stepCountIs(3),
@@ -61,7 +67,7 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
           for await (const part of result.fullStream) {
             if (part.type === 'text-delta') writer.push(part.text)
             else if (part.type === 'error') throw part.error
-            else if (part.type === 'abort') throw signal.reason ?? new Error('aborted')
+            else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
           }
           await writer.flush()
           const usage = await result.totalUsage

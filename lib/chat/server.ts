@@ -40,7 +40,7 @@ async function boot(withWorker: boolean): Promise<ChatServer> {
   const store = await getStore()
   const built = buildChatServer(store)
   const worker = withWorker ? await built.server.startWorker() : undefined
-  console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `embedded worker ${worker.id}` : 'no embedded worker'}`)
+  console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `worker ${worker.id}` : 'no worker in this process'}`)
   return { ...built, worker }
 }
 

@@ -35,7 +35,7 @@ export async function claimJobs(
   const rows = await query<Record<string, number | string>>(
     executor,
     sql`with candidates as (
-          select j.id from a2_jobs j
+          select j.id, j.owner as previous_owner from a2_jobs j
           where j.status = 'ACTIVE' and j.run_at <= now() and j.consumer in ${args.consumers}
             and (j.lease_until is null or j.lease_until < now())
             and j.attempt < j.max_attempts
@@ -46,13 +46,24 @@ export async function claimJobs(
           order by j.run_at, j.id
           limit ${args.limit}
           for update skip locked
+        ),
+        claimed as (
+          update a2_jobs j
+          set attempt = j.attempt + 1, owner = ${args.owner},
+              lease_until = now() + ((${leases}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
+              updated_at = now()
+          from candidates c where j.id = c.id
+          returning j.id, j.session_id, j.event_index, j.event_id, j.consumer, j.attempt, j.max_attempts, j.cancel_version,
+                    c.previous_owner
+        ),
+        -- A claim that takes over from an owner whose lease ran out says so in the history:
+        -- that is how the previous attempt ended.
+        lapsed as (
+          insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+          select id, attempt - 1, 'ACTIVE', 'ACTIVE', 'LEASE_EXPIRED', jsonb_build_object('owner', previous_owner)
+          from claimed where previous_owner is not null
         )
-        update a2_jobs j
-        set attempt = j.attempt + 1, owner = ${args.owner},
-            lease_until = now() + ((${leases}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
-            updated_at = now()
-        from candidates c where j.id = c.id
-        returning j.id, j.session_id, j.event_index, j.event_id, j.consumer, j.attempt, j.max_attempts, j.cancel_version`,
+        select id, session_id, event_index, event_id, consumer, attempt, max_attempts, cancel_version from claimed`,
   )
   return rows.map((r) => ({
     id: Number(r.id),
