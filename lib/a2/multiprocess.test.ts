@@ -99,7 +99,7 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     expect(job.attempt).toBe(2)
     expect(job.owner).toBeNull()
     // Attempt 1 died without settling anything; attempt 2 completed.
-    expect(await historyOf(store, job.id)).toEqual(['2:ACTIVE>COMPLETED:RETURNED'])
+    expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>COMPLETED:RETURNED'])
   })
 
   it('kills that spend the whole budget end the job FAILED, with an a2.failed event in the log', async () => {
@@ -123,7 +123,7 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     try {
       const job = await waitForJob(store, m.id, 'mp-budget', (j) => j.status === 'FAILED', 10_000)
       expect(job).toMatchObject({ attempt: 2, max_attempts: 2, owner: null })
-      expect(await historyOf(store, job.id)).toEqual(['2:ACTIVE>FAILED:ATTEMPTS_EXHAUSTED'])
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>FAILED:ATTEMPTS_EXHAUSTED'])
       const failed = (await eventsOf(store, session)).filter((e) => e.type === 'a2.failed')
       expect(failed).toHaveLength(1)
       expect(failed[0].payload).toMatchObject({ of: m.id, consumer: 'mp-budget', attempts: 2, error: { code: 'LEASE_EXPIRED' } })

@@ -366,7 +366,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const chunks = (await eventsOf(store, session)).filter((e) => e.type === 'chunk').map((e) => e.payload.delta)
       expect(chunks).toEqual(['new'])
       // Nothing of attempt 1 was ever settled; the successor's effect dispatched (not poisoned by the old attempt).
-      expect(await historyOf(store, done.id)).toEqual(['2:ACTIVE>COMPLETED:RETURNED'])
+      expect(await historyOf(store, done.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>COMPLETED:RETURNED'])
       const [effect] = await query<{ status: string; attempt: number }>(
         store.db,
         sql`select status, attempt from a2_effects where job_id = ${done.id} and key = 'notify'`,
@@ -410,7 +410,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const done = await waitForJob(store, g.id, 'superseded', (j) => j.status === 'COMPLETED')
       expect(done.attempt).toBe(2)
       expect((await eventsOf(store, session)).filter((e) => e.type === 'chunk').map((e) => e.payload.delta)).toEqual(['second'])
-      expect(await historyOf(store, done.id)).toEqual(['2:ACTIVE>COMPLETED:RETURNED'])
+      expect(await historyOf(store, done.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>COMPLETED:RETURNED'])
     })
 
     it('a worker that reclaims its own lapsed job keeps tracking the new attempt while the old one unwinds', async () => {
