@@ -309,7 +309,7 @@ export function createRig(suite: string): Rig {
       })
       // The instrumentation boot log: the store is open and the embedded worker (or none) is decided.
       const [boot] = await proc.waitForOutput(/\[a2\] postgres store ready[^\n]*/, 30_000)
-      if (!embeddedWorker && !boot.includes('no embedded worker')) throw new Error(`${name} runs an embedded worker despite A2_EMBEDDED_WORKER=0: ${boot}`)
+      if (!embeddedWorker && !boot.includes('no worker in this process')) throw new Error(`${name} runs an embedded worker despite A2_EMBEDDED_WORKER=0: ${boot}`)
       return { name, url, proc }
     },
 
