@@ -1,0 +1,79 @@
+/**
+ * Figure 2 — Token overhead: upstream token written → the same token received by an SSE
+ * client through the log (the worker on another process appends it; the tail reads it and
+ * `sseResponse` serves it over real HTTP), at 1 and at 100 concurrent streams, 50 tokens/s
+ * each. Baseline: a route that pipes streamText straight to the client as SSE.
+ */
+import type { ChatRig, CpuSample } from '../lib/rig'
+import { runPool, firstError } from '../lib/pool'
+import { summarize, type Summary } from '../lib/stats'
+import { randomBetween, sleep } from '../lib/time'
+import { chatDirect, chatThroughLog, type ChatOutcome } from './chats'
+
+export interface TokenLevel {
+  streams: number
+  tokensPerStream: number
+  /** Chats that did not complete within the timeout, per side. */
+  failed: { ours: number; baseline: number }
+  ours: Summary
+  baseline: Summary
+  lost: { ours: number; baseline: number }
+  /** Ours split where the append began: upstream → append began, append began → client (ms, ±1 ms: created_at is kept to the ms). */
+  split: { toAppend: Summary; toClient: Summary }
+  /** Chunk events per append transaction, through the log. */
+  batch: Summary
+  cpu: { ours: CpuSample; baseline: CpuSample }
+  errors?: string
+}
+
+export async function tokenFigure(
+  rig: ChatRig,
+  levels: Array<{ streams: number; tokens: number; rounds: number }>,
+  deadline: number,
+  timeoutMs = 30_000,
+): Promise<TokenLevel[]> {
+  // Warm-up: one short chat each way.
+  await chatThroughLog(rig, { tokens: 10 })
+  await chatDirect(rig, { tokens: 10 })
+  const out: TokenLevel[] = []
+  for (const level of levels) {
+    if (Date.now() > deadline) break
+    const run = async (fn: (rig: ChatRig, o: { tokens: number; timeoutMs: number }) => Promise<ChatOutcome>) => {
+      const outcomes: ChatOutcome[] = []
+      const errors: unknown[] = []
+      await rig.cpu()
+      // Once a level has started, both sides run at least one round: ours always has its baseline.
+      for (let round = 0; round < level.rounds && (round === 0 || Date.now() < deadline); round++) {
+        // Random phase: streams start spread over 500 ms, as independent users would.
+        const r = await runPool(level.streams, level.streams, async () => {
+          if (level.streams > 1) await sleep(randomBetween(0, 500))
+          return fn(rig, { tokens: level.tokens, timeoutMs })
+        })
+        outcomes.push(...r.results)
+        errors.push(...r.errors)
+        await rig.settled().catch((error) => errors.push(error))
+      }
+      return { outcomes, errors, failed: errors.length, cpu: await rig.cpu() }
+    }
+    const ours = await run(chatThroughLog)
+    const base = await run(chatDirect)
+    out.push({
+      streams: level.streams,
+      tokensPerStream: level.tokens,
+      failed: { ours: ours.failed, baseline: base.failed },
+      ours: summarize(ours.outcomes.flatMap((o) => o.latencies)),
+      baseline: summarize(base.outcomes.flatMap((o) => o.latencies)),
+      lost: { ours: sum(ours.outcomes.map((o) => o.lost)), baseline: sum(base.outcomes.map((o) => o.lost)) },
+      cpu: { ours: ours.cpu, baseline: base.cpu },
+      split: {
+        toAppend: summarize(ours.outcomes.flatMap((o) => o.split?.toAppend ?? [])),
+        toClient: summarize(ours.outcomes.flatMap((o) => o.split?.toClient ?? [])),
+      },
+      batch: summarize(ours.outcomes.flatMap((o) => o.batches ?? [])),
+      errors: firstError([...ours.errors, ...base.errors]),
+    })
+  }
+  return out
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)

@@ -1,0 +1,141 @@
+/**
+ * The chat rig shared by figures 1, 2 and 6: the upstream model server and the bench's
+ * HTTP server in this process, the chat's a2 server (pushes, tails), and the `generate`
+ * worker — on another process (Postgres) or in this one (PGlite, which is one process's
+ * database).
+ */
+import { createOpenAI } from '@ai-sdk/openai'
+import type { LanguageModel } from 'ai'
+import { sql } from 'drizzle-orm'
+import type { A2Server, Store } from '@/lib/a2/server'
+import { buildChatServer } from '@/lib/chat/server'
+import type { Chat } from '@/lib/chat/contract'
+import { serveBench, type BenchHttp } from './http'
+import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
+import { spawnChild, type Child } from './children'
+import { until } from './time'
+import { rows } from './db'
+import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
+import { sampleDatabase, type DbSample } from './db-sampler'
+
+export interface CpuSample {
+  machineBusyPct?: number
+  parentPct: number
+  workerPct?: number
+  postgresPct?: number
+  /** Event-loop delay (ms) of this process and of the worker child. */
+  parentLag: { p50: number; p99: number; max: number }
+  workerLag?: { p50: number; p99: number; max: number }
+  /** With --profile on Postgres: what the database's backends were doing. */
+  db?: DbSample
+}
+
+export interface ChatRig {
+  kind: 'postgres' | 'pglite'
+  store: Store
+  chat: A2Server<Chat>
+  upstream: Upstream
+  byTag: ReturnType<typeof requestsByTag>
+  http: BenchHttp
+  /** The same upstream through the AI SDK directly: the baselines' model. */
+  model: LanguageModel
+  worker: Child | 'in-process'
+  /**
+   * CPU since the previous call: machine busy % (all cores), this process and the worker
+   * child in % of one core. Evidence for where a slow figure spent its time.
+   */
+  cpu(): Promise<CpuSample>
+  /** Waits until no generate run is open (between rounds, so they do not overlap). */
+  settled(timeoutMs?: number): Promise<void>
+  close(): Promise<void>
+}
+
+/** Enough attempts at once for the 500-chat scale figure (the library default is 64). */
+export const WORKER_CONCURRENCY = 600
+
+export async function openChatRig(options: {
+  kind: 'postgres' | 'pglite'
+  store: Store
+  dbUrl?: string
+  tokenMs: number
+  profileDir?: string
+  /** Sample pg_stat_activity (the database-side profile) between cpu() calls. */
+  sampleDb?: boolean
+}): Promise<ChatRig> {
+  const upstream = await startBenchUpstream(options.tokenMs)
+  const { server: chat } = buildChatServer(options.store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' })
+  const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
+  const http = await serveBench({ a2: chat, model })
+  let worker: ChatRig['worker']
+  if (options.kind === 'postgres') {
+    worker = await spawnChild('worker-child.ts', ['chat'], {
+      env: {
+        BENCH_DB_URL: options.dbUrl!,
+        BENCH_UPSTREAM_URL: upstream.url,
+        BENCH_WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+        PGAPPNAME: 'a2-bench-worker',
+      },
+      execArgv: options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/worker-chat`] : [],
+    })
+  } else {
+    await chat.startWorker({ concurrency: WORKER_CONCURRENCY })
+    worker = 'in-process'
+  }
+  let machineMeter = cpuMeter()
+  let parentMeter = processCpu()
+  let parentDelay = loopDelay()
+  let postgresMeter = postgresCpu()
+  const startSampler = () => (options.sampleDb && options.dbUrl ? sampleDatabase(options.dbUrl) : undefined)
+  let sampler = startSampler()
+  if (worker !== 'in-process') await worker.call({ cmd: 'cpu' })
+  return {
+    kind: options.kind,
+    store: options.store,
+    chat,
+    upstream,
+    byTag: requestsByTag(upstream),
+    http,
+    model,
+    worker,
+    async cpu() {
+      const child =
+        worker === 'in-process' ? undefined : await worker.call<{ pct: number; lag: CpuSample['parentLag'] }>({ cmd: 'cpu' }).catch(() => undefined)
+      const sample: CpuSample = {
+        machineBusyPct: machineMeter.stop()?.busyPct,
+        parentPct: parentMeter.stop(),
+        parentLag: parentDelay.stop(),
+        workerPct: child?.pct,
+        workerLag: child?.lag,
+        postgresPct: options.kind === 'postgres' ? postgresMeter.stop() : undefined,
+      }
+      sample.db = await sampler?.stop()
+      sampler = startSampler()
+      postgresMeter = postgresCpu()
+      machineMeter = cpuMeter()
+      parentMeter = processCpu()
+      parentDelay = loopDelay()
+      return sample
+    },
+    async settled(timeoutMs = 20_000) {
+      await until(
+        async () => {
+          const [row] = await rows<{ open: number }>(
+            options.store,
+            sql`select count(*)::int as open from a2_jobs where consumer = 'generate' and status in ('ACTIVE', 'CANCELLING')`,
+          )
+          return Number(row.open) === 0
+        },
+        timeoutMs,
+        'generate runs to settle',
+        25,
+      )
+    },
+    async close() {
+      await sampler?.stop()
+      if (worker === 'in-process') await chat.stopWorkers({ graceMs: 500 })
+      else await worker.stop()
+      await http.close()
+      await upstream.close()
+    },
+  }
+}

@@ -1,0 +1,408 @@
+/**
+ * `npm run bench` — a2 chat's figures, each beside a baseline measured in the same run.
+ *
+ *   npm run bench                 Postgres: a fresh database from BENCH_DATABASE_URL ||
+ *                                 TEST_DATABASE_URL || postgres://postgres@127.0.0.1:5432/test,
+ *                                 dropped at the end; workers on another process.
+ *   npm run bench -- --pglite     what fits one process, on an in-memory PGlite.
+ *   npm run bench -- --only=1,4   some figures only (1 stop, 2 tokens, 3 append, 4 claim,
+ *                                 5 memory, 6 scale).
+ *   npm run bench -- --profile    also CPU-profile this process and the worker child
+ *                                 (bench/results/profiles/) and print where the time went.
+ *
+ * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
+ * bench/results/latest.json (and latest-<store>.json). Loopback only; bounded in count
+ * and time (a watchdog ends the run at 330 s); child processes and the database are
+ * cleaned up on every way out.
+ */
+import { mkdirSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import type { Store } from '@/lib/a2/server'
+import { machine, cpuMeter, processCpu, type Machine } from './lib/machine'
+import { createBenchDb, openBenchStore, serverVersion, ADMIN_URL, type BenchDb } from './lib/db'
+import { killChildren } from './lib/children'
+import { openChatRig, WORKER_CONCURRENCY, type ChatRig } from './lib/rig'
+import { row, table, meets, type Row } from './lib/report'
+import { fmt } from './lib/stats'
+import { profileThisProcess, topFunctions, type ProfileSummary } from './lib/profile'
+import { stopFigure, type StopFigure } from './figures/stop'
+import { tokenFigure, type TokenLevel } from './figures/tokens'
+import { scaleFigure, type ScaleLevel } from './figures/scale'
+import { appendFigure, type AppendFigure } from './figures/append'
+import { claimFigure, type ClaimFigure } from './figures/claim'
+import { memoryFigure, type MemoryFigure } from './figures/memory'
+
+const args = process.argv.slice(2)
+const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
+const onlyArg = args.find((a) => a.startsWith('--only='))
+const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Number)) : undefined
+const wants = (figure: number) => !only || only.has(figure)
+const profile = args.includes('--profile')
+
+const RESULTS = path.join(process.cwd(), 'bench', 'results')
+const PROFILES = path.join(RESULTS, 'profiles')
+const BUDGET_MS = 330_000
+const TOKEN_MS = 20 // 50 tokens/s per stream
+const t0 = Date.now()
+const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)}s`
+const say = (line: string) => process.stderr.write(`[bench ${elapsed()}] ${line}\n`)
+
+interface Results {
+  store: 'postgres' | 'pglite'
+  startedAt: string
+  durationS?: number
+  machine: Machine
+  settings: Record<string, unknown>
+  rows: Row[]
+  figures: {
+    stop?: StopFigure
+    tokens?: TokenLevel[]
+    scale?: ScaleLevel[]
+    append?: AppendFigure[]
+    claim?: ClaimFigure
+    memory?: MemoryFigure
+  }
+  /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
+  cpu: Record<string, unknown>
+  profiles?: Record<string, ProfileSummary>
+  errors: string[]
+}
+
+let db: BenchDb | undefined
+let current: Results | undefined
+let store: Store | undefined
+let rig: ChatRig | undefined
+let cleaning: Promise<void> | undefined
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    killChildren()
+    await rig?.close().catch(() => {})
+    await store?.close().catch(() => {})
+    await db?.drop().catch((error) => say(`could not drop ${db?.name}: ${error}`))
+  })()
+  return cleaning
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    say(`${signal}: cleaning up`)
+    void cleanup().finally(() => process.exit(130))
+  })
+}
+const watchdog = setTimeout(() => {
+  say(`over the ${BUDGET_MS / 1000} s budget: stopping with what was measured`)
+  if (current) {
+    current.errors.push(`stopped by the ${BUDGET_MS / 1000} s watchdog`)
+    report(current)
+  }
+  void cleanup().finally(() => process.exit(2))
+}, BUDGET_MS)
+watchdog.unref()
+
+async function main(): Promise<number> {
+  const database = kind === 'postgres' ? await serverVersion(ADMIN_URL) : 'PGlite (in memory, one connection)'
+  const results: Results = {
+    store: kind,
+    startedAt: new Date().toISOString(),
+    machine: machine(database),
+    settings: { tokenMs: TOKEN_MS, workerConcurrency: WORKER_CONCURRENCY, only: only ? [...only] : 'all' },
+    rows: [],
+    figures: {},
+    cpu: {},
+    errors: [],
+  }
+  current = results
+  const m = results.machine
+  console.log(`a2 chat bench — ${kind}`)
+  console.log(`machine: ${m.cores} cores, ${m.cpuModel}, ${m.memoryGiB} GiB, node ${m.node}, ${m.platform}`)
+  console.log(`database: ${m.database}; load average at start ${m.loadAverage.join(' ')}`)
+
+  if (kind === 'postgres') {
+    db = await createBenchDb()
+    say(`database ${db.name} created`)
+    store = await openBenchStore('postgres', db.url, { app: 'a2-bench-parent' })
+  } else {
+    store = await openBenchStore('pglite')
+  }
+
+  const phase = async <T>(name: string, run: () => Promise<T>): Promise<T | undefined> => {
+    say(`${name}…`)
+    const machineCpu = cpuMeter()
+    const parentCpu = processCpu()
+    try {
+      return await run()
+    } catch (error) {
+      const message = `${name}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`
+      results.errors.push(message)
+      say(`FAILED ${message}`)
+      return undefined
+    } finally {
+      results.cpu[name] = { machineBusyPct: machineCpu.stop()?.busyPct, parentPct: parentCpu.stop() }
+      say(`${name} done`)
+    }
+  }
+
+  // Figures 1, 2, 6: the chat rig (upstream + HTTP here, the generate worker on another process).
+  if (wants(1) || wants(2) || wants(6)) {
+    if (profile) rmSync(PROFILES, { recursive: true, force: true })
+    const parentProfile = profile ? await profileThisProcess() : undefined
+    rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
+    if (wants(1)) {
+      results.figures.stop = await phase('1 stop latency', () => stopFigure(rig!, { stops: 200, concurrency: 5, deadline: Date.now() + 45_000 }))
+    }
+    if (wants(2)) {
+      results.figures.tokens = await phase('2 token overhead', () =>
+        tokenFigure(
+          rig!,
+          [
+            { streams: 1, tokens: 150, rounds: 1 },
+            { streams: 100, tokens: 50, rounds: 1 },
+          ],
+          Date.now() + 45_000,
+          kind === 'postgres' ? 30_000 : 15_000,
+        ),
+      )
+    }
+    if (wants(6)) {
+      results.figures.scale = await phase('6 scale', () =>
+        scaleFigure(
+          rig!,
+          [
+            { chats: 10, rounds: 6 },
+            { chats: 100, rounds: 1 },
+            { chats: 500, rounds: 1 },
+          ],
+          Date.now() + 90_000,
+          kind === 'postgres' ? 15_000 : 10_000,
+        ),
+      )
+    }
+    const closing = rig
+    rig = undefined
+    await closing.close()
+    if (parentProfile) {
+      const file = await parentProfile.stop(path.join(PROFILES, 'parent-chat.cpuprofile'))
+      results.profiles = { ...results.profiles, parent: topFunctions(file) }
+      // --cpu-prof writes one file per thread (tsx's loader has its own): the main thread's is the largest.
+      const dir = path.join(PROFILES, 'worker-chat')
+      const files = readdirSync(dir).map((f) => path.join(dir, f))
+      const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0]
+      if (main) results.profiles.workerChild = topFunctions(main)
+    }
+  }
+
+  if (wants(3)) {
+    results.figures.append = []
+    const onMain = await phase(`3 append throughput (${kind})`, () => appendFigure(store!, { windowMs: 1_500, trials: 3 }))
+    if (onMain) results.figures.append.push(onMain)
+    if (kind === 'postgres') {
+      const lite = await openBenchStore('pglite')
+      try {
+        const onLite = await phase('3 append throughput (pglite)', () => appendFigure(lite, { windowMs: 1_500, trials: 3 }))
+        if (onLite) results.figures.append.push(onLite)
+      } finally {
+        await lite.close()
+      }
+    }
+  }
+
+  if (wants(4)) {
+    results.figures.claim = await phase('4 claim throughput and wake-up', () =>
+      claimFigure(store!, {
+        jobs: kind === 'postgres' ? 1_500 : 600,
+        runs: 3,
+        stuckLanes: 10_000,
+        wakeSamples: 200,
+        dbUrl: kind === 'postgres' ? db!.url : undefined,
+      }),
+    )
+  }
+
+  if (wants(5)) {
+    results.figures.memory = await phase('5 memory per SSE stream', () =>
+      memoryFigure({ connections: 1_000, dbUrl: kind === 'postgres' ? db!.url : undefined, store: kind === 'postgres' ? store : undefined }),
+    )
+  }
+
+  report(results)
+  return results.errors.length ? 1 : 0
+}
+
+/** Writes the JSON and prints the table and notes (also for a partial run). */
+function report(results: Results): void {
+  results.rows = rowsOf(results)
+  results.durationS = Math.round((Date.now() - t0) / 1000)
+  mkdirSync(RESULTS, { recursive: true })
+  const json = JSON.stringify(results, null, 2)
+  writeFileSync(path.join(RESULTS, 'latest.json'), json)
+  writeFileSync(path.join(RESULTS, `latest-${results.store}.json`), json)
+
+  console.log('')
+  console.log(table(results.rows))
+  console.log('')
+  for (const note of notesOf(results)) console.log(note)
+  if (results.profiles) printProfiles(results.profiles)
+  for (const error of results.errors) console.log(`ERROR ${error.split('\n')[0]}`)
+  console.log(`\nwrote bench/results/latest.json (${results.durationS} s)`)
+}
+
+function rowsOf(r: Results): Row[] {
+  const out: Row[] = []
+  const f = r.figures
+  const where = r.store === 'postgres' ? 'worker on another process' : 'worker in this process'
+  if (f.stop) {
+    out.push(row('1 stop latency p50', 'ms', f.stop.ours.p50, f.stop.baseline.p50, { target: { op: '<=', value: 10 }, note: `${f.stop.ours.n} stops, ${f.stop.concurrency} at once, ${where}` }))
+    out.push(row('1 stop latency p99', 'ms', f.stop.ours.p99, f.stop.baseline.p99, { target: { op: '<=', value: 50 } }))
+  }
+  const failed = (x: { failed: { ours: number; baseline: number } }, of: number) =>
+    x.failed.ours || x.failed.baseline ? ` [failed: ours ${x.failed.ours}/${of}, baseline ${x.failed.baseline}/${of}]` : ''
+  for (const level of f.tokens ?? []) {
+    const s = `@${level.streams} stream${level.streams > 1 ? 's' : ''}${failed(level, level.streams)}`
+    out.push(row(`2 token latency p50 ${s}`, 'ms', level.ours.p50, level.baseline.p50, { note: `${level.ours.n} tokens` }))
+    out.push(row(`2 token latency p99 ${s}`, 'ms', level.ours.p99, level.baseline.p99))
+  }
+  for (const a of f.append ?? []) {
+    out.push(row(`3 append throughput, ${a.store}`, 'events/s', a.ours.median, a.baseline.median, { note: `median of ${a.ours.trials.length}` }))
+  }
+  if (f.claim) {
+    const c = f.claim
+    out.push(row('4 claim, no lanes', 'jobs/s', c.noLanes.median, c.baseline.median))
+    out.push(row(`4 claim, ${c.stuckLaneCount / 1000}k stuck lanes`, 'jobs/s', c.stuckLanes.median, c.baseline.median))
+    out.push(row(`4 wake append→start p50 (${c.wake.where})`, 'ms', c.wake.ours.p50, c.wake.baseline?.p50))
+    out.push(row(`4 wake append→start p99 (${c.wake.where})`, 'ms', c.wake.ours.p99, c.wake.baseline?.p99))
+    out.push(row(`4 wake p50, ${c.stuckLaneCount / 1000}k stuck lanes`, 'ms', c.wakeStuck.ours.p50, c.wake.baseline?.p50))
+    out.push(row(`4 wake p99, ${c.stuckLaneCount / 1000}k stuck lanes`, 'ms', c.wakeStuck.ours.p99, c.wake.baseline?.p99))
+  }
+  if (f.memory) {
+    const { ours, baseline } = f.memory
+    out.push(row('5 memory per idle SSE stream, RSS', 'KiB', ours.perConnection.rssKiB, baseline.perConnection.rssKiB, { target: { op: '<=', value: 50 } }))
+    out.push(row('5 memory per idle SSE stream, heap', 'KiB', ours.perConnection.heapKiB, baseline.perConnection.heapKiB))
+    if (ours.idleStatementsPerSec !== undefined) {
+      out.push(row('5 DB statements/s, 1,000 idle streams', 'stmt/s', ours.idleStatementsPerSec, baseline.idleStatementsPerSec))
+    }
+    out.push(row('5 server CPU, 1,000 idle streams', '% core', ours.idleCpuPct, baseline.idleCpuPct))
+  }
+  for (const level of f.scale ?? []) {
+    const at = `@${level.chats} chats${failed(level, level.chats * level.rounds)}`
+    out.push(row(`6 stop p50 ${at}`, 'ms', level.stop.ours.p50, level.stop.baseline.p50))
+    out.push(row(`6 stop p99 ${at}`, 'ms', level.stop.ours.p99, level.stop.baseline.p99))
+    out.push(row(`6 token p50 ${at}`, 'ms', level.token.ours.p50, level.token.baseline.p50))
+    out.push(row(`6 token p99 ${at}`, 'ms', level.token.ours.p99, level.token.baseline.p99))
+  }
+  return out
+}
+
+function notesOf(r: Results): string[] {
+  const notes: string[] = []
+  const f = r.figures
+  if (f.stop) {
+    const s = f.stop
+    notes.push(
+      `1: ${s.ours.n} stops (${s.concurrency} at once), worker ${r.store === 'postgres' ? 'on another process' : 'in this process'}; ` +
+        `from push called: p50 ${fmt(s.oursFromCalled.p50)} / p99 ${fmt(s.oursFromCalled.p99)} ms (the cancel push itself p50 ${fmt(s.cancelPush.p50)} ms); ` +
+        `runs ended CANCELLED ${s.runsCancelled.cancelled}/${s.runsCancelled.total}; upstream not closed early: ${s.notClosedEarly}` +
+        (s.errors ? `; ${s.errors}` : ''),
+    )
+    notes.push(`   CPU ${cpuText(s.cpu)}`)
+    if (s.cpu.db) notes.push(...dbText(s.cpu.db))
+    notes.push('   baseline: streamText + AbortController on the same upstream, abort() → upstream closedAt.')
+  }
+  for (const level of f.tokens ?? []) {
+    notes.push(
+      `2 @${level.streams}: ${level.ours.n} tokens through the log (${level.tokensPerStream}/stream, 50 tokens/s), ${level.baseline.n} direct; ` +
+        `overhead p50 ${fmt(level.ours.p50 - level.baseline.p50)} ms; lost tokens ours ${level.lost.ours}, baseline ${level.lost.baseline}; ` +
+        `CPU ours ${cpuText(level.cpu.ours)}, baseline ${cpuText(level.cpu.baseline)}` +
+        (level.errors ? `; ${level.errors}` : ''),
+    )
+    notes.push(`   ${splitText(level)}`)
+    if (level.cpu.ours.db) notes.push(...dbText(level.cpu.ours.db))
+  }
+  if (f.tokens?.length) notes.push('   baseline: an HTTP route piping streamText text deltas straight to the client as SSE.')
+  for (const a of f.append ?? []) {
+    notes.push(
+      `3 ${a.store}: ${a.sessions} sessions, ${a.windowMs} ms windows, trials ours ${a.ours.trials.map((x) => fmt(x)).join(' / ')}, ` +
+        `baseline ${a.baseline.trials.map((x) => fmt(x)).join(' / ')}; mean batch ours ${fmt(a.batch.ours)}, baseline ${fmt(a.batch.baseline)} events/transaction`,
+    )
+  }
+  if (f.append?.length) notes.push('   baseline: the same chunkWriter over raw multi-row INSERTs into a table with a2_events\' columns, indexes and FK.')
+  if (f.claim) {
+    const c = f.claim
+    notes.push(
+      `4: ${c.jobs} no-op jobs per trial, median of ${c.noLanes.trials.length}: no lanes ${c.noLanes.trials.map((x) => fmt(x)).join(' / ')}, ` +
+        `stuck lanes ${c.stuckLanes.trials.map((x) => fmt(x)).join(' / ')}, bare loop ${c.baseline.trials.map((x) => fmt(x)).join(' / ')} jobs/s`,
+    )
+    notes.push(
+      `   wake (${c.wake.where}): from append committed p50 ${fmt(c.wake.oursFromCommit.p50)} / p99 ${fmt(c.wake.oursFromCommit.p99)} ms` +
+        (c.wake.clockRttMs !== undefined ? `; cross-process clock RTT ${fmt(c.wake.clockRttMs)} ms` : '') +
+        `; baseline: INSERT + NOTIFY claimed by a LISTENing SKIP LOCKED claimer${c.wake.errors ? `; ${c.wake.errors}` : ''}`,
+    )
+    notes.push('   anchor (reference, not a baseline; another machine): graphile-worker ~15.6k jobs/s unbatched, ~4 ms add→start on a fast desktop.')
+  }
+  if (f.memory) {
+    const { ours, baseline } = f.memory
+    notes.push(
+      `5: ${ours.connections} SSE tails vs ${baseline.connections} plain keep-alive connections; after closing every tail: ` +
+        `${ours.closed?.subscriptions ?? '?'} bus subscriptions, heap ${fmt(((ours.closed?.heapUsed ?? 0) - ours.before.heapUsed) / 2 ** 20)} MiB over the start ` +
+        `(RSS stays up: freed memory is kept by the allocator); the idle tails' statements are their 2 s fallback poll, one read per tail`,
+    )
+  }
+  for (const level of f.scale ?? []) {
+    notes.push(
+      `6 @${level.chats}: ${level.stop.ours.n} stops over ${level.rounds} round(s), ${level.token.ours.n} tokens; not closed early ${level.notClosedEarly}; ` +
+        `CPU ours ${cpuText(level.cpu.ours)}, baseline ${cpuText(level.cpu.baseline)}` +
+        (level.errors ? `; ${level.errors}` : ''),
+    )
+    notes.push(`   ${splitText(level)}`)
+    if (level.cpu.ours.db) notes.push(...dbText(level.cpu.ours.db))
+  }
+  if (f.scale?.length) notes.push('   baseline: the direct streamText route; Stop = the client closing its connection.')
+  const missed = r.rows.filter((x) => meets(x) === false)
+  notes.push(missed.length ? `MISSED: ${missed.map((x) => x.figure).join('; ')}` : 'all targets met')
+  notes.push(`CPU while each phase ran (machine busy % of ${r.machine.cores} cores; processes in % of one core):`)
+  for (const [name, c] of Object.entries(r.cpu)) notes.push(`   ${name}: ${JSON.stringify(c)}`)
+  return notes
+}
+
+function splitText(level: { split: { toAppend: { p50: number; p99: number }; toClient: { p50: number; p99: number } }; batch: { mean: number; max: number } }): string {
+  const { toAppend, toClient } = level.split
+  return (
+    `split at append start: upstream→append p50 ${fmt(toAppend.p50)} / p99 ${fmt(toAppend.p99)} ms, ` +
+    `append→client p50 ${fmt(toClient.p50)} / p99 ${fmt(toClient.p99)} ms; chunks per append transaction mean ${fmt(level.batch.mean)}, max ${fmt(level.batch.max)}`
+  )
+}
+
+function dbText(db: import('./lib/db-sampler').DbSample): string[] {
+  const lines = [`   database backends (avg over ${db.samples} samples of pg_stat_activity):`]
+  for (const [app, states] of Object.entries(db.byApp)) {
+    lines.push(`     ${app}: ${Object.entries(states).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`)
+  }
+  for (const s of db.topStatements.slice(0, 5)) lines.push(`     ${fmt(s.avg)}  ${s.query}`)
+  return lines
+}
+
+function cpuText(c: import('./lib/rig').CpuSample): string {
+  return (
+    `machine ${c.machineBusyPct ?? '?'}% / this process ${c.parentPct}% (loop delay p99 ${fmt(c.parentLag.p99)} ms)` +
+    (c.workerPct !== undefined ? ` / worker ${c.workerPct}% (loop delay p99 ${fmt(c.workerLag?.p99)} ms)` : '') +
+    (c.postgresPct !== undefined ? ` / postgres ${c.postgresPct}%` : '')
+  )
+}
+
+function printProfiles(profiles: Record<string, ProfileSummary>): void {
+  for (const [name, p] of Object.entries(profiles)) {
+    console.log(`\nprofile ${name} (${p.totalMs} ms sampled): by package ${p.packages.slice(0, 8).map((x) => `${x.name} ${x.selfPct}%`).join(', ')}`)
+    for (const fn of p.functions.slice(0, 10)) console.log(`   ${String(fn.selfPct).padStart(5)}%  ${fn.name}  ${fn.where}`)
+  }
+}
+
+let code = 1
+try {
+  code = await main()
+} catch (error) {
+  say(`failed: ${error instanceof Error ? error.stack : String(error)}`)
+} finally {
+  await cleanup()
+  clearTimeout(watchdog)
+}
+process.exit(code)

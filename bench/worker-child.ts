@@ -1,0 +1,103 @@
+/**
+ * A worker on another process, as `npm run worker` runs it: opens a Postgres store on the
+ * bench database and starts a worker.
+ *
+ *   chat  buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: <upstream> })
+ *         and the real `generate` consumer (figures 1, 2, 6)
+ *   wake  the no-op consumer; reports when each run starts (figure 4, append → run start),
+ *         plus a bare LISTEN + SKIP LOCKED claimer on `bench_jobs` (its baseline)
+ *
+ * Driven by the parent over IPC (bench/lib/children.ts); exits when the parent goes away.
+ */
+import { sql } from 'drizzle-orm'
+import { openPostgresStore, createServer, type Store } from '@/lib/a2/server'
+import { buildChatServer } from '@/lib/chat/server'
+import { serveParent, tellParent } from './lib/children'
+import { wallNow } from './lib/time'
+import { bareClaim, benchContract, noopConsumers } from './lib/wake-contract'
+import { processCpu, loopDelay } from './lib/machine'
+
+const [mode = 'chat'] = process.argv.slice(2)
+const url = process.env.BENCH_DB_URL
+if (!url) throw new Error('worker-child needs BENCH_DB_URL')
+const concurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 64)
+
+// BENCH_WORKER_POOL: try another pool size (experiments only; the figures use the library default).
+const pool = process.env.BENCH_WORKER_POOL ? Number(process.env.BENCH_WORKER_POOL) : undefined
+const store: Store = await openPostgresStore(url, { max: pool })
+let stopWorkers: () => Promise<void> = async () => {}
+let cpu = processCpu()
+let delay = loopDelay()
+let bare: { end(): Promise<void> } | undefined
+
+if (mode === 'chat') {
+  const upstreamUrl = process.env.BENCH_UPSTREAM_URL
+  if (!upstreamUrl) throw new Error('chat mode needs BENCH_UPSTREAM_URL')
+  const { server } = buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstreamUrl, OPENAI_MODEL: 'bench' })
+  await server.startWorker({ concurrency })
+  stopWorkers = () => server.stopWorkers({ graceMs: 500 })
+} else if (mode === 'wake') {
+  const server = createServer({
+    contract: benchContract,
+    consumers: noopConsumers((n) => tellParent({ type: 'started', n, at: wallNow() })),
+    store,
+  })
+  await server.startWorker({ concurrency })
+  stopWorkers = () => server.stopWorkers({ graceMs: 500 })
+  bare = await bareClaimer(url)
+} else {
+  throw new Error(`unknown mode ${mode}`)
+}
+
+/** The wake-up baseline: LISTEN on its own channel; each notification claims with one SKIP LOCKED statement. */
+async function bareClaimer(databaseUrl: string) {
+  const { default: postgres } = await import('postgres')
+  const client = postgres(databaseUrl, { max: 2, onnotice: () => {} })
+  const owner = `bare-${process.pid}`
+  let claiming = false
+  let again = false
+  const claim = async () => {
+    if (claiming) return void (again = true)
+    claiming = true
+    try {
+      do {
+        again = false
+        const rows = await client.unsafe(bareClaim(16, owner))
+        const at = wallNow()
+        for (const row of rows) tellParent({ type: 'bare-started', n: Number(row.n), at })
+      } while (again)
+    } finally {
+      claiming = false
+    }
+  }
+  const listening = await client.listen('bench_wake', () => void claim().catch(() => {}))
+  return {
+    async end() {
+      await listening.unlisten().catch(() => {})
+      await client.end({ timeout: 1 })
+    },
+  }
+}
+
+serveParent(
+  {
+    cpu: () => {
+      const pct = cpu.stop()
+      const lag = delay.stop()
+      cpu = processCpu()
+      delay = loopDelay()
+      return { pct, lag }
+    },
+    // A no-op round trip through the store: is the child's pool answering?
+    ping: async () => {
+      await store.db.execute(sql`select 1`)
+      return true
+    },
+  },
+  async () => {
+    await stopWorkers().catch(() => {})
+    await bare?.end().catch(() => {})
+    await store.close().catch(() => {})
+  },
+)
+tellParent({ type: 'ready', pid: process.pid })
