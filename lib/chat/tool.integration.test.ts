@@ -49,8 +49,11 @@ describe.each(layers)('the saveNote tool on %s', (kind) => {
 
     const saved = await notes.list('carol')
     expect(saved.map((n) => n.body)).toEqual(['the demo is on Friday'])
-    const [run] = await server.operator.listRuns({ sessionIds: [id] })
-    expect(run.status).toBe('COMPLETED')
+    // `finished` is appended just before the consumer returns; the run settles right after.
+    const run = await waitUntil(async () => {
+      const [r] = await server.operator.listRuns({ sessionIds: [id] })
+      return r?.status === 'COMPLETED' ? r : undefined
+    }, 'the run to complete')
     const effects = await query<{ key: string; status: string }>(store.db, sql`select key, status from a2_effects where job_id = ${run.id} order by key`)
     expect(effects.map((e) => e.status)).toEqual(['DONE', 'DONE'])
     expect(effects.map((e) => e.key)).toEqual(['model', expect.stringMatching(/^note:call_/)])

@@ -76,20 +76,22 @@ export type EventInput<C extends Contract, T extends EventTypes<C> = EventTypes<
 
 export type Origin = 'browser' | 'server'
 
+/** Every event's outer shape. Built once: building it per call cost ~200 µs an event (bench profile). */
+const envelope = z
+  .object({
+    id: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'ids use A-Z a-z 0-9 _ -').optional(),
+    type: z.string().min(1).max(64),
+    payload: z.unknown(),
+  })
+  .strict()
+
 /** Validates one input against the contract; throws an A2Error with a typed code. */
 export function validateInput(
   contract: Contract,
   input: unknown,
   origin: Origin,
 ): { id?: string; type: string; payload: unknown } {
-  const shape = z
-    .object({
-      id: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'ids use A-Z a-z 0-9 _ -').optional(),
-      type: z.string().min(1).max(64),
-      payload: z.unknown(),
-    })
-    .strict()
-    .safeParse(input)
+  const shape = envelope.safeParse(input)
   if (!shape.success) {
     throw new A2Error('bad_request', 'an event is { id?, type, payload }', { details: z.treeifyError(shape.error) })
   }

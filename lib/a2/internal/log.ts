@@ -72,6 +72,13 @@ export function toEvent(row: EventRow): A2Event {
   }
 }
 
+/**
+ * Round trips matter more than anything else here: the session's row lock is held from
+ * the first statement to the commit, so every round trip of one append is a wait for the
+ * next append in that session (a Stop queued behind a chunk batch). A chunk batch is four
+ * round trips — lock and reserve, fence, insert and notify, commit — where it was eight
+ * (bench: append p50 ~4 ms → ~1 ms with one writer on Postgres).
+ */
 export async function append(
   store: Store,
   routing: Routing,
@@ -80,49 +87,92 @@ export async function append(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
-  return store.db.transaction(async (tx) => {
-    const [session] = await query<{ head: number; owner: string }>(
-      tx,
-      sql`select head, owner from a2_sessions where id = ${sessionId} for update`,
-    )
-    if (!session) throw new A2Error('not_found', 'no such session')
-    if (options.owner !== undefined && session.owner !== options.owner) {
-      throw new A2Error('forbidden', 'this session belongs to someone else')
-    }
-
-    const duplicate = await findDuplicates(tx, sessionId, inputs)
-    if (duplicate) return { events: duplicate, duplicate: true }
-    if (options.fence) await checkFence(tx, options.fence)
-    await options.within?.(tx)
-    await checkAdmission(tx, sessionId, inputs)
-
-    const rows = await (tx as unknown as Db)
-      .insert(events)
-      .values(
-        inputs.map((input, i) => ({
-          sessionId,
-          index: session.head + i,
-          id: input.id ?? randomUUID(),
-          type: input.type,
-          payload: input.payload ?? null,
-        })),
+  try {
+    return await store.db.transaction(async (tx) => {
+      // Takes the session's row lock and reserves the indexes in one statement. Only a
+      // person's push marks the session active (the list's order); a server append leaves
+      // updated_at alone, so a chunk's update stays a heap-only (HOT) update.
+      const [session] = await query<{ start: number; owner: string }>(
+        tx,
+        sql`update a2_sessions
+            set head = head + ${inputs.length}, updated_at = ${options.owner !== undefined ? sql`now()` : sql`updated_at`}
+            where id = ${sessionId}
+            returning head - ${inputs.length} as start, owner`,
       )
-      .returning()
-    const appended = rows.sort((a, b) => a.index - b.index).map(toEvent)
+      if (!session) throw new A2Error('not_found', 'no such session')
+      if (options.owner !== undefined && session.owner !== options.owner) {
+        throw new A2Error('forbidden', 'this session belongs to someone else')
+      }
+      const duplicate = await findDuplicates(tx, sessionId, inputs)
+      if (duplicate) throw new DuplicatePush(duplicate) // rolls the reserved indexes back
+      await checkFenceAndAdmission(tx, sessionId, inputs, options.fence)
+      await options.within?.(tx)
 
-    const newJobs = await insertJobs(tx, routing, appended)
-    const cancelled = await applyCancellation(tx, routing, appended)
+      const rows = inputs.map((input, i) => ({
+        index: session.start + i,
+        id: input.id ?? randomUUID(),
+        type: input.type,
+        payload: input.payload ?? null,
+      }))
+      const head = session.start + inputs.length
+      const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
+      if (!routed) {
+        // The common case (chunks): nothing to start or cancel, so the hint is known now
+        // and rides in the insert's own statement.
+        const hint: Hint = { s: sessionId, h: head }
+        return { events: await insertEvents(tx, sessionId, rows, hint), duplicate: false }
+      }
+      const appended = await insertEvents(tx, sessionId, rows)
+      const newJobs = await insertJobs(tx, routing, appended)
+      const cancelled = await applyCancellation(tx, routing, appended)
+      const hint: Hint = { s: sessionId, h: head }
+      if (newJobs > 0) hint.j = 1
+      if (cancelled.length > MAX_CANCELS_PER_HINT) hint.C = 1
+      else if (cancelled.length > 0) hint.c = cancelled
+      await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
+      return { events: appended, duplicate: false }
+    })
+  } catch (error) {
+    if (error instanceof DuplicatePush) return { events: error.events, duplicate: true }
+    throw error
+  }
+}
 
-    await tx.execute(
-      sql`update a2_sessions set head = ${session.head + inputs.length}, updated_at = now() where id = ${sessionId}`,
-    )
-    const hint: Hint = { s: sessionId, h: session.head + inputs.length }
-    if (newJobs > 0) hint.j = 1
-    if (cancelled.length > MAX_CANCELS_PER_HINT) hint.C = 1
-    else if (cancelled.length > 0) hint.c = cancelled
-    await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
-    return { events: appended, duplicate: false }
-  })
+/** Thrown inside the transaction to roll back a push whose ids were all already in the log. */
+class DuplicatePush extends Error {
+  constructor(readonly events: A2Event[]) {
+    super('duplicate push')
+  }
+}
+
+/** Inserts the events; with a hint, NOTIFYs in the same statement (once, as an InitPlan). */
+async function insertEvents(
+  tx: Executor,
+  sessionId: string,
+  rows: Array<{ index: number; id: string; type: string; payload: unknown }>,
+  hint?: Hint,
+): Promise<A2Event[]> {
+  const values = sql.join(
+    rows.map((r) => sql`(${sessionId}, ${r.index}, ${r.id}, ${r.type}, ${JSON.stringify(r.payload)}::jsonb)`),
+    sql`, `,
+  )
+  const notify = hint ? sql`, (select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})) as notified` : sql``
+  const inserted = await query<{ index: number; id: string; type: string; payload: unknown; created_at: Date | string }>(
+    tx,
+    sql`with inserted as (
+          insert into a2_events (session_id, index, id, type, payload) values ${values}
+          returning index, id, type, payload, created_at
+        )
+        select index, id, type, payload, created_at${notify} from inserted order by index`,
+  )
+  return inserted.map((r) => ({
+    id: r.id,
+    sessionId,
+    index: r.index,
+    type: r.type,
+    payload: r.payload,
+    createdAt: new Date(r.created_at).toISOString(),
+  }))
 }
 
 /** A client-supplied id makes a push idempotent: a repeat answers the original and writes nothing. */
@@ -143,31 +193,35 @@ async function findDuplicates(
   throw new A2Error('conflict', 'some of these event ids are already in the log and some are not')
 }
 
-async function checkFence(tx: Executor, fence: Fence): Promise<void> {
-  const held = await query(
+/**
+ * The fence (this attempt still holds its job: share-locked until commit, so it cannot be
+ * settled under us) and the admission boundary (a step of a run that is cancelling or
+ * cancelled is refused), in one round trip. Admission needs no job lock: a cancel of this
+ * session's runs is itself an append, serialized behind the session lock we hold.
+ */
+async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<void> {
+  const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
+  if (!fence && runs.length === 0) return
+  const [check] = await query<{ held: number; refused: string | null }>(
     tx,
-    sql`update a2_jobs set updated_at = now()
-        where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
-        returning id`,
+    sql`with fence as (
+          select id from a2_jobs
+          where ${fence ? sql`id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')` : sql`false`}
+          for share
+        )
+        select (select count(*)::int from fence) as held,
+               ${
+                 runs.length > 0
+                   ? sql`(select event_id || ' is ' || lower(status) from a2_jobs
+                          where session_id = ${sessionId} and event_id in ${runs} and status in ('CANCELLING', 'CANCELLED')
+                          limit 1)`
+                   : sql`null::text`
+               } as refused`,
   )
-  if (held.length !== 1) {
+  if (fence && check.held !== 1) {
     throw new A2Error('fenced', `attempt ${fence.attempt} of job ${fence.jobId} no longer holds the job`)
   }
-}
-
-/** Admission boundary: a step of a run that is cancelling or cancelled is refused. */
-async function checkAdmission(tx: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<void> {
-  const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
-  if (runs.length === 0) return
-  const refused = await query<{ event_id: string; status: string }>(
-    tx,
-    sql`select event_id, status from a2_jobs
-        where session_id = ${sessionId} and event_id in ${runs} and status in ('CANCELLING', 'CANCELLED')
-        limit 1 for share`,
-  )
-  if (refused.length > 0) {
-    throw new A2Error('run_cancelled', `run ${refused[0].event_id} is ${refused[0].status.toLowerCase()}`)
-  }
+  if (check.refused) throw new A2Error('run_cancelled', `run ${check.refused}`)
 }
 
 async function insertJobs(tx: Executor, routing: Routing, appended: A2Event[]): Promise<number> {

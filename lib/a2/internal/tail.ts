@@ -12,7 +12,10 @@ import type { Store } from './store'
 export interface TailOptions {
   after: number
   signal: AbortSignal
-  /** Fallback poll interval. 2 s: a lost notification is rare; polling every tail faster costs a query per tail. */
+  /**
+   * This tail's own fallback poll. The bus already polls every tailed session's head once
+   * per process every 2 s, so this is only a last resort. Default 30 s.
+   */
   pollMs?: number
   /** Largest batch per read. */
   limit?: number
@@ -49,7 +52,7 @@ export async function* tail(store: Store, sessionId: string, options: TailOption
       }
       if (dirty) continue
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, options.pollMs ?? 2000)
+        const timer = setTimeout(resolve, options.pollMs ?? 30_000)
         wake = () => {
           clearTimeout(timer)
           resolve()
