@@ -45,4 +45,15 @@ test('Stop cuts exactly at what was shown, closes the upstream request, and surv
   await expect(answer(page)).toHaveAttribute('data-status', 'stopped')
   expect(await answer(page).getByTestId('answer-text').innerText()).toBe(shown)
   await expect(page.getByTestId('composer-input')).toBeEnabled()
+
+  // The operator view explains the run: cancelled, its history, and the model call as an effect.
+  await page.goto('/runs')
+  const run = page.getByTestId('run-row').first()
+  await expect(run).toHaveAttribute('data-status', 'CANCELLED')
+  await run.getByRole('button').first().click()
+  const detail = page.getByTestId('run-detail')
+  await expect(detail.getByTestId('transition').filter({ hasText: 'CANCEL_APPENDED' })).toBeVisible()
+  await expect(detail.getByTestId('transition').filter({ hasText: 'STOPPED_BY_CANCEL' })).toBeVisible()
+  await expect(detail.getByTestId('effect').filter({ hasText: 'model' })).toBeVisible()
+  await page.screenshot({ path: 'test-results/runs.png' })
 })

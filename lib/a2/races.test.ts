@@ -236,6 +236,30 @@ describe.each(layers)('the race table on %s', (kind) => {
     expect((await historyOf(store, unknown.id)).at(-1)).toBe('1:UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE')
   })
 
+  it('forced cancellation: a run that ignores its signal past the grace period is fenced out, never resolved to success', async () => {
+    const running = gate()
+    const release = gate()
+    let appendError: unknown
+    const { name, sessionId, generate, cancel } = await setup(async (ctx) => {
+      running.open()
+      await release.promise // ignores ctx.signal entirely
+      appendError = await ctx
+        .append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'too late' } })
+        .then(() => undefined, (e: unknown) => e)
+    })
+    await running.promise
+    await cancel()
+    const job = await waitForJob(store, generate.id, name, (j) => j.status === 'CANCELLED') // grace is 400 ms here
+    expect((await historyOf(store, job.id)).at(-1)).toBe('1:CANCELLING>CANCELLED:FORCED_AFTER_GRACE')
+    release.open() // the run finally tries to write, then returns normally
+    await waitUntil(() => appendError !== undefined, 'the late append to be refused')
+    expect((appendError as { code?: string }).code).toBe('fenced')
+    await delay(200)
+    expect((await waitForJob(store, generate.id, name, () => true)).status).toBe('CANCELLED') // not COMPLETED
+    const chunks = await query(store.db, sql`select 1 from a2_events where session_id = ${sessionId} and type = 'chunk'`)
+    expect(chunks).toHaveLength(0)
+  })
+
   it('replays a recorded effect on retry instead of calling it again', async () => {
     const calls: number[] = []
     const { name, generate } = await setup(async (ctx) => {
