@@ -3,7 +3,7 @@
  * showed, the upstream model request closes, and a reload shows the same cut.
  */
 import { expect, test, type Page } from '@playwright/test'
-import { upstreamRequests, waitForUpstream } from './upstream'
+import { upstreamCalls, waitForUpstream } from './helpers/upstream'
 
 const answer = (page: Page) => page.getByTestId('message-assistant').last()
 
@@ -18,7 +18,7 @@ async function stopAndReadWhatWasShown(page: Page): Promise<string> {
 }
 
 test('Stop cuts exactly at what was shown, closes the upstream request, and survives a reload', async ({ page }) => {
-  const before = (await upstreamRequests()).length
+  const before = (await upstreamCalls()).length
   await page.goto('/')
   await page.getByTestId('composer-input').fill('Tell me about cancellation in AI apps')
   await page.getByTestId('send-button').click()

@@ -4,12 +4,10 @@
  * `npm run dev`), then: `npx tsx scripts/screenshots.ts [baseURL]`.
  */
 import { chromium } from '@playwright/test'
+import { chromiumLaunchOptions } from '../e2e/chromium'
 
 const base = process.argv[2] ?? 'http://127.0.0.1:3000'
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-})
+const browser = await chromium.launch(chromiumLaunchOptions)
 for (const scheme of ['light', 'dark'] as const) {
   const page = await browser.newPage({ viewport: { width: 1200, height: 760 }, colorScheme: scheme })
   await page.goto(base)

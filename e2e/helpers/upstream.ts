@@ -67,3 +67,14 @@ export async function waitForCalls(
 export function nonce(label: string): string {
   return `${label}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
 }
+
+/** Polls until `predicate` holds for the recorded calls, or throws after `timeoutMs`. */
+export async function waitForUpstream(predicate: (calls: UpstreamCall[]) => boolean, timeoutMs = 10_000): Promise<UpstreamCall[]> {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const calls = await upstreamCalls()
+    if (predicate(calls)) return calls
+    if (Date.now() > until) throw new Error(`upstream never matched; last: ${JSON.stringify(calls.slice(-3).map(({ body: _b, ...c }) => c))}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
