@@ -4,9 +4,7 @@
  * Bounded: 3,000 cases from a fixed seed (reproducible), on PGlite.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadRoutes } from '@/test/routes'
 
 const CASES = 3_000
 
@@ -53,49 +51,28 @@ function randomBody(rand: () => number): string {
 }
 
 describe('the push route under fuzzing', () => {
-  let events: typeof import('./sessions/[id]/events/route')
-  let sessions: typeof import('./sessions/route')
-  let chatServer: typeof import('@/lib/chat/server')
+  let routes: Awaited<ReturnType<typeof loadRoutes>>
 
   beforeAll(async () => {
-    process.env.A2_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'a2-fuzz-'))
-    delete process.env.DATABASE_URL
-    process.env.A2_EMBEDDED_WORKER = '0'
-    process.env.A2_RATE_PUSHES_PER_MIN = '1000000'
-    process.env.A2_RATE_GENERATIONS_PER_MIN = '1000000'
-    ;(await import('@/lib/env')).resetEnvForTests()
-    events = await import('./sessions/[id]/events/route')
-    sessions = await import('./sessions/route')
-    chatServer = await import('@/lib/chat/server')
+    routes = await loadRoutes({ env: { A2_RATE_PUSHES_PER_MIN: '1000000', A2_RATE_GENERATIONS_PER_MIN: '1000000' } })
   })
   afterAll(async () => {
-    await chatServer.shutdownChatServer()
+    await routes.chatServer.shutdownChatServer()
   })
 
   it(`answers ${CASES} random bodies with 2xx or a typed 4xx, and rejected ones write nothing`, async () => {
-    const first = await sessions.GET(new Request('http://localhost/api/sessions'))
-    const cookie = first.headers.get('set-cookie')!.split(';')[0]
-    const created = await sessions.POST(new Request('http://localhost/api/sessions', { method: 'POST', headers: { cookie } }))
-    const { session } = (await created.json()) as { session: { id: string } }
-    const { server } = await chatServer.getChatServer()
-    const userId = decodeURIComponent(cookie.split('=')[1]).split('.')[0]
+    const { cookie, userId, sessionId } = await routes.newUser()
+    const { server } = await routes.chatServer.getChatServer()
     const rand = prng(20261130)
     let head = 0
     const statuses = new Map<number, number>()
     for (let i = 0; i < CASES; i++) {
       const body = randomBody(rand)
-      const response = await events.POST(
-        new Request(`http://localhost/api/sessions/${session.id}/events`, {
-          method: 'POST',
-          headers: { cookie, 'content-type': 'application/json' },
-          body,
-        }),
-        { params: Promise.resolve({ id: session.id }) },
-      )
+      const response = await routes.push(sessionId, cookie, body)
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
       const json = (await response.json()) as { events?: unknown[]; duplicate?: boolean; error?: { code: string; message: string } }
       expect(response.status, `case ${i}: ${body.slice(0, 200)}`).toBeLessThan(500)
-      const after = (await server.read(session.id, userId, { after: head - 1, limit: 100 })).length
+      const after = (await server.read(sessionId, userId, { after: head - 1, limit: 100 })).length
       if (response.status >= 400) {
         expect(json.error?.code, `case ${i}`).toMatch(/^[a-z_]+$/)
         expect(after, `case ${i}: a rejected push wrote`).toBe(0)

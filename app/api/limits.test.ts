@@ -4,9 +4,7 @@
  * through a small server-side snapshot.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadRoutes } from '@/test/routes'
 import { RateLimiter } from '@/lib/http/rate-limit'
 import { isA2Error } from '@/lib/a2'
 
@@ -30,44 +28,16 @@ describe('the rate limiter', () => {
 })
 
 describe('limits and scale through the routes (PGlite)', () => {
-  let events: typeof import('./sessions/[id]/events/route')
-  let sessions: typeof import('./sessions/route')
-  let snapshot: typeof import('./sessions/[id]/snapshot/route')
-  let chatServer: typeof import('@/lib/chat/server')
+  let routes: Awaited<ReturnType<typeof loadRoutes>>
 
   beforeAll(async () => {
-    process.env.A2_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'a2-limits-'))
-    delete process.env.DATABASE_URL
-    process.env.A2_EMBEDDED_WORKER = '0'
-    process.env.A2_RATE_PUSHES_PER_MIN = '30'
-    process.env.A2_RATE_GENERATIONS_PER_MIN = '5'
-    ;(await import('@/lib/env')).resetEnvForTests()
-    events = await import('./sessions/[id]/events/route')
-    sessions = await import('./sessions/route')
-    snapshot = await import('./sessions/[id]/snapshot/route')
-    chatServer = await import('@/lib/chat/server')
+    routes = await loadRoutes({ env: { A2_RATE_PUSHES_PER_MIN: '30', A2_RATE_GENERATIONS_PER_MIN: '5' } })
   })
   afterAll(async () => {
-    await chatServer.shutdownChatServer()
+    await routes.chatServer.shutdownChatServer()
   })
-
-  async function user() {
-    const response = await sessions.GET(new Request('http://localhost/api/sessions'))
-    const cookie = response.headers.get('set-cookie')!.split(';')[0]
-    const userId = decodeURIComponent(cookie.split('=')[1]).split('.')[0]
-    const created = await sessions.POST(new Request('http://localhost/api/sessions', { method: 'POST', headers: { cookie } }))
-    const { session } = (await created.json()) as { session: { id: string } }
-    return { cookie, userId, sessionId: session.id }
-  }
-  const push = (sessionId: string, cookie: string, body: unknown) =>
-    events.POST(
-      new Request(`http://localhost/api/sessions/${sessionId}/events`, {
-        method: 'POST',
-        headers: { cookie, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      }),
-      { params: Promise.resolve({ id: sessionId }) },
-    )
+  const user = () => routes.newUser()
+  const push = (sessionId: string, cookie: string, body: unknown) => routes.push(sessionId, cookie, JSON.stringify(body))
 
   it('answers 429 with Retry-After past the generation limit, and writes nothing', async () => {
     const { cookie, userId, sessionId } = await user()
@@ -88,20 +58,20 @@ describe('limits and scale through the routes (PGlite)', () => {
     }
     expect(statuses).toEqual([201, 201, 201, 201, 201, 429, 429])
     expect(Number(retryAfter)).toBeGreaterThan(0)
-    const { server } = await chatServer.getChatServer()
+    const { server } = await routes.chatServer.getChatServer()
     expect(await server.read(sessionId, userId, { limit: 100 })).toHaveLength(10)
   })
 
   it('pages through thousands of sessions of one user', async () => {
     const { cookie, userId } = await user()
-    const { server } = await chatServer.getChatServer()
+    const { server } = await routes.chatServer.getChatServer()
     for (let i = 0; i < 2_000; i++) await server.sessions.create(userId, { title: `chat ${i}` })
     const seen = new Set<string>()
     let before: string | undefined
     let pages = 0
     for (;;) {
       const url = `http://localhost/api/sessions${before ? `?before=${encodeURIComponent(before)}` : ''}`
-      const response = await sessions.GET(new Request(url, { headers: { cookie } }))
+      const response = await routes.sessions.GET(new Request(url, { headers: { cookie } }))
       const page = (await response.json()) as { sessions: Array<{ id: string }>; nextBefore?: string }
       expect(page.sessions.length).toBeLessThanOrEqual(50)
       for (const s of page.sessions) seen.add(s.id)
@@ -116,7 +86,7 @@ describe('limits and scale through the routes (PGlite)', () => {
 
   it('opens a session with 100k events (100 answers) through a small snapshot', async () => {
     const { cookie, sessionId } = await user()
-    const { server } = await chatServer.getChatServer()
+    const { server } = await routes.chatServer.getChatServer()
     // Setup in one statement (the figure under test is opening the session, not writing it):
     // 100 turns of message, generate, 997 chunks and finished.
     const { sql } = await import('drizzle-orm')
@@ -133,7 +103,7 @@ describe('limits and scale through the routes (PGlite)', () => {
       from generate_series(0, 99999) as i`)
     await server.store.db.execute(sql`update a2_sessions set head = 100000 where id = ${sessionId}`)
 
-    const response = await snapshot.GET(new Request(`http://localhost/api/sessions/${sessionId}/snapshot`, { headers: { cookie } }), {
+    const response = await routes.snapshot.GET(new Request(`http://localhost/api/sessions/${sessionId}/snapshot`, { headers: { cookie } }), {
       params: Promise.resolve({ id: sessionId }),
     })
     const text = await response.text()

@@ -3,28 +3,20 @@
  * JSON errors with nothing written, idempotent pushes, SSE resume from Last-Event-ID.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
+import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
 describe.each(layers)('the API routes on %s', (kind) => {
   let testDb: TestDb
-  let sessions: typeof import('./sessions/route')
-  let events: typeof import('./sessions/[id]/events/route')
-  let chatServer: typeof import('@/lib/chat/server')
+  let routes: Awaited<ReturnType<typeof loadRoutes>>
+  let sessions: typeof routes.sessions
+  let events: typeof routes.events
+  let chatServer: typeof routes.chatServer
 
   beforeAll(async () => {
     testDb = await createTestDb(kind)
-    process.env.A2_DATA_DIR = mkdtempSync(path.join(tmpdir(), 'a2-routes-'))
-    if (kind === 'postgres') process.env.DATABASE_URL = testDb.url
-    else delete process.env.DATABASE_URL
-    process.env.A2_EMBEDDED_WORKER = '0'
-    const { resetEnvForTests } = await import('@/lib/env')
-    resetEnvForTests()
-    sessions = await import('./sessions/route')
-    events = await import('./sessions/[id]/events/route')
-    chatServer = await import('@/lib/chat/server')
+    routes = await loadRoutes({ databaseUrl: kind === 'postgres' ? testDb.url : undefined })
+    ;({ sessions, events, chatServer } = routes)
   })
   afterAll(async () => {
     await chatServer.shutdownChatServer()
