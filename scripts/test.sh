@@ -13,11 +13,13 @@ else
   echo "== layers: PGlite only (set TEST_DATABASE_URL to add Postgres)"
 fi
 
+rm -rf reports && mkdir -p reports
+
 echo "== typecheck"
 npx tsc --noEmit -p .
 
 echo "== unit, store, runtime and integration tests (vitest)"
-npx vitest run
+npx vitest run --reporter=default --reporter=json --outputFile.json=reports/vitest.json
 
 echo "== build the app"
 npx next build
@@ -29,11 +31,14 @@ if [ -n "$TEST_DATABASE_URL" ]; then
   export E2E_DATABASE_URL
   trap 'npx tsx scripts/e2e-db.ts drop "$E2E_DB" >/dev/null 2>&1 || true' EXIT
 fi
-npx playwright test
+PLAYWRIGHT_JSON_OUTPUT_NAME=reports/e2e.json npx playwright test --reporter=list,json
 
 if [ -n "$TEST_DATABASE_URL" ]; then
   echo "== chaos: app instances, workers and Postgres killed and restarted (Playwright)"
-  A2_NEXT_DIST_DIR=.next npx playwright test -c playwright.chaos.config.ts
+  A2_NEXT_DIST_DIR=.next PLAYWRIGHT_JSON_OUTPUT_NAME=reports/chaos.json npx playwright test -c playwright.chaos.config.ts --reporter=list,json
 else
   echo "== chaos: skipped (needs TEST_DATABASE_URL: it runs several processes on one Postgres)"
 fi
+
+echo "== summary"
+npx tsx scripts/test-summary.ts
