@@ -601,7 +601,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       ])
     })
 
-    it('stop() aborts in-flight runs with SHUTDOWN, surrenders them, and leaves no timer behind', async () => {
+    it('stop() aborts in-flight runs with SHUTDOWN, surrenders them with the attempt refunded, and leaves no timer behind', async () => {
       const seen = new Recorder()
       const c = consumer({ contract: chat, name: 'shutdown', types: ['generate'] }).run(async (ctx) => {
         seen.add('start')
@@ -615,7 +615,9 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       await server.stopWorkers({ graceMs: 50 })
       expect(worker.activeCount).toBe(0)
       const job = (await jobOf(store, g.id, 'shutdown'))!
-      expect(job).toMatchObject({ status: 'ACTIVE', attempt: 1, owner: null })
+      // Not the run's fault: the attempt is refunded by raising the budget (the attempt
+      // number, the fencing token, is never reused).
+      expect(job).toMatchObject({ status: 'ACTIVE', attempt: 1, owner: null, max_attempts: 4 })
       expect(await transitionsOf(store, job.id)).toMatchObject([{ reason: 'SURRENDERED', detail: { code: 'SHUTDOWN' } }])
       expect(guard.pendingTimers()).toEqual([])
     })
