@@ -87,6 +87,10 @@ export async function append(
   options: AppendOptions = {},
 ): Promise<AppendResult> {
   if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
+  const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
+  if (!routed && options.owner === undefined && !options.within && inputs.every((input) => !input.id)) {
+    return { events: await appendSteps(store, sessionId, inputs, options.fence), duplicate: false }
+  }
   try {
     return await store.db.transaction(async (tx) => {
       // Takes the session's row lock and reserves the indexes in one statement. Only a
@@ -115,7 +119,6 @@ export async function append(
         payload: input.payload ?? null,
       }))
       const head = session.start + inputs.length
-      const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
       if (!routed) {
         // The common case (chunks): nothing to start or cancel, so the hint is known now
         // and rides in the insert's own statement.
@@ -136,6 +139,46 @@ export async function append(
     if (error instanceof DuplicatePush) return { events: error.events, duplicate: true }
     throw error
   }
+}
+
+/**
+ * The hot path — a consumer's chunk batch: server-written, no ids to deduplicate, nothing
+ * to start or cancel — as one statement calling `a2_append_steps` (migration 0001), which
+ * takes the same locks in the same order as the transactional path. One round trip and no
+ * explicit transaction instead of four round trips: the session lock is held for a single
+ * statement, so a Stop waits behind a chunk batch for less.
+ */
+async function appendSteps(store: Store, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<A2Event[]> {
+  const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
+  const items = inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null }))
+  let rows: Array<{ o_index: number; o_id: string; o_type: string; o_payload: unknown; o_created_at: Date | string }>
+  try {
+    rows = await query(
+      store.db,
+      sql`select * from a2_append_steps(${sessionId}, ${fence?.jobId ?? null}::bigint, ${fence?.attempt ?? null}::int,
+                                        ${JSON.stringify(runs)}::jsonb, ${JSON.stringify(items)}::jsonb, ${CHANNEL})`,
+    )
+  } catch (error) {
+    // Drizzle wraps the driver's error; the refusal raised by the function is its cause.
+    const message = `${(error as Error)?.message} ${((error as Error)?.cause as Error | undefined)?.message}`
+    const refusal = /a2:(not_found|fenced|run_cancelled)/.exec(message)?.[1]
+    if (refusal === 'not_found') throw new A2Error('not_found', 'no such session', { cause: error })
+    if (refusal === 'fenced') {
+      throw new A2Error('fenced', `attempt ${fence?.attempt} of job ${fence?.jobId} no longer holds the job`, { cause: error })
+    }
+    if (refusal === 'run_cancelled') throw new A2Error('run_cancelled', `run ${runs.join(', ')} is cancelled`, { cause: error })
+    throw error
+  }
+  return rows
+    .map((r) => ({
+      id: r.o_id,
+      sessionId,
+      index: r.o_index,
+      type: r.o_type,
+      payload: r.o_payload,
+      createdAt: new Date(r.o_created_at).toISOString(),
+    }))
+    .sort((a, b) => a.index - b.index)
 }
 
 /** Thrown inside the transaction to roll back a push whose ids were all already in the log. */
