@@ -249,4 +249,3 @@ export async function applyVerdict(
   return undefined
 }
 
-export { RunAborted }

@@ -3,7 +3,6 @@
  * (job, attempt) and checks its row count: a superseded attempt writes nothing.
  */
 import { sql, type SQL } from 'drizzle-orm'
-import type { A2Event } from './contract'
 import { FAILED_TYPE } from './contract'
 import type { Fence } from './log'
 import { query, type Executor } from './store'
@@ -236,4 +235,3 @@ export function backoffMs(attempt: number): number {
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
 }
 
-export type { A2Event }

@@ -5,8 +5,7 @@
  * applies cancellation as a compare-and-set, and NOTIFYs once.
  */
 import { randomUUID } from 'node:crypto'
-import { and, desc, eq, gt, lt, asc } from 'drizzle-orm'
-import { sql } from 'drizzle-orm'
+import { and, asc, eq, gt, lt, sql } from 'drizzle-orm'
 import { events, jobs, sessions, type EventRow } from '../schema'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'

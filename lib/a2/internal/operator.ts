@@ -4,12 +4,11 @@
  */
 import { desc, eq, sql, asc } from 'drizzle-orm'
 import { effects, jobTransitions, jobs } from '../schema'
-import type { Consumer } from './consumer'
 import { A2Error } from './errors'
 import { query, type Store } from './store'
 import { settleIfResolved } from './effects'
 
-export function operator(store: Store, _consumers: ReadonlyMap<string, Consumer>) {
+export function operator(store: Store) {
   const db = store.db
   return {
     /** Runs, newest first: of some sessions, or of every session an owner holds. */

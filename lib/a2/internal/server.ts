@@ -4,7 +4,7 @@
  * browsers, reads and tails, and workers.
  */
 import type { Consumer } from './consumer'
-import { validateInput, type A2Event, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
+import { validateInput, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
 import { A2Error } from './errors'
 import {
   append,
@@ -139,7 +139,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       return worker.start()
     },
 
-    operator: operator(store, consumers),
+    operator: operator(store),
 
     /** Live bus subscriptions: a test guard that SSE clients leave nothing behind. */
     async subscriptions(): Promise<number> {
@@ -160,4 +160,3 @@ function isBatch(body: unknown): body is { events: unknown[] } {
   return typeof body === 'object' && body !== null && !Array.isArray(body) && 'events' in body && Object.keys(body).length === 1
 }
 
-export type { A2Event }

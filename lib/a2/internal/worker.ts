@@ -28,7 +28,7 @@ import {
 } from './jobs'
 import { read, type Fence, type ValidInput } from './log'
 import { query, type Executor, type Store } from './store'
-import { recordTransitions, type RunStatus } from './transitions'
+import type { RunStatus } from './transitions'
 
 export interface WorkerHooks {
   /** Race-suite seam: after an effect's state was read, before its dispatch compare-and-set. */
@@ -275,7 +275,7 @@ export class Worker {
         clearTimeout(expiry)
       }
       try {
-        if (started || error !== undefined) await this.settle(job, fence, consumer, controller.signal, returned, error)
+        if (started || error !== undefined) await this.settle(job, fence, controller.signal, returned, error)
         else if (abortReason(controller.signal)?.isCancel) {
           // Never started: CANCELLING → CANCELLED (or UNKNOWN while a dead attempt's effect cannot be reconciled).
           await this.settleCancelling(fence, job.consumer, 'CANCELLED_BEFORE_START')
@@ -323,7 +323,6 @@ export class Worker {
   private async settle(
     job: ClaimedJob,
     fence: Fence,
-    consumer: Consumer,
     signal: AbortSignal,
     returned: boolean,
     error: unknown,
@@ -519,4 +518,4 @@ async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
   }
 }
 
-export { DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, recordTransitions }
+export { DEFAULT_MAX_ATTEMPTS }
