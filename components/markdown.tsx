@@ -1,9 +1,10 @@
 'use client'
-import { memo, useEffect, useRef, useState } from 'react'
+import { memo } from 'react'
 import ReactMarkdown, { type Components } from 'react-markdown'
 import remarkGfm from 'remark-gfm'
 import type { Element, ElementContent } from 'hast'
 import { CheckIcon, CopyIcon } from './icons'
+import { useCopy } from './chat/copy-button'
 
 /** Renders an answer's Markdown (GFM: tables, task lists, strikethrough, autolinks). Raw HTML is not rendered. */
 export const Markdown = memo(function Markdown({ text, streaming = false }: { text: string; streaming?: boolean }) {
@@ -42,9 +43,7 @@ const components: Components = {
 }
 
 function CodeBlock({ language, text, children }: { language?: string; text: string; children: React.ReactNode }) {
-  const [copied, setCopied] = useState(false)
-  const timer = useRef<ReturnType<typeof setTimeout>>(undefined)
-  useEffect(() => () => clearTimeout(timer.current), [])
+  const { copied, copy } = useCopy(text)
 
   return (
     <div className="code-block overflow-hidden rounded-xl border border-neutral-200 bg-neutral-50 dark:border-neutral-700/70 dark:bg-neutral-950">
@@ -52,16 +51,7 @@ function CodeBlock({ language, text, children }: { language?: string; text: stri
         <span data-lang={language || 'code'} className="font-mono" aria-hidden="true" />
         <button
           type="button"
-          onClick={async () => {
-            try {
-              await navigator.clipboard.writeText(text)
-              setCopied(true)
-              clearTimeout(timer.current)
-              timer.current = setTimeout(() => setCopied(false), 1600)
-            } catch {
-              // clipboard blocked: nothing to do
-            }
-          }}
+          onClick={() => void copy()}
           aria-label={copied ? 'Copied' : 'Copy code'}
           data-label={copied ? 'Copied' : 'Copy'}
           className="inline-flex items-center gap-1.5 rounded-md px-2 py-1 font-sans text-xs hover:bg-neutral-200 hover:text-neutral-900 dark:hover:bg-neutral-700 dark:hover:text-neutral-100"

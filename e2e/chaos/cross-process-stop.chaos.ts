@@ -21,6 +21,7 @@ import {
   sleep,
   transitions,
   waitUntil,
+  reportOnFailure,
   type App,
   type Rig,
   type Worker,
@@ -64,13 +65,7 @@ test.describe('chaos: Stop on instance A, the run on a worker process', () => {
     ])
   })
 
-  test.afterEach(async ({}, testInfo) => {
-    if (testInfo.status !== testInfo.expectedStatus) {
-      const report = rig.report(60)
-      console.error(report)
-      await testInfo.attach('processes', { body: report })
-    }
-  })
+  test.afterEach(reportOnFailure(() => rig))
 
   test.afterAll(async () => {
     await rig?.teardown()

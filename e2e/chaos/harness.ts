@@ -13,6 +13,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import postgres from 'postgres'
+import type { TestInfo } from '@playwright/test'
 
 export const ROOT = process.cwd()
 export const DIST_DIR = process.env.A2_NEXT_DIST_DIR || '.next-chaos'
@@ -438,4 +439,20 @@ export function recordAnswerTexts(): void {
     }
   }
   new MutationObserver(sample).observe(document, { subtree: true, childList: true, characterData: true })
+}
+
+/**
+ * For `test.afterEach`: when a test failed, print the tail of every process's output and
+ * attach it to the report (the processes' own logs are what explain a chaos failure).
+ * Playwright needs the fixtures argument destructured, hence `{}`.
+ */
+export function reportOnFailure(rig: () => Rig | undefined) {
+  // eslint-disable-next-line no-empty-pattern
+  return async ({}, testInfo: TestInfo) => {
+    const current = rig()
+    if (!current || testInfo.status === testInfo.expectedStatus) return
+    const report = current.report(60)
+    console.error(report)
+    await testInfo.attach('processes', { body: report })
+  }
 }

@@ -26,6 +26,7 @@ import {
   transitions,
   upstreamText,
   waitUntil,
+  reportOnFailure,
   type App,
   type Rig,
   type Worker,
@@ -64,13 +65,7 @@ test.describe('chaos: kill -9 of the worker mid-stream', () => {
     workers = [started[1], started[2]]
   })
 
-  test.afterEach(async ({}, testInfo) => {
-    if (testInfo.status !== testInfo.expectedStatus) {
-      const report = rig.report(60)
-      console.error(report)
-      await testInfo.attach('processes', { body: report })
-    }
-  })
+  test.afterEach(reportOnFailure(() => rig))
 
   test.afterAll(async () => {
     await rig?.teardown()
