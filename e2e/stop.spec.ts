@@ -4,18 +4,9 @@
  */
 import { expect, test, type Page } from '@playwright/test'
 import { upstreamCalls, waitForUpstream } from './helpers/upstream'
+import { ChatPage } from './pages/chat'
 
 const answer = (page: Page) => page.getByTestId('message-assistant').last()
-
-/** Reads the visible answer and presses Stop in the same task, so no token can land between the two. */
-async function stopAndReadWhatWasShown(page: Page): Promise<string> {
-  return page.evaluate(() => {
-    const answers = document.querySelectorAll('[data-testid="message-assistant"]')
-    const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText
-    ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
-    return text
-  })
-}
 
 test('Stop cuts exactly at what was shown, closes the upstream request, and survives a reload', async ({ page }) => {
   const before = (await upstreamCalls()).length
@@ -30,11 +21,11 @@ test('Stop cuts exactly at what was shown, closes the upstream request, and surv
   const grows = (await answer(page).getByTestId('answer-text').innerText()).length
   await expect.poll(async () => (await answer(page).getByTestId('answer-text').innerText()).length).toBeGreaterThan(grows)
 
-  const shown = await stopAndReadWhatWasShown(page)
+  const shown = await new ChatPage(page).stopAndReadShown() // read and Stop in one task: no token lands between
   await expect(answer(page)).toHaveAttribute('data-status', 'stopped')
   await expect(answer(page).getByTestId('stopped-marker')).toBeVisible()
   await page.waitForTimeout(500) // stragglers in flight would land now
-  expect(await answer(page).getByTestId('answer-text').innerText()).toBe(shown)
+  expect((await answer(page).getByTestId('answer-text').innerText()).trim()).toBe(shown)
 
   // The upstream model server saw its request close early.
   const requests = await waitForUpstream((all) => all.length > before && all.at(-1)!.closedAt !== undefined)
@@ -43,7 +34,7 @@ test('Stop cuts exactly at what was shown, closes the upstream request, and surv
   await page.screenshot({ path: 'test-results/stopped.png' })
   await page.reload()
   await expect(answer(page)).toHaveAttribute('data-status', 'stopped')
-  expect(await answer(page).getByTestId('answer-text').innerText()).toBe(shown)
+  expect((await answer(page).getByTestId('answer-text').innerText()).trim()).toBe(shown)
   await expect(page.getByTestId('composer-input')).toBeEnabled()
 
   // The operator view explains the run: cancelled, its history, and the model call as an effect.

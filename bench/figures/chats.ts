@@ -9,6 +9,7 @@ import type { ChatRig } from '../lib/rig'
 import { OWNER, openSse } from '../lib/http'
 import { prompt, tokenTimes } from '../lib/upstream'
 import { within } from '../lib/time'
+import { summarize } from '../lib/stats'
 
 export interface ChatOutcome {
   /** Upstream write → SSE client receipt, ms, one per token received. */
@@ -150,4 +151,15 @@ function match(rig: ChatRig, tag: string, received: Map<string, number>, expecte
     if (sent !== undefined) latencies.push(at - sent)
   }
   return { latencies, lost: expected === undefined ? 0 : expected - latencies.length }
+}
+
+/** Where the log's token latency goes (split at the append's start) and its batch sizes, over many chats. */
+export function summarizeLogPath(outcomes: readonly ChatOutcome[]) {
+  return {
+    split: {
+      toAppend: summarize(outcomes.flatMap((o) => o.split?.toAppend ?? [])),
+      toClient: summarize(outcomes.flatMap((o) => o.split?.toClient ?? [])),
+    },
+    batch: summarize(outcomes.flatMap((o) => o.batches ?? [])),
+  }
 }

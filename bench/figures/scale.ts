@@ -8,7 +8,7 @@ import type { ChatRig, CpuSample } from '../lib/rig'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, randomInt, sleep } from '../lib/time'
-import { chatDirect, chatThroughLog, type ChatOutcome } from './chats'
+import { chatDirect, chatThroughLog, summarizeLogPath, type ChatOutcome } from './chats'
 
 export interface ScaleLevel {
   chats: number
@@ -60,11 +60,7 @@ export async function scaleFigure(
       token: { ours: summarize(ours.outcomes.flatMap((o) => o.latencies)), baseline: summarize(base.outcomes.flatMap((o) => o.latencies)) },
       notClosedEarly: ours.outcomes.filter((o) => !o.closedEarly).length,
       cpu: { ours: ours.cpu, baseline: base.cpu },
-      split: {
-        toAppend: summarize(ours.outcomes.flatMap((o) => o.split?.toAppend ?? [])),
-        toClient: summarize(ours.outcomes.flatMap((o) => o.split?.toClient ?? [])),
-      },
-      batch: summarize(ours.outcomes.flatMap((o) => o.batches ?? [])),
+      ...summarizeLogPath(ours.outcomes),
       errors: firstError([...ours.errors, ...base.errors]),
     })
   }

@@ -8,7 +8,7 @@ import type { ChatRig, CpuSample } from '../lib/rig'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep } from '../lib/time'
-import { chatDirect, chatThroughLog, type ChatOutcome } from './chats'
+import { chatDirect, chatThroughLog, summarizeLogPath, type ChatOutcome } from './chats'
 
 export interface TokenLevel {
   streams: number
@@ -65,11 +65,7 @@ export async function tokenFigure(
       baseline: summarize(base.outcomes.flatMap((o) => o.latencies)),
       lost: { ours: sum(ours.outcomes.map((o) => o.lost)), baseline: sum(base.outcomes.map((o) => o.lost)) },
       cpu: { ours: ours.cpu, baseline: base.cpu },
-      split: {
-        toAppend: summarize(ours.outcomes.flatMap((o) => o.split?.toAppend ?? [])),
-        toClient: summarize(ours.outcomes.flatMap((o) => o.split?.toClient ?? [])),
-      },
-      batch: summarize(ours.outcomes.flatMap((o) => o.batches ?? [])),
+      ...summarizeLogPath(ours.outcomes),
       errors: firstError([...ours.errors, ...base.errors]),
     })
   }

@@ -7,7 +7,7 @@
  * not this test's). Both tabs, and a reload, show the same cut.
  */
 import { performance } from 'node:perf_hooks'
-import { expect, test, type Page } from '@playwright/test'
+import { expect, test } from '@playwright/test'
 import { startUpstream, type Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
 import {
@@ -31,16 +31,6 @@ const TOKENS = 400
 const TOKEN_MS = 50 // 20 s if nobody stops it
 /** Bounded, not timed: well past a lost NOTIFY plus one lease renewal (5 s) would be a bug, not slowness. */
 const UPSTREAM_CLOSES_WITHIN_MS = 5_000
-
-/** Reads the visible answer and presses Stop in the same task, so no token can land between the two. */
-async function stopAndReadWhatWasShown(page: Page): Promise<string> {
-  return page.evaluate(() => {
-    const answers = document.querySelectorAll('[data-testid="message-assistant"]')
-    const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText
-    ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
-    return text
-  })
-}
 
 test.describe('chaos: Stop on instance A, the run on a worker process', () => {
   test.skip(!BASE_DATABASE_URL, SKIP_REASON)
@@ -99,7 +89,7 @@ test.describe('chaos: Stop on instance A, the run on a worker process', () => {
     await expect.poll(async () => (await chat.lastAnswerText()).length).toBeGreaterThan(grows)
 
     const pressedAt = performance.now()
-    const shown = await stopAndReadWhatWasShown(page)
+    const shown = await chat.stopAndReadShown() // read and Stop in one task: no token lands between
     await Promise.race([request.closed, sleep(UPSTREAM_CLOSES_WITHIN_MS + 1_000)])
     expect(request.closedAt, `the upstream request closed within ${UPSTREAM_CLOSES_WITHIN_MS} ms of Stop`).toBeDefined()
     expect(request.closedEarly).toBe(true)
