@@ -325,7 +325,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const unreachable = await unreachableStore()
       // pollMs: the old worker never reclaims on its own; only the successor claims.
       const oldServer = serve([original], unreachable.store)
-      await work(oldServer, { pollMs: 60_000 })
+      await work(oldServer, { pollMs: 60_000, concurrency: 1 }) // no claim of its own held by the freeze
       const newServer = serve([successor])
 
       const { id: session } = await newServer.sessions.create('u1')
@@ -390,7 +390,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const renewals = holdableRenewals(store)
       cleanups.push(async () => renewals.release())
       const firstServer = serve([first], renewals.store)
-      await work(firstServer, { pollMs: 60_000 })
+      await work(firstServer, { pollMs: 60_000, concurrency: 1 }) // only the second server may take the job over
       const { id: session } = await firstServer.sessions.create('u1')
       const [g] = await firstServer.append(session, { type: 'generate', payload: {} })
       const job = await waitForJob(store, g.id, 'superseded', (j) => j.attempt === 1)
@@ -474,7 +474,10 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       let frozen = false
       const unreachable = await unreachableStore()
       const server = serve([c], unreachable.store)
-      await work(server, { pollMs: 60_000 })
+      // concurrency 1: with a free slot the worker sends another claim right after the first;
+      // held by the freeze, it would reach the database after the lapse and take the job over
+      // (a legitimate successor, but not the outcome these tests pin down).
+      await work(server, { pollMs: 60_000, concurrency: 1 })
       const { id: session } = await server.sessions.create('u1')
       const [g] = await server.append(session, { type: 'generate', payload: {} })
       await seen.waitFor('start')
