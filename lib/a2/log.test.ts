@@ -1,10 +1,31 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createServer, type Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { isA2Error } from '@/lib/a2'
 import { query } from './internal/store'
 import { sql } from 'drizzle-orm'
+
+/** A store on the same database that counts the statements sent through it (raw ones and selects). */
+function countingStore(store: Store): Store & { readonly statements: number } {
+  let statements = 0
+  const db = new Proxy(store.db, {
+    get: (target, property, receiver) =>
+      property === 'execute' || property === 'select'
+        ? (...args: unknown[]) => {
+            statements++
+            return (Reflect.get(target, property) as (...a: unknown[]) => unknown).apply(target, args)
+          }
+        : Reflect.get(target, property, receiver),
+  })
+  return {
+    ...store,
+    db,
+    get statements() {
+      return statements
+    },
+  }
+}
 
 describe.each(layers)('the log on %s', (kind) => {
   let testDb: TestDb
@@ -167,6 +188,77 @@ describe.each(layers)('the log on %s', (kind) => {
     expect(await countEvents(id)).toBe(3)
   })
 
+  it("commits many sessions' step batches in a few statements, each batch refused or landed on its own", async () => {
+    const gen = (await import('./internal/consumer')).consumer({
+      contract: testContract,
+      name: 'generate',
+      types: ['generate'],
+      abortOn: ['cancelled'],
+    }).run(async () => {})
+    const s = createServer({ contract: testContract, consumers: [gen], store })
+    const sessions = await Promise.all(
+      Array.from({ length: 30 }, async () => {
+        const { id } = await s.sessions.create('u1')
+        const [generate] = (await s.push(id, 'u1', { type: 'generate', payload: {} })).events
+        const [job] = await query<{ id: number }>(store.db, sql`select id from a2_jobs where event_id = ${generate.id}`)
+        return { id, of: generate.id, jobId: Number(job.id) }
+      }),
+    )
+    // Unclaimed jobs are at attempt 0: that is the fence that holds; attempt 1 is fenced out.
+    const plan = sessions.map((session, i) => ({
+      ...session,
+      fate: i === 3 ? 'fenced' : i === 7 ? 'run_cancelled' : i === 11 ? 'database error' : i === 12 ? 'not_found' : 'lands',
+    }))
+    await s.push(plan[7].id, 'u1', { type: 'cancelled', payload: { of: plan[7].of, lastSeenIndex: 0 } })
+
+    const counted = countingStore(store) // the same database, its own committer
+    const { appendSteps } = await import('./internal/steps')
+    const outcomes = await Promise.all(
+      plan.map(({ id, of, jobId, fate }) => {
+        // jsonb cannot hold U+0000: the database refuses that statement as a whole.
+        const delta = fate === 'database error' ? 'bad\u0000' : `to ${id}`
+        const inputs = [0, 1, 2].map((k) => ({ type: 'chunk', payload: { of, delta: `${delta} ${k}` }, stepOf: of }))
+        const sessionId = fate === 'not_found' ? 'no-such-session' : id
+        return appendSteps(counted, sessionId, inputs, { jobId, attempt: fate === 'fenced' ? 1 : 0 }).then(
+          (events) => ({ events }),
+          (error: unknown) => ({ error }),
+        )
+      }),
+    )
+    // Two go at once, alone; the other 28 wait and go together. The database refuses that
+    // statement (the U+0000), so its 28 batches go again one by one: 2 + 1 + 28.
+    expect(counted.statements).toBe(31)
+
+    for (const [i, { id, fate }] of plan.entries()) {
+      const outcome = outcomes[i] as { events?: Array<{ index: number; payload: unknown }>; error?: unknown }
+      const written = await query<{ index: number; payload: { delta: string } }>(
+        store.db,
+        sql`select index, payload from a2_events where session_id = ${id} and type = 'chunk' order by index`,
+      )
+      if (fate === 'lands') {
+        expect(outcome.events?.map((e) => e.index)).toEqual([1, 2, 3])
+        expect(written.map((r) => [r.index, r.payload.delta])).toEqual([0, 1, 2].map((k) => [k + 1, `to ${id} ${k}`]))
+      } else {
+        expect(written).toEqual([])
+        if (fate === 'database error') expect(isA2Error(outcome.error)).toBe(false)
+        else expect(isA2Error(outcome.error, fate as 'fenced' | 'run_cancelled' | 'not_found')).toBe(true)
+      }
+    }
+    // No index was spent by a refused batch: the next append in each session continues gaplessly.
+    const [after] = await s.append(plan[3].id, { type: 'message', payload: { text: 'next' } })
+    expect(after.index).toBe(1)
+  })
+
+  it('coalesces concurrent batches into fewer statements than batches when none is refused', async () => {
+    const sessions = await Promise.all(Array.from({ length: 40 }, () => server.sessions.create('u1')))
+    const counted = countingStore(store)
+    const { appendSteps } = await import('./internal/steps')
+    const results = await Promise.all(sessions.map(({ id }) => appendSteps(counted, id, [{ type: 'message', payload: { text: id } }])))
+    expect(results.map((events) => events.map((e) => e.index))).toEqual(sessions.map(() => [0]))
+    // Two statements go at once; the other 38 batches wait and share one.
+    expect(counted.statements).toBe(3)
+  })
+
   it('resumes a tail from a cursor with exactly the missing events', async () => {
     const { id } = await server.sessions.create('u1')
     for (let i = 0; i < 10; i++) await server.append(id, { type: 'message', payload: { text: `m${i}` } })
@@ -178,5 +270,78 @@ describe.each(layers)('the log on %s', (kind) => {
     }
     expect(got).toEqual([7, 8, 9])
     expect(await server.subscriptions()).toBe(0)
+  })
+
+  describe('a tail fed by the notifications', () => {
+    /** Runs a tail on a store that counts its statements, until `want` events came or `ms` passed. */
+    async function tailInto(sessionId: string, after: number, want: number) {
+      const counted = countingStore(store)
+      const controller = new AbortController()
+      const got: Array<{ index: number; payload: unknown }> = []
+      const { tail } = await import('./internal/tail')
+      const done = (async () => {
+        for await (const batch of tail(counted, sessionId, { after, signal: controller.signal, pollMs: 60_000 })) {
+          got.push(...batch)
+          if (got.length >= want) break
+        }
+      })()
+      return {
+        got,
+        get reads() {
+          return counted.statements
+        },
+        done: Promise.race([done, new Promise((_, reject) => setTimeout(() => reject(new Error(`tail got ${got.length} of ${want}`)), 10_000))]),
+        stop: () => controller.abort(),
+      }
+    }
+
+    it('takes the events from the hints once caught up: one read for 40 appends of both kinds', async () => {
+      const { id } = await server.sessions.create('u1')
+      await server.append(id, { type: 'message', payload: { text: 'before' } })
+      const t = await tailInto(id, -1, 41)
+      await vi.waitFor(() => expect(t.got).toHaveLength(1))
+      for (let i = 0; i < 20; i++) {
+        await server.append(id, { type: 'message', payload: { text: `step ${i}` } }) // the step path (a2_append_steps_many)
+        await server.push(id, 'u1', { id: `push-${i}`, type: 'message', payload: { text: `push ${i}` } }) // the transactional path
+      }
+      await t.done
+      expect(t.got.map((e) => e.index)).toEqual(Array.from({ length: 41 }, (_, i) => i))
+      expect(t.got.slice(1).map((e) => (e.payload as { text: string }).text)).toEqual(
+        Array.from({ length: 20 }, (_, i) => [`step ${i}`, `push ${i}`]).flat(),
+      )
+      // What it was handed equals what the log holds.
+      expect(t.got).toEqual(await server.read(id, 'u1', { limit: 100 }))
+      expect(t.reads).toBe(1)
+    })
+
+    it('reads the log for an append too big to carry in the hint', async () => {
+      const { id } = await server.sessions.create('u1')
+      const t = await tailInto(id, -1, 10)
+      await vi.waitFor(() => expect(t.reads).toBe(1))
+      await server.append(id, { type: 'message', payload: { text: 'small' } })
+      const big = 'x'.repeat(990) // 9 × ~1 KB: over the 7,900 bytes a hint carries
+      await server.append(id, ...Array.from({ length: 9 }, (_, i) => ({ type: 'message' as const, payload: { text: `${i}${big}` } })))
+      await t.done
+      expect(t.got.map((e) => e.index)).toEqual(Array.from({ length: 10 }, (_, i) => i))
+      expect(t.got).toEqual(await server.read(id, 'u1', { limit: 100 }))
+      expect(t.reads).toBe(2) // the first read, then the big append's
+    })
+
+    it('reads the log across a gap instead of trusting a hint that does not follow on', async () => {
+      const { id } = await server.sessions.create('u1')
+      await server.append(id, { type: 'message', payload: { text: 'm0' } })
+      const t = await tailInto(id, 0, 2)
+      await vi.waitFor(() => expect(t.reads).toBe(1))
+      // Index 1 lands without a notification (as if it was lost), then a hint for index 2 arrives.
+      await query(store.db, sql`update a2_sessions set head = head + 1 where id = ${id}`)
+      await query(store.db, sql`insert into a2_events (session_id, index, id, type, payload) values (${id}, 1, 'silent', 'message', '{"text":"m1"}')`)
+      await server.append(id, { type: 'message', payload: { text: 'm2' } })
+      await t.done
+      expect(t.got.map((e) => [e.index, (e.payload as { text: string }).text])).toEqual([
+        [1, 'm1'],
+        [2, 'm2'],
+      ])
+      expect(t.reads).toBe(2)
+    })
   })
 })

@@ -4,6 +4,7 @@
  * every subscriber also polls on a bounded interval, so a lost NOTIFY slows, never breaks.
  */
 import { sql } from 'drizzle-orm'
+import type { A2Event } from './contract'
 import { query, type Store } from './store'
 
 export const CHANNEL = 'a2'
@@ -20,6 +21,28 @@ export interface Hint {
   c?: Array<[number, number, string, number]>
   /** More cancels than fit in `c`: workers recheck every running attempt's row. */
   C?: 1
+  /**
+   * The appended events, when the whole payload fits in NOTIFY's 8000 bytes (a2_notify,
+   * migration 0002): a tail that is up to date takes them from here instead of reading.
+   */
+  e?: HintEvent[]
+}
+
+/** An event as a hint carries it: index, id, type, payload, created_at. */
+export interface HintEvent {
+  i: number
+  d: string
+  t: string
+  p: unknown
+  c: string
+}
+
+export function toHintEvent(event: A2Event): HintEvent {
+  return { i: event.index, d: event.id, t: event.type, p: event.payload, c: event.createdAt }
+}
+
+export function fromHintEvent(sessionId: string, event: HintEvent): A2Event {
+  return { id: event.d, sessionId, index: event.i, type: event.t, payload: event.p, createdAt: new Date(event.c).toISOString() }
 }
 
 /** 32 cancels × ~60 bytes stays far below NOTIFY's 8000-byte payload limit. */

@@ -9,8 +9,9 @@ import { and, asc, eq, gt, lt, sql } from 'drizzle-orm'
 import { events, jobs, sessions, type EventRow } from '../schema'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
-import { CHANNEL, MAX_CANCELS_PER_HINT, type Hint } from './bus'
+import { CHANNEL, MAX_CANCELS_PER_HINT, toHintEvent, type Hint } from './bus'
 import { query, type Db, type Executor, type Store } from './store'
+import { appendSteps } from './steps'
 import { recordTransitions, type Transition } from './transitions'
 
 export interface JobRoute {
@@ -131,53 +132,13 @@ export async function append(
       if (newJobs > 0) hint.j = 1
       if (cancelled.length > MAX_CANCELS_PER_HINT) hint.C = 1
       else if (cancelled.length > 0) hint.c = cancelled
-      await tx.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
+      await tx.execute(sql`select a2_notify(${CHANNEL}, ${JSON.stringify(hint)}::jsonb, ${JSON.stringify(appended.map(toHintEvent))}::jsonb)`)
       return { events: appended, duplicate: false }
     })
   } catch (error) {
     if (error instanceof DuplicatePush) return { events: error.events, duplicate: true }
     throw error
   }
-}
-
-/**
- * The hot path — a consumer's chunk batch: server-written, no ids to deduplicate, nothing
- * to start or cancel — as one statement calling `a2_append_steps` (migration 0001), which
- * takes the same locks in the same order as the transactional path. One round trip and no
- * explicit transaction instead of four round trips: the session lock is held for a single
- * statement, so a Stop waits behind a chunk batch for less.
- */
-async function appendSteps(store: Store, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<A2Event[]> {
-  const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
-  const items = inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null }))
-  let rows: Array<{ o_index: number; o_id: string; o_type: string; o_payload: unknown; o_created_at: Date | string }>
-  try {
-    rows = await query(
-      store.db,
-      sql`select * from a2_append_steps(${sessionId}, ${fence?.jobId ?? null}::bigint, ${fence?.attempt ?? null}::int,
-                                        ${JSON.stringify(runs)}::jsonb, ${JSON.stringify(items)}::jsonb, ${CHANNEL})`,
-    )
-  } catch (error) {
-    // Drizzle wraps the driver's error; the refusal raised by the function is its cause.
-    const message = `${(error as Error)?.message} ${((error as Error)?.cause as Error | undefined)?.message}`
-    const refusal = /a2:(not_found|fenced|run_cancelled)/.exec(message)?.[1]
-    if (refusal === 'not_found') throw new A2Error('not_found', 'no such session', { cause: error })
-    if (refusal === 'fenced') {
-      throw new A2Error('fenced', `attempt ${fence?.attempt} of job ${fence?.jobId} no longer holds the job`, { cause: error })
-    }
-    if (refusal === 'run_cancelled') throw new A2Error('run_cancelled', `run ${runs.join(', ')} is cancelled`, { cause: error })
-    throw error
-  }
-  return rows
-    .map((r) => ({
-      id: r.o_id,
-      sessionId,
-      index: r.o_index,
-      type: r.o_type,
-      payload: r.o_payload,
-      createdAt: new Date(r.o_created_at).toISOString(),
-    }))
-    .sort((a, b) => a.index - b.index)
 }
 
 /** Thrown inside the transaction to roll back a push whose ids were all already in the log. */
@@ -187,7 +148,7 @@ class DuplicatePush extends Error {
   }
 }
 
-/** Inserts the events; with a hint, NOTIFYs in the same statement (once, as an InitPlan). */
+/** Inserts the events; with a hint, NOTIFYs in the same statement (once, as an InitPlan), the events riding along. */
 async function insertEvents(
   tx: Executor,
   sessionId: string,
@@ -198,7 +159,9 @@ async function insertEvents(
     rows.map((r) => sql`(${sessionId}, ${r.index}, ${r.id}, ${r.type}, ${JSON.stringify(r.payload)}::jsonb)`),
     sql`, `,
   )
-  const notify = hint ? sql`, (select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})) as notified` : sql``
+  const announced = sql`(select jsonb_agg(jsonb_build_object('i', index, 'd', id, 't', type, 'p', payload, 'c', created_at) order by index)
+                         from inserted)`
+  const notify = hint ? sql`, (select a2_notify(${CHANNEL}, ${JSON.stringify(hint)}::jsonb, ${announced})) as notified` : sql``
   const inserted = await query<{ index: number; id: string; type: string; payload: unknown; created_at: Date | string }>(
     tx,
     sql`with inserted as (

@@ -1,0 +1,164 @@
+/**
+ * The hot path — consumers' chunk batches (server-written, no ids to deduplicate, nothing
+ * to start or cancel) — group-committed across sessions. Each store has one committer: at
+ * most MAX_IN_FLIGHT statements run at once, and batches that arrive meanwhile wait and go
+ * together in the next one, a call of `a2_append_steps_many` (migration 0002), which takes
+ * the transactional append's locks in its order, per batch. Idle, a batch goes alone at
+ * once (no window, no added latency); under load the statements grow by themselves instead
+ * of queueing commits. Bench, 100 streams at 50 tokens/s on 2 cores: ~1,700 single-session
+ * commits/s, each serialised on the NOTIFY queue's lock and a WAL flush, were what the
+ * tokens queued behind.
+ */
+import { randomUUID } from 'node:crypto'
+import { sql } from 'drizzle-orm'
+import type { A2Event } from './contract'
+import { A2Error } from './errors'
+import { CHANNEL } from './bus'
+import type { Fence, ValidInput } from './log'
+import { query, type Store } from './store'
+
+/**
+ * Two statements at once: one commits (WAL flush, NOTIFY) while the next runs; more would
+ * only hold more session locks at once for the same throughput.
+ */
+const MAX_IN_FLIGHT = 2
+/** Bounds one statement (and so how long it holds its sessions' locks, ~5 ms at 64 sessions). */
+const MAX_BATCHES_PER_STATEMENT = 64
+const MAX_EVENTS_PER_STATEMENT = 1_024
+
+interface Batch {
+  sessionId: string
+  fence?: Fence
+  runs: string[]
+  items: Array<{ id: string; type: string; payload: unknown }>
+  resolve(events: A2Event[]): void
+  reject(error: unknown): void
+}
+
+interface Row {
+  o_batch: number
+  o_refused: 'not_found' | 'fenced' | 'run_cancelled' | null
+  o_index: number
+  o_id: string
+  o_type: string
+  o_payload: unknown
+  o_created_at: Date | string
+}
+
+const committers = new WeakMap<Store, StepCommitter>()
+
+/** Appends one consumer's batch of step events to a session, committed together with other sessions' batches. */
+export function appendSteps(store: Store, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<A2Event[]> {
+  let committer = committers.get(store)
+  if (!committer) committers.set(store, (committer = new StepCommitter(store)))
+  return new Promise((resolve, reject) =>
+    committer.submit({
+      sessionId,
+      fence,
+      runs: [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))],
+      items: inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null })),
+      resolve,
+      reject,
+    }),
+  )
+}
+
+class StepCommitter {
+  private waiting: Batch[] = []
+  private inFlight = 0
+
+  constructor(private readonly store: Store) {}
+
+  submit(batch: Batch): void {
+    this.waiting.push(batch)
+    this.pump()
+  }
+
+  private pump(): void {
+    while (this.inFlight < MAX_IN_FLIGHT && this.waiting.length > 0) {
+      const taken = this.take()
+      this.inFlight++
+      void this.commit(taken).finally(() => {
+        this.inFlight--
+        this.pump()
+      })
+    }
+  }
+
+  /** The oldest waiting batches, up to one statement's bounds (always at least one). */
+  private take(): Batch[] {
+    let events = 0
+    let n = 0
+    while (n < this.waiting.length && n < MAX_BATCHES_PER_STATEMENT) {
+      events += this.waiting[n].items.length
+      if (n > 0 && events > MAX_EVENTS_PER_STATEMENT) break
+      n++
+    }
+    return this.waiting.splice(0, n)
+  }
+
+  private async commit(batches: Batch[]): Promise<void> {
+    let rows: Row[]
+    try {
+      rows = await runStatement(this.store, batches)
+    } catch (error) {
+      // The database refused the statement, so it rolled back whole: nothing was written.
+      // Each batch goes again alone, so an error belongs to the batch that caused it and
+      // the others land. Any other failure (a lost connection) may have committed and is
+      // never repeated: every batch gets the error.
+      if (batches.length > 1 && rolledBack(error)) {
+        await Promise.all(batches.map((batch) => this.commit([batch])))
+        return
+      }
+      for (const batch of batches) batch.reject(error)
+      return
+    }
+    const byBatch = new Map<number, Row[]>()
+    for (const row of rows) {
+      const list = byBatch.get(row.o_batch)
+      if (list) list.push(row)
+      else byBatch.set(row.o_batch, [row])
+    }
+    batches.forEach((batch, i) => settle(batch, byBatch.get(i + 1) ?? []))
+  }
+}
+
+function runStatement(store: Store, batches: readonly Batch[]): Promise<Row[]> {
+  const payload = batches.map((b) => ({ s: b.sessionId, j: b.fence?.jobId ?? null, a: b.fence?.attempt ?? null, r: b.runs, e: b.items }))
+  return query<Row>(store.db, sql`select * from a2_append_steps_many(${JSON.stringify(payload)}::jsonb, ${CHANNEL})`)
+}
+
+function settle(batch: Batch, rows: Row[]): void {
+  const refused = rows[0]?.o_refused
+  if (refused === 'not_found') return batch.reject(new A2Error('not_found', 'no such session'))
+  if (refused === 'fenced') {
+    return batch.reject(new A2Error('fenced', `attempt ${batch.fence?.attempt} of job ${batch.fence?.jobId} no longer holds the job`))
+  }
+  if (refused === 'run_cancelled') return batch.reject(new A2Error('run_cancelled', `run ${batch.runs.join(', ')} is cancelled`))
+  if (rows.length !== batch.items.length) {
+    return batch.reject(new Error(`a2: ${batch.items.length} step events sent, ${rows.length} written`))
+  }
+  batch.resolve(
+    rows
+      .map((r) => ({
+        id: r.o_id,
+        sessionId: batch.sessionId,
+        index: r.o_index,
+        type: r.o_type,
+        payload: r.o_payload,
+        createdAt: new Date(r.o_created_at).toISOString(),
+      }))
+      .sort((a, b) => a.index - b.index),
+  )
+}
+
+/**
+ * The database answered ERROR (not FATAL: a dying connection may have committed) — the
+ * statement rolled back. drizzle wraps the driver's error, so its causes are looked at too.
+ */
+function rolledBack(error: unknown): boolean {
+  for (let e = error as { severity?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
+    if (e.severity === 'ERROR') return true
+  }
+  return false
+}
