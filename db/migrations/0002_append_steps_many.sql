@@ -10,9 +10,9 @@
 -- session lock before us is seen), then the insert and the NOTIFY. Sessions are locked in
 -- id order, so two of these statements never wait on each other in a cycle.
 --
--- A refusal belongs to its batch alone: it is answered as a row (o_refused = 'not_found',
--- 'fenced' or 'run_cancelled') and that batch writes nothing and spends no index; the
--- others go on.
+-- One row answers each batch: where its events start, or its refusal (o_refused =
+-- 'not_found', 'fenced' or 'run_cancelled'), which is that batch's alone: it writes nothing
+-- and spends no index; the others go on.
 drop function if exists a2_append_steps(text, bigint, integer, jsonb, jsonb, text);
 --> statement-breakpoint
 -- The NOTIFY of an append: its hint (see lib/a2/internal/bus.ts) carries the appended events
@@ -34,15 +34,7 @@ end
 $$;
 --> statement-breakpoint
 create or replace function a2_append_steps_many(p_batches jsonb, p_channel text)
-returns table (
-  o_batch integer,
-  o_refused text,
-  o_index integer,
-  o_id text,
-  o_type text,
-  o_payload jsonb,
-  o_created_at timestamptz
-)
+returns table (o_batch integer, o_refused text, o_start integer, o_created_at timestamptz)
 language plpgsql as $$
 declare
   b record;
@@ -58,7 +50,7 @@ begin
     v_count := jsonb_array_length(b.events);
     select s.head into v_start from a2_sessions s where s.id = b.session for update;
     if not found then
-      return query select b.ord, 'not_found'::text, null::integer, null::text, null::text, null::jsonb, null::timestamptz;
+      return query select b.ord, 'not_found'::text, null::integer, null::timestamptz;
       continue;
     end if;
     if b.job is not null then
@@ -66,7 +58,7 @@ begin
         where j.id = b.job and j.attempt = b.attempt and j.status in ('ACTIVE', 'CANCELLING')
         for share;
       if not found then
-        return query select b.ord, 'fenced'::text, null::integer, null::text, null::text, null::jsonb, null::timestamptz;
+        return query select b.ord, 'fenced'::text, null::integer, null::timestamptz;
         continue;
       end if;
     end if;
@@ -75,17 +67,17 @@ begin
         where j.session_id = b.session and j.status in ('CANCELLING', 'CANCELLED')
           and j.event_id in (select jsonb_array_elements_text(b.runs));
       if found then
-        return query select b.ord, 'run_cancelled'::text, null::integer, null::text, null::text, null::jsonb, null::timestamptz;
+        return query select b.ord, 'run_cancelled'::text, null::integer, null::timestamptz;
         continue;
       end if;
     end if;
     update a2_sessions s set head = s.head + v_count where s.id = b.session;
-    return query
-      insert into a2_events as e (session_id, index, id, type, payload)
-      select b.session, v_start + (o.ord - 1)::integer, o.item ->> 'id', o.item ->> 'type', o.item -> 'payload'
-      from jsonb_array_elements(b.events) with ordinality as o(item, ord)
-      returning b.ord, null::text, e.index, e.id, e.type, e.payload, e.created_at;
-    -- created_at defaults to now(), the transaction's start, so the hint states it exactly.
+    insert into a2_events (session_id, index, id, type, payload)
+    select b.session, v_start + (o.ord - 1)::integer, o.item ->> 'id', o.item ->> 'type', o.item -> 'payload'
+    from jsonb_array_elements(b.events) with ordinality as o(item, ord);
+    -- The caller has the events; it needs only where they landed. created_at defaults to
+    -- now(), the transaction's start, so one value states it for every event (and the hint).
+    return query select b.ord, null::text, v_start, now();
     perform a2_notify(
       p_channel,
       jsonb_build_object('s', b.session, 'h', v_start + v_count),
