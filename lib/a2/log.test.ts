@@ -41,6 +41,17 @@ describe.each(layers)('the log on %s', (kind) => {
     await testDb.drop()
   })
 
+  /** A server whose `generate` runs are cancelled by `cancelled` (no worker: its jobs stay unclaimed). */
+  const serverWithGenerate = async () => {
+    const gen = (await import('./internal/consumer')).consumer({
+      contract: testContract,
+      name: 'generate',
+      types: ['generate'],
+      abortOn: ['cancelled'],
+    }).run(async () => {})
+    return createServer({ contract: testContract, consumers: [gen], store })
+  }
+
   const countEvents = async (sessionId: string) =>
     (await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_events where session_id = ${sessionId}`))[0].n
 
@@ -172,13 +183,7 @@ describe.each(layers)('the log on %s', (kind) => {
   })
 
   it('refuses a step of a run once that run is cancelled (admission)', async () => {
-    const gen = (await import('./internal/consumer')).consumer({
-      contract: testContract,
-      name: 'generate',
-      types: ['generate'],
-      abortOn: ['cancelled'],
-    }).run(async () => {})
-    const s = createServer({ contract: testContract, consumers: [gen], store })
+    const s = await serverWithGenerate()
     const { id } = await s.sessions.create('u1')
     const [generate] = (await s.push(id, 'u1', { type: 'generate', payload: {} })).events
     await s.push(id, 'u1', { type: 'note', payload: { of: generate.id } })
@@ -189,13 +194,7 @@ describe.each(layers)('the log on %s', (kind) => {
   })
 
   it("commits many sessions' step batches in a few statements, each batch refused or landed on its own", async () => {
-    const gen = (await import('./internal/consumer')).consumer({
-      contract: testContract,
-      name: 'generate',
-      types: ['generate'],
-      abortOn: ['cancelled'],
-    }).run(async () => {})
-    const s = createServer({ contract: testContract, consumers: [gen], store })
+    const s = await serverWithGenerate()
     const sessions = await Promise.all(
       Array.from({ length: 30 }, async () => {
         const { id } = await s.sessions.create('u1')
