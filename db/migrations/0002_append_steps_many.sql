@@ -8,7 +8,11 @@
 -- the fence (share-locked: the run cannot be settled under us), then admission (each
 -- statement of a plpgsql function sees what committed before it, so a cancel that held the
 -- session lock before us is seen), then the insert and the NOTIFY. Sessions are locked in
--- id order, so two of these statements never wait on each other in a cycle.
+-- id order, so two of these statements never wait on each other in a cycle; a fence is a job
+-- of the batch's own session, so no job lock is taken ahead of a later session's lock.
+-- `for no key update` is the lock the transactional append's `update a2_sessions` takes.
+-- One NOTIFY per batch (a per-session hint; Postgres takes its queue lock once per
+-- transaction), never one per event.
 --
 -- One row answers each batch: where its events start, or its refusal (o_refused =
 -- 'not_found', 'fenced' or 'run_cancelled'), which is that batch's alone: it writes nothing
@@ -48,14 +52,14 @@ begin
     order by o.item ->> 's', o.ord
   loop
     v_count := jsonb_array_length(b.events);
-    select s.head into v_start from a2_sessions s where s.id = b.session for update;
+    select s.head into v_start from a2_sessions s where s.id = b.session for no key update;
     if not found then
       return query select b.ord, 'not_found'::text, null::integer, null::timestamptz;
       continue;
     end if;
     if b.job is not null then
       perform 1 from a2_jobs j
-        where j.id = b.job and j.attempt = b.attempt and j.status in ('ACTIVE', 'CANCELLING')
+        where j.id = b.job and j.session_id = b.session and j.attempt = b.attempt and j.status in ('ACTIVE', 'CANCELLING')
         for share;
       if not found then
         return query select b.ord, 'fenced'::text, null::integer, null::timestamptz;

@@ -248,6 +248,23 @@ describe.each(layers)('the log on %s', (kind) => {
     expect(after.index).toBe(1)
   })
 
+  it('fails only the batch whose payload cannot be serialised; the others land', async () => {
+    const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map(() => server.sessions.create('u1')))
+    const { appendSteps } = await import('./internal/steps')
+    // Two batches take the two statements in flight, so the next two wait and share one.
+    const counted = countingStore(store)
+    const [, , bad, good] = await Promise.allSettled([
+      appendSteps(counted, c.id, [{ type: 'message', payload: { text: 'first' } }]),
+      appendSteps(counted, d.id, [{ type: 'message', payload: { text: 'second' } }]),
+      appendSteps(counted, a.id, [{ type: 'message', payload: { text: 1n } }]),
+      appendSteps(counted, b.id, [{ type: 'message', payload: { text: 'fine' } }]),
+    ])
+    expect(counted.statements).toBe(3)
+    expect(bad.status).toBe('rejected')
+    expect(good.status === 'fulfilled' && good.value.map((e) => e.index)).toEqual([0])
+    expect(await countEvents(a.id)).toBe(0)
+  })
+
   it('coalesces concurrent batches into fewer statements than batches when none is refused', async () => {
     const sessions = await Promise.all(Array.from({ length: 40 }, () => server.sessions.create('u1')))
     const counted = countingStore(store)

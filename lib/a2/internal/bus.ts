@@ -87,7 +87,11 @@ async function createBus(store: Store): Promise<Bus> {
     polling = true
     try {
       const ids = [...bySession.keys()]
-      const rows = await query<{ id: string; head: number }>(store.db, sql`select id, head from a2_sessions where id in ${ids}`)
+      // One statement shape whatever the number of tails (statements are prepared per shape).
+      const rows = await query<{ id: string; head: number }>(
+        store.db,
+        sql`select id, head from a2_sessions where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
+      )
       for (const { id, head } of rows) {
         if (head > (heads.get(id) ?? -1)) fanOut({ s: id, h: head })
       }

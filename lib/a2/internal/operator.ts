@@ -14,7 +14,7 @@ export function operator(store: Store) {
     /** Runs, newest first: of some sessions, or of every session an owner holds. */
     async listRuns(options: { sessionIds?: string[]; owner?: string; limit?: number } = {}) {
       const where = options.sessionIds
-        ? sql`${jobs.sessionId} in ${options.sessionIds.length ? options.sessionIds : ['']}`
+        ? sql`${jobs.sessionId} in (select jsonb_array_elements_text(${JSON.stringify(options.sessionIds)}::jsonb))` // one statement shape for any number of ids
         : options.owner !== undefined
           ? sql`${jobs.sessionId} in (select id from a2_sessions where owner = ${options.owner})`
           : undefined

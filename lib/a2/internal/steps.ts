@@ -31,6 +31,8 @@ interface Batch {
   fence?: Fence
   runs: string[]
   items: Array<{ id: string; type: string; payload: unknown }>
+  /** The batch as the statement's jsonb takes it, serialised up front: a payload that cannot be fails its own caller only. */
+  json: string
   resolve(events: A2Event[]): void
   reject(error: unknown): void
 }
@@ -49,16 +51,12 @@ const committers = new WeakMap<Store, StepCommitter>()
 export function appendSteps(store: Store, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<A2Event[]> {
   let committer = committers.get(store)
   if (!committer) committers.set(store, (committer = new StepCommitter(store)))
-  return new Promise((resolve, reject) =>
-    committer.submit({
-      sessionId,
-      fence,
-      runs: [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))],
-      items: inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null })),
-      resolve,
-      reject,
-    }),
-  )
+  return new Promise((resolve, reject) => {
+    const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
+    const items = inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null }))
+    const json = JSON.stringify({ s: sessionId, j: fence?.jobId ?? null, a: fence?.attempt ?? null, r: runs, e: items })
+    committer.submit({ sessionId, fence, runs, items, json, resolve, reject })
+  })
 }
 
 class StepCommitter {
@@ -117,8 +115,8 @@ class StepCommitter {
 }
 
 function runStatement(store: Store, batches: readonly Batch[]): Promise<Row[]> {
-  const payload = batches.map((b) => ({ s: b.sessionId, j: b.fence?.jobId ?? null, a: b.fence?.attempt ?? null, r: b.runs, e: b.items }))
-  return query<Row>(store.db, sql`select * from a2_append_steps_many(${JSON.stringify(payload)}::jsonb, ${CHANNEL})`)
+  const payload = `[${batches.map((b) => b.json).join(',')}]`
+  return query<Row>(store.db, sql`select * from a2_append_steps_many(${payload}::jsonb, ${CHANNEL})`)
 }
 
 function settle(batch: Batch, row: Row | undefined): void {

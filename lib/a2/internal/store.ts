@@ -58,24 +58,31 @@ export async function openPostgresStore(
  * Execute), holding the connection out of its pipeline meanwhile. Named statements take
  * one round trip after a connection's first use and pipeline. 2,000 parameterised selects
  * on one connection (bench/diagnostics/prepared-statements.ts): 0.18 → 0.09 ms each in
- * sequence, 0.17 → 0.012 ms each when concurrent; at 100 streams the two round trips left
+ * sequence, 0.14 → 0.012 ms each when concurrent; at 100 streams the two round trips left
  * every connection waiting on the worker's event loop and chunk appends queued ~100 ms.
- * The cache is per connection and bounded by the statement shapes a2 has (batches of up
- * to 64 rows); postgres-js recycles connections every 30–60 min, which drops it.
+ *
+ * Each distinct statement text becomes a plan in every connection's backend until
+ * postgres-js recycles it (every 30–60 min), so only the first MAX_PREPARED_TEXTS texts
+ * are prepared. a2's statements have a fixed text or one per list length up to a push's
+ * 20 events; lists of any length (the bus poll's tailed sessions) are sent as one jsonb.
  */
-function preparedStatements<Client extends Sql>(client: Client): Client {
+const MAX_PREPARED_TEXTS = 500
+
+function preparedStatements<Client extends Sql>(client: Client, texts = new Set<string>()): Client {
   return new Proxy(client, {
     get(target, property, receiver) {
       if (property === 'unsafe') {
-        return (text: string, parameters?: ParameterOrJSON<never>[], options?: UnsafeQueryOptions) =>
-          target.unsafe(text, parameters, { ...options, prepare: true })
+        return (text: string, parameters?: ParameterOrJSON<never>[], options?: UnsafeQueryOptions) => {
+          if (texts.size < MAX_PREPARED_TEXTS) texts.add(text)
+          return target.unsafe(text, parameters, { ...options, prepare: texts.has(text) })
+        }
       }
-      // A transaction's (or savepoint's) own client prepares too.
+      // A transaction's (or savepoint's) own client prepares too, from the same budget.
       if (property === 'begin' || property === 'savepoint') {
         return (...args: unknown[]) => {
           const fn = args.pop() as (tx: Sql) => unknown
           const open = Reflect.get(target, property) as (...a: unknown[]) => unknown
-          return open.apply(target, [...args, (tx: Sql) => fn(preparedStatements(tx))])
+          return open.apply(target, [...args, (tx: Sql) => fn(preparedStatements(tx, texts))])
         }
       }
       return Reflect.get(target, property, receiver)
