@@ -274,6 +274,24 @@ describe.each(layers)('the race table on %s', (kind) => {
     expect(calls).toEqual([1])
   })
 
+  it('a reconcile verdict from an attempt that no longer holds the run changes nothing (fenced, row count checked)', async () => {
+    const { name, generate } = await setup(async () => {}, { start: false })
+    const [{ id: jobId }] = await query<{ id: number }>(store.db, sql`select id from a2_jobs where event_id = ${generate.id} and consumer = ${name}`)
+    // An effect a dead attempt 0 left DISPATCHED.
+    await query(store.db, sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${jobId}, 'charge', 'DISPATCHED', 0, 0)`)
+    const { applyVerdict } = await import('./internal/effects')
+    const stale = await applyVerdict(store.db, Number(jobId), 3, 'charge', { done: true, result: 'r' }).catch((e) => e)
+    expect(stale?.code).toBe('fenced')
+    expect(await effectsOf(Number(jobId))).toMatchObject([{ key: 'charge', status: 'DISPATCHED' }])
+    expect(await historyOf(store, Number(jobId))).toEqual([])
+    // The attempt that holds the run: the effect and the history move together.
+    expect(await applyVerdict(store.db, Number(jobId), 0, 'charge', { done: true, result: 'r' })).toEqual({ value: 'r' })
+    expect(await effectsOf(Number(jobId))).toMatchObject([{ key: 'charge', status: 'DONE' }])
+    expect(await historyOf(store, Number(jobId))).toEqual(['0:ACTIVE>ACTIVE:EFFECT_RECONCILED_DONE'])
+    // Settled once: a second verdict finds nothing to move.
+    expect((await applyVerdict(store.db, Number(jobId), 0, 'charge', { done: false }).catch((e) => e))?.code).toBe('fenced')
+  })
+
   it('a job cancelled before anyone claimed it never runs', async () => {
     let ran = false
     const { name, server, generate, cancel } = await setup(

@@ -214,7 +214,10 @@ async function reconcileDispatched<R>(
 
 /**
  * Settles a DISPATCHED effect of a dead attempt: done (record the result), not done (back to
- * INTENT so it may be dispatched again under the same idempotency key), or UNKNOWN.
+ * INTENT so it may be dispatched again under the same idempotency key), or UNKNOWN. One
+ * statement each, fenced on the run's attempt: the effect moves and the run's history says
+ * so (status unchanged: reconciling is an event in the run, not a change of its state)
+ * together, or not at all — zero rows means a successor or an operator got there first.
  */
 export async function applyVerdict(
   db: Executor,
@@ -223,29 +226,28 @@ export async function applyVerdict(
   key: string,
   verdict: ReconcileResult,
 ): Promise<{ value: unknown } | undefined> {
-  if (verdict === 'unknown') {
-    await query(
-      db,
-      sql`update a2_effects set status = 'UNKNOWN', updated_at = now()
-          where job_id = ${jobId} and key = ${key} and status = 'DISPATCHED'`,
-    )
-    throw new EffectUnknown(key)
-  }
-  if (verdict.done) {
-    await query(
-      db,
-      sql`update a2_effects set status = 'DONE', result = ${JSON.stringify({ value: verdict.result ?? null })}::jsonb, updated_at = now()
-          where job_id = ${jobId} and key = ${key} and status = 'DISPATCHED'`,
-    )
-    await recordTransitions(db, [{ jobId, attempt, from: null, to: 'ACTIVE', reason: 'EFFECT_RECONCILED_DONE', detail: { key } }])
-    return { value: verdict.result ?? null }
-  }
-  await query(
+  const to = verdict === 'unknown' ? 'UNKNOWN' : verdict.done ? 'DONE' : 'INTENT'
+  const result = verdict !== 'unknown' && verdict.done ? JSON.stringify({ value: verdict.result ?? null }) : null
+  const reason = verdict === 'unknown' ? 'EFFECT_UNRECONCILED' : verdict.done ? 'EFFECT_RECONCILED_DONE' : 'EFFECT_RECONCILED_NOT_DONE'
+  const rows = await query(
     db,
-    sql`update a2_effects set status = 'INTENT', updated_at = now()
-        where job_id = ${jobId} and key = ${key} and status = 'DISPATCHED'`,
+    sql`with run as (
+          select id, status from a2_jobs
+          where id = ${jobId} and attempt = ${attempt} and status in ('ACTIVE', 'CANCELLING')
+          for share
+        ), moved as (
+          update a2_effects e set status = ${to}, result = coalesce(${result}::jsonb, e.result), updated_at = now()
+          from run where e.job_id = run.id and e.key = ${key} and e.status = 'DISPATCHED'
+          returning run.status
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select ${jobId}, ${attempt}::int, status, status, ${reason}, ${JSON.stringify({ key })}::jsonb from moved
+        returning id`,
   )
-  await recordTransitions(db, [{ jobId, attempt, from: null, to: 'ACTIVE', reason: 'EFFECT_RECONCILED_NOT_DONE', detail: { key } }])
-  return undefined
+  if (rows.length !== 1) {
+    throw new A2Error('fenced', `effect "${key}" was not reconciled: attempt ${attempt} no longer holds job ${jobId}, or the effect was settled meanwhile`)
+  }
+  if (verdict === 'unknown') throw new EffectUnknown(key)
+  return verdict.done ? { value: verdict.result ?? null } : undefined
 }
 
