@@ -64,16 +64,21 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
             stopWhen: stepCountIs(3),
             maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
           })
+          // The outcome comes from the stream's own `finish` part: `result.finishReason` and
+          // `result.totalUsage` would tee the stream once more and drain it again after the
+          // end (in the bench at 100 streams, a second pass over every token on the busy worker).
+          let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
           for await (const part of result.fullStream) {
             if (part.type === 'text-delta') writer.push(part.text)
+            else if (part.type === 'finish') finish = part
             else if (part.type === 'error') throw part.error
             else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
           }
+          if (!finish) throw new Error('the model stream ended without a finish')
           await writer.flush()
-          const usage = await result.totalUsage
           return {
-            finishReason: normalizeReason(await result.finishReason),
-            usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens },
+            finishReason: normalizeReason(finish.finishReason),
+            usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
           }
         },
         { reconcile: async () => ({ done: false }) },
