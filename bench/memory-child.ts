@@ -5,7 +5,8 @@
  * the connections and asks for memory figures after GC.
  */
 import { sql } from 'drizzle-orm'
-import { createServer, type Store } from '@/lib/a2/server'
+import { createServer } from '@/lib/a2/server'
+import { countingStore } from '@/test/counting-store'
 import { chat } from '@/lib/chat/contract'
 import { serveParent, tellParent } from './lib/children'
 import { openBenchStore } from './lib/db'
@@ -19,7 +20,8 @@ const url = process.env.BENCH_DB_URL
 const gc = (globalThis as { gc?: () => void }).gc
 if (!gc) throw new Error('memory-child needs --expose-gc')
 
-const store: Store = await openBenchStore(url ? 'postgres' : 'pglite', url)
+// Counts the statements the tails and the bus send (figure 5's idle cost).
+const store = countingStore(await openBenchStore(url ? 'postgres' : 'pglite', url))
 if (!url) {
   // PGlite is this process's own database: make the sessions here.
   await store.db.execute(sql.raw(`insert into a2_sessions (id, owner) select 'mem-' || g, '${OWNER}' from generate_series(0, ${sessions - 1}) g`))
@@ -43,6 +45,7 @@ async function settledMemory() {
 serveParent(
   {
     measure: () => settledMemory(),
+    statements: () => store.statements,
     cpu: () => {
       const pct = cpu.stop()
       cpu = processCpu()

@@ -2,30 +2,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { createServer, type Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract } from '@/test/contract'
+import { countingStore } from '@/test/counting-store'
 import { isA2Error } from '@/lib/a2'
 import { query } from './internal/store'
 import { sql } from 'drizzle-orm'
-
-/** A store on the same database that counts the statements sent through it (raw ones and selects). */
-function countingStore(store: Store): Store & { readonly statements: number } {
-  let statements = 0
-  const db = new Proxy(store.db, {
-    get: (target, property, receiver) =>
-      property === 'execute' || property === 'select'
-        ? (...args: unknown[]) => {
-            statements++
-            return (Reflect.get(target, property) as (...a: unknown[]) => unknown).apply(target, args)
-          }
-        : Reflect.get(target, property, receiver),
-  })
-  return {
-    ...store,
-    db,
-    get statements() {
-      return statements
-    },
-  }
-}
 
 describe.each(layers)('the log on %s', (kind) => {
   let testDb: TestDb
