@@ -9,7 +9,7 @@ import type { ChatRig } from '../lib/rig'
 import { OWNER, openSse } from '../lib/http'
 import { prompt, tokenTimes } from '../lib/upstream'
 import { within } from '../lib/time'
-import { summarize } from '../lib/stats'
+import { summarize, type Summary } from '../lib/stats'
 
 export interface ChatOutcome {
   /** Upstream write → SSE client receipt, ms, one per token received. */
@@ -154,7 +154,15 @@ function match(rig: ChatRig, tag: string, received: Map<string, number>, expecte
 }
 
 /** Where the log's token latency goes (split at the append's start) and its batch sizes, over many chats. */
-export function summarizeLogPath(outcomes: readonly ChatOutcome[]) {
+/** Where a token's time went on the log path, and how the chunks were batched. */
+export interface LogPath {
+  /** Ours split where the append began: upstream → append began, append began → client (ms, ±1 ms: created_at is kept to the ms). */
+  split: { toAppend: Summary; toClient: Summary }
+  /** Chunk events per append transaction, through the log. */
+  batch: Summary
+}
+
+export function summarizeLogPath(outcomes: readonly ChatOutcome[]): LogPath {
   return {
     split: {
       toAppend: summarize(outcomes.flatMap((o) => o.split?.toAppend ?? [])),

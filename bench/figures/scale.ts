@@ -8,9 +8,9 @@ import type { ChatRig, CpuSample } from '../lib/rig'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, randomInt, sleep } from '../lib/time'
-import { chatDirect, chatThroughLog, summarizeLogPath, type ChatOutcome } from './chats'
+import { chatDirect, chatThroughLog, summarizeLogPath, type ChatOutcome, type LogPath } from './chats'
 
-export interface ScaleLevel {
+export interface ScaleLevel extends LogPath {
   chats: number
   rounds: number
   /** Chats that did not reach their stop point (or finish) within the timeout, per side. */
@@ -18,8 +18,6 @@ export interface ScaleLevel {
   stop: { ours: Summary; baseline: Summary }
   token: { ours: Summary; baseline: Summary }
   notClosedEarly: number
-  split: { toAppend: Summary; toClient: Summary }
-  batch: Summary
   cpu: { ours: CpuSample; baseline: CpuSample }
   errors?: string
 }

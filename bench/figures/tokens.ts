@@ -8,9 +8,9 @@ import type { ChatRig, CpuSample } from '../lib/rig'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep } from '../lib/time'
-import { chatDirect, chatThroughLog, summarizeLogPath, type ChatOutcome } from './chats'
+import { chatDirect, chatThroughLog, summarizeLogPath, type ChatOutcome, type LogPath } from './chats'
 
-export interface TokenLevel {
+export interface TokenLevel extends LogPath {
   streams: number
   tokensPerStream: number
   /** Chats that did not complete within the timeout, per side. */
@@ -18,10 +18,6 @@ export interface TokenLevel {
   ours: Summary
   baseline: Summary
   lost: { ours: number; baseline: number }
-  /** Ours split where the append began: upstream → append began, append began → client (ms, ±1 ms: created_at is kept to the ms). */
-  split: { toAppend: Summary; toClient: Summary }
-  /** Chunk events per append transaction, through the log. */
-  batch: Summary
   cpu: { ours: CpuSample; baseline: CpuSample }
   errors?: string
 }

@@ -8,7 +8,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { expect, test } from '@playwright/test'
-import { startUpstream, type Upstream } from '../../scripts/upstream-server'
+import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
 import {
   BASE_DATABASE_URL,
@@ -45,8 +45,7 @@ test.describe('chaos: Stop on instance A, the run on a worker process', () => {
 
   test.beforeAll(async () => {
     rig = createRig('cross-stop')
-    upstream = await startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
-    rig.onTeardown(() => upstream.close())
+    upstream = await rig.startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
     databaseUrl = await rig.createDatabase()
     appA = await rig.startApp('appA', { databaseUrl, upstreamUrl: upstream.url })
     ;[appB, worker] = await Promise.all([

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import postgres from 'postgres'
 import type { TestInfo } from '@playwright/test'
+import { startUpstream, type Upstream, type UpstreamOptions } from '../../scripts/upstream-server'
 
 export const ROOT = process.cwd()
 export const DIST_DIR = process.env.A2_NEXT_DIST_DIR || '.next-chaos'
@@ -226,6 +227,8 @@ export interface Rig {
   createDatabase(prefix?: string): Promise<string>
   startApp(name: string, options: { databaseUrl: string; upstreamUrl: string; embeddedWorker?: boolean }): Promise<App>
   startWorker(name: string, options: { databaseUrl: string; upstreamUrl: string }): Promise<Worker>
+  /** The upstream test model (scripts/upstream-server.ts), closed at teardown. */
+  startUpstream(options: UpstreamOptions): Promise<Upstream>
   /** A postgres client for assertions, closed at teardown. */
   sql(url: string): postgres.Sql
   /** Runs at teardown (last registered, first run). */
@@ -324,6 +327,12 @@ export function createRig(suite: string): Rig {
       const [, id] = await proc.waitForOutput(/\[a2\] worker (\S+) running/, 60_000)
       const pid = Number(id.split(':').at(-2))
       return { name, id, pid, proc }
+    },
+
+    async startUpstream(options) {
+      const upstream = await startUpstream(options)
+      teardowns.push(() => upstream.close())
+      return upstream
     },
 
     sql(url) {

@@ -11,7 +11,7 @@
 import { expect, test } from '@playwright/test'
 import postgres from 'postgres'
 import { createThrowawayPg, throwawayUnavailable, type ThrowawayPg } from '../../scripts/pg-throwaway'
-import { startUpstream, type Upstream } from '../../scripts/upstream-server'
+import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage, type AnswerStatus } from '../pages/chat'
 import {
   BASE_DATABASE_URL,
@@ -58,8 +58,7 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
     rig = createRig('pg-restart')
     pg = await createThrowawayPg({ port: 55432 })
     rig.onTeardown(() => pg.destroy())
-    upstream = await startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
-    rig.onTeardown(() => upstream.close())
+    upstream = await rig.startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
     const admin = postgres(pg.url, { max: 1, onnotice: () => {} })
     try {
       await admin.unsafe('create database a2_chaos')

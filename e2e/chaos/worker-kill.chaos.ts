@@ -12,7 +12,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import { expect, test } from '@playwright/test'
-import { startUpstream, type Upstream } from '../../scripts/upstream-server'
+import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
 import {
   BASE_DATABASE_URL,
@@ -51,8 +51,7 @@ test.describe('chaos: kill -9 of the worker mid-stream', () => {
 
   test.beforeAll(async () => {
     rig = createRig('worker-kill')
-    upstream = await startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
-    rig.onTeardown(() => upstream.close())
+    upstream = await rig.startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
     databaseUrl = await rig.createDatabase()
     // A first: it runs the migrations (under an advisory lock anyway), the rest start together.
     appA = await rig.startApp('appA', { databaseUrl, upstreamUrl: upstream.url })

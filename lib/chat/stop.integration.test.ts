@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks'
 import type { Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
+import { waitUntil } from '@/test/runtime'
 import { buildChatServer } from './server'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, reduceChat, type AnswerTurn } from './reducer'
@@ -30,16 +31,6 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     await testDb.drop()
   })
 
-  async function waitFor<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
-    const until = Date.now() + timeoutMs
-    for (;;) {
-      const value = await check()
-      if (value !== undefined && value !== false) return value
-      if (Date.now() > until) throw new Error('timed out')
-      await new Promise((r) => setTimeout(r, 20))
-    }
-  }
-
   it('closes the upstream request, appends nothing after the run, and the refold equals the cut view', async () => {
     const { server } = chat
     const { id } = await server.sessions.create('alice')
@@ -57,7 +48,7 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     const tailing = (async () => {
       for await (const batch of await server.tail(id, 'alice', { after: -1, signal: controller.signal, pollMs: 50 })) seen.push(...batch)
     })()
-    await waitFor(() => seen.filter((e) => e.type === 'chunk').length >= 20)
+    await waitUntil(() => seen.filter((e) => e.type === 'chunk').length >= 20, '20 chunks on the tail')
     const request = upstream.requests.at(-1)!
     expect(request.closedAt).toBeUndefined()
 
@@ -77,10 +68,10 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     // Bounded, not timed: the speed figure lives in `npm run bench`.
     expect(request.closedAt! - pushedAt).toBeLessThan(2_000)
 
-    const [run] = await waitFor(async () => {
+    const [run] = await waitUntil(async () => {
       const runs = await server.operator.listRuns({ sessionIds: [id] })
       return runs.length && runs[0].status === 'CANCELLED' ? runs : undefined
-    })
+    }, 'the run CANCELLED')
     expect(run.attempt).toBe(1)
     const settled = await server.read(id, 'alice', { limit: 10_000 })
     await new Promise((r) => setTimeout(r, 300))
@@ -114,10 +105,10 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
       ],
     })
     await quick.server.startWorker({ pollMs: 50 })
-    const events = await waitFor(async () => {
+    const events = await waitUntil(async () => {
       const log = await quick.server.read(id, 'bob', { limit: 1000 })
       return log.some((e) => e.type === 'finished') ? log : undefined
-    })
+    }, 'the answer finished')
     await quick.server.stopWorkers()
     await short.close()
     const finished = events.find((e) => e.type === 'finished')!

@@ -73,11 +73,12 @@ export function toEvent(row: EventRow): A2Event {
 }
 
 /**
- * Round trips matter more than anything else here: the session's row lock is held from
- * the first statement to the commit, so every round trip of one append is a wait for the
- * next append in that session (a Stop queued behind a chunk batch). A chunk batch is four
- * round trips — lock and reserve, fence, insert and notify, commit — where it was eight
- * (bench: append p50 ~4 ms → ~1 ms with one writer on Postgres).
+ * A server's step batch (no ids, nothing to start or cancel, no `within`) goes to the
+ * cross-session group commit (steps.ts). Everything else is one transaction, where round
+ * trips matter most: the session's row lock is held from the first statement to the commit,
+ * so every round trip is a wait for the next append in that session (a Stop queued behind
+ * another push). It is four — lock and reserve, fence and admission, insert and notify,
+ * commit — where it was eight (bench: append p50 ~4 ms → ~1 ms with one writer on Postgres).
  */
 export async function append(
   store: Store,
