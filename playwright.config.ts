@@ -6,8 +6,9 @@ import { chromiumLaunchOptions } from './e2e/chromium'
  * chat-completions SSE, in Debian's Chromium. The app's database: a fresh Postgres
  * database when TEST_DATABASE_URL is set, else PGlite in a throwaway directory.
  */
-const APP_PORT = 3100
-const UPSTREAM_PORT = 4110
+// Overridable so two checkouts on one machine can run their suites side by side.
+const APP_PORT = Number(process.env.E2E_APP_PORT || 3100)
+const UPSTREAM_PORT = Number(process.env.E2E_UPSTREAM_PORT || 4110)
 const dataDir = `/tmp/a2-e2e-${process.pid}`
 
 export default defineConfig({

@@ -60,6 +60,6 @@ export async function startProxy(target: { host: string; port: number }): Promis
 
 /** The app's host and port, from Playwright's baseURL. */
 export function appTarget(baseURL: string | undefined): { host: string; port: number } {
-  const url = new URL(baseURL ?? 'http://127.0.0.1:3100')
+  const url = new URL(baseURL ?? `http://127.0.0.1:${process.env.E2E_APP_PORT || 3100}`)
   return { host: url.hostname, port: Number(url.port) }
 }
