@@ -14,7 +14,7 @@ import { RunAborted } from './abort'
 import type { ReconcileResult } from './consumer'
 import type { Fence } from './log'
 import { query, type Executor } from './store'
-import { recordTransitions } from './transitions'
+import { recordTransitions, type TransitionReason } from './transitions'
 
 export type EffectStatus = 'INTENT' | 'DISPATCHED' | 'DONE' | 'FAILED' | 'CANCELLED_BEFORE_DISPATCH' | 'UNKNOWN'
 
@@ -176,7 +176,7 @@ async function recordOutcome(
  * cancelled, else ACTIVE again (with one more attempt of budget) so a new attempt replays
  * what was recorded, or dispatches again under the same idempotency key.
  */
-export async function settleIfResolved(db: Executor, jobId: number, reason: string, detail: unknown): Promise<string | undefined> {
+export async function settleIfResolved(db: Executor, jobId: number, reason: TransitionReason, detail: unknown): Promise<string | undefined> {
   const [job] = await query<{ status: string; cancelled_by: unknown; attempt: number }>(
     db,
     sql`select status, cancelled_by, attempt from a2_jobs where id = ${jobId} for update`,

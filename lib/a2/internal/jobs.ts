@@ -6,7 +6,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import { FAILED_TYPE } from './contract'
 import type { Fence } from './log'
 import { query, type Executor } from './store'
-import type { RunStatus } from './transitions'
+import type { RunStatus, TransitionReason } from './transitions'
 
 export interface ClaimedJob {
   id: number
@@ -174,7 +174,7 @@ export async function scheduleRetry(
   fence: Fence,
   delayMs: number,
   error: { message: string; code?: string },
-  revokedReason = 'RETRY_REVOKED',
+  revokedReason: TransitionReason = 'RETRY_REVOKED',
 ): Promise<'RETRY_SCHEDULED' | 'RETRY_REVOKED' | 'FENCED'> {
   const retried = await query(
     executor,
@@ -199,7 +199,7 @@ export async function settleJob(
   fence: Fence,
   from: RunStatus,
   to: RunStatus,
-  reason: string,
+  reason: TransitionReason,
   detail?: unknown,
 ): Promise<boolean> {
   const rows = await query(
