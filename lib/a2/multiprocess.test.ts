@@ -104,8 +104,8 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
 
   it('kills that spend the whole budget end the job FAILED, with an a2.failed event in the log', async () => {
     const pair = await start(['hang', 'hang'])
-    // A worker in this process that serves no consumer: it only drains (fails exhausted jobs).
-    const controller = guard.server(createServer({ contract: testContract, consumers: [], store }))
+    // A worker in this process for the same consumer: no attempt is left, so it only drains (fails the exhausted job).
+    const controller = guard.server(createServer({ contract: testContract, consumers: mpConsumers({ leaseMs: LEASE_MS }), store }))
     const { id: session } = await server.sessions.create('u1')
     const [m] = await server.append(session, { type: 'message', payload: { text: 'work' } })
 
@@ -122,8 +122,9 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     const drainer = guard.worker(await controller.startWorker({ pollMs: 200 }))
     try {
       const job = await waitForJob(store, m.id, 'mp-budget', (j) => j.status === 'FAILED', 10_000)
-      expect(job).toMatchObject({ attempt: 2, max_attempts: 2, owner: null })
-      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>FAILED:ATTEMPTS_EXHAUSTED'])
+      // The drain takes the run as attempt 3 (fencing out the dead attempt 2) to fail it.
+      expect(job).toMatchObject({ attempt: 3, max_attempts: 2, owner: null })
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '3:ACTIVE>FAILED:ATTEMPTS_EXHAUSTED'])
       const failed = (await eventsOf(store, session)).filter((e) => e.type === 'a2.failed')
       expect(failed).toHaveLength(1)
       expect(failed[0].payload).toMatchObject({ of: m.id, consumer: 'mp-budget', attempts: 2, error: { code: 'LEASE_EXPIRED' } })

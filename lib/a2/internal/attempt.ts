@@ -62,17 +62,23 @@ export class Attempt {
     if (this.hasAbortOn) this.abort(new RunAborted('CANCELLED', by))
   }
 
-  /** Renews the lease now and reads the run's durable status (also how a too-big cancel hint is checked). */
+  /**
+   * Renews the lease now and reads the run's durable status (also how a too-big cancel hint
+   * is checked). Renewal goes on after a Stop fired the signal: a run that unwinds
+   * cooperatively keeps its claim (and its last appends) until it returns or the grace
+   * period forces it out. After a lost claim there is nothing left to renew.
+   */
   async renew(): Promise<void> {
-    if (this.renewing || this.controller.signal.aborted) return
+    if (this.renewing || this.finished || abortReason(this.signal)?.isLeaseLoss || abortReason(this.signal)?.code === 'FENCED_OUT') return
     this.renewing = true
     const sentAt = performance.now()
     const db = this.host.store.db
     try {
       const renewed = await renewLease(db, this.fence, this.owner, this.leaseMs)
-      // Aborted meanwhile (e.g. CLAIM_EXPIRED fired while this renewal was in flight): the
-      // attempt is surrendering; its late renewal must not re-arm anything.
-      if (this.finished || this.controller.signal.aborted) return
+      // The claim was lost meanwhile (e.g. CLAIM_EXPIRED fired while this renewal was in
+      // flight): the attempt is surrendering; its late renewal must not re-arm anything.
+      const lost = abortReason(this.signal)
+      if (this.finished || lost?.isLeaseLoss || lost?.code === 'FENCED_OUT') return
       if (!renewed.held) this.abort(new RunAborted(await whyNotHeld(db, this.fence)))
       else {
         this.deadline = sentAt + this.leaseMs
@@ -158,6 +164,7 @@ export class Attempt {
             cancelVersion: job.cancelVersion,
             signal,
             beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
+            reconcile: this.consumer.options.reconcile,
           },
           key,
           fn,
@@ -197,7 +204,8 @@ async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
   return {
     held,
     attempt: row.attempt,
-    cancelledBy: row.status === 'CANCELLING' && row.cancelled_by ? { id: row.cancelled_by.id, index: row.cancelled_by.index } : undefined,
+    // A Stop recorded against the run is honoured whatever the status it was recorded in.
+    cancelledBy: row.cancelled_by ? { id: row.cancelled_by.id, index: row.cancelled_by.index } : undefined,
     event: {
       id: row.id,
       sessionId: row.session_id,

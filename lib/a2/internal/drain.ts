@@ -1,66 +1,137 @@
 /**
- * The controller's drain: settles CANCELLING runs nobody is running (never claimed,
- * waiting for a retry, or their owner died), forces out runs that ignore their signal past
- * the grace period, and fails jobs whose last attempt's lease ran out. Every worker runs
- * one; a controller that restarts resumes from the durable CANCELLING state.
+ * The controller's drain, run by every worker on every poll tick for its own consumers:
+ *   - CANCELLING runs nobody will finish (never claimed, waiting for a retry, an owner
+ *     gone, or one that ignored its signal past the grace period), and
+ *   - ACTIVE runs whose last attempt died (out of attempts),
+ * are taken like a claim (`for update skip locked`: two drains never settle one run) and
+ * settled through settle.ts, from the stored state of their effects. A drain that takes a
+ * run someone held does so as a new attempt, so the old attempt's writes are fenced out.
+ * A controller that restarts resumes from the durable state: nothing here is in memory.
  */
 import { sql } from 'drizzle-orm'
-import type { RuntimeHost } from './host'
-import type { ClaimedJob } from './jobs'
+import { leaseMsOf, type RuntimeHost } from './host'
+import { describeError } from './jobs'
 import { failRun, settleCancelling } from './settle'
-import { query } from './store'
+import { query, type Executor } from './store'
 import type { TransitionReason } from './transitions'
 
 export interface DrainOptions {
+  /** Who drains: the drain holds a run under this name while it settles it. */
+  owner: string
   /** A cancelled run that keeps going this long after CANCELLING is fenced out. */
   graceMs: number
   /** Called for a run this process is running that the drain is about to force out. */
   forceOut(jobId: number): void
 }
 
+/** At most this many runs per kind and tick: a backlog drains over several ticks, each one bounded. */
+const DRAIN_BATCH = 100
+
 export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promise<void> {
-  const db = host.store.db
-  const stuck = await query<{ id: number; attempt: number; owner: string | null; live: boolean; last_error: unknown; consumer: string }>(
-    db,
-    sql`select id, attempt, owner, consumer, last_error,
-               (owner is not null and lease_until >= now()) as live
-        from a2_jobs
-        where status = 'CANCELLING'
-          and (owner is null or lease_until < now() or cancelling_since < now() - ${options.graceMs} * interval '1 millisecond')
-        order by cancelling_since limit 100`,
-  )
-  for (const job of stuck) {
-    const id = Number(job.id)
-    if (job.live) options.forceOut(id)
-    const reason: TransitionReason = job.live
+  const consumers = [...host.consumers.keys()]
+  if (consumers.length === 0) return
+  const leaseMs: Record<string, number> = {}
+  for (const [name, c] of host.consumers) leaseMs[name] = leaseMsOf(c)
+  const claim = { consumers, owner: options.owner, leaseMs, graceMs: options.graceMs }
+
+  for (const run of await takeStuckCancelling(host.store.db, claim)) {
+    const fence = { jobId: run.id, attempt: run.attempt }
+    if (run.live) options.forceOut(run.id)
+    const reason: TransitionReason = run.live
       ? 'FORCED_AFTER_GRACE'
-      : job.attempt === 0
+      : run.previousAttempt === 0
         ? 'CANCELLED_BEFORE_START'
-        : job.owner === null && job.last_error
+        : run.previousOwner === null && run.lastError
           ? 'RETRY_REVOKED'
-          : job.owner === null
+          : run.previousOwner === null
             ? 'CANCELLED_BETWEEN_ATTEMPTS'
             : 'DRAINED_AFTER_OWNER_LOST'
-    await settleCancelling(host, { jobId: id, attempt: job.attempt }, job.consumer, reason)
+    // A forced-out attempt may still be inside an effect: "not done" is no proof for it.
+    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch(
+      (error) => console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
+    )
   }
 
-  const exhausted = await query<{ id: number; attempt: number; session_id: string; event_id: string; consumer: string; max_attempts: number }>(
-    db,
-    sql`select id, attempt, session_id, event_id, consumer, max_attempts from a2_jobs
-        where status = 'ACTIVE' and owner is not null and lease_until < now() and attempt >= max_attempts
-        limit 100`,
-  )
-  for (const job of exhausted) {
-    const claimed: Pick<ClaimedJob, 'id' | 'sessionId' | 'eventId' | 'consumer' | 'attempt'> = {
-      id: Number(job.id),
-      sessionId: job.session_id,
-      eventId: job.event_id,
-      consumer: job.consumer,
-      attempt: job.attempt,
-    }
-    await failRun(host, claimed, { jobId: claimed.id, attempt: job.attempt }, {
-      message: `the worker running attempt ${job.attempt} stopped renewing its lease`,
+  for (const run of await takeExhausted(host.store.db, claim)) {
+    await failRun(host, run, { jobId: run.id, attempt: run.attempt }, {
+      message: `the worker running attempt ${run.previousAttempt} stopped renewing its lease`,
       code: 'LEASE_EXPIRED',
-    }).catch(() => {})
+    }, run.previousAttempt).catch((error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message))
   }
+}
+
+interface DrainClaim {
+  consumers: string[]
+  owner: string
+  leaseMs: Record<string, number>
+  graceMs: number
+}
+
+interface TakenRun {
+  id: number
+  attempt: number
+  consumer: string
+  sessionId: string
+  eventId: string
+  previousAttempt: number
+  previousOwner: string | null
+  live: boolean
+  lastError: unknown
+}
+
+/**
+ * CANCELLING runs with no owner, an owner whose lease ran out, or one past the grace
+ * period. `cancelling_since` is cleared as the drain takes the run, so the grace period
+ * forces out the run's own attempt, never another drain.
+ */
+function takeStuckCancelling(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
+  return take(
+    db,
+    claim,
+    sql`status = 'CANCELLING'
+        and (owner is null or lease_until < now() or cancelling_since < now() - ${claim.graceMs} * interval '1 millisecond')`,
+    sql`cancelling_since nulls last`,
+  )
+}
+
+/** ACTIVE runs out of attempts whose last owner is gone: nobody may claim them again. */
+function takeExhausted(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
+  return take(db, claim, sql`status = 'ACTIVE' and attempt >= max_attempts and (owner is null or lease_until < now())`, sql`id`)
+}
+
+/**
+ * One statement: pick the runs (`for update skip locked`), hold them under the drain's
+ * name for a lease, and give each a new attempt number when someone held it before.
+ */
+async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sql>, order: ReturnType<typeof sql>): Promise<TakenRun[]> {
+  const rows = await query<Record<string, unknown>>(
+    db,
+    sql`with candidates as (
+          select id, attempt, owner, (owner is not null and lease_until >= now()) as live, last_error
+          from a2_jobs
+          where consumer in ${claim.consumers} and ${where}
+          order by ${order}
+          limit ${DRAIN_BATCH}
+          for update skip locked
+        )
+        update a2_jobs j
+        set attempt = j.attempt + case when c.owner is null then 0 else 1 end,
+            owner = ${claim.owner},
+            lease_until = now() + ((${JSON.stringify(claim.leaseMs)}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
+            cancelling_since = null, updated_at = now()
+        from candidates c where j.id = c.id
+        returning j.id, j.attempt, j.consumer, j.session_id, j.event_id,
+                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.last_error`,
+  )
+  return rows.map((r) => ({
+    id: Number(r.id),
+    attempt: Number(r.attempt),
+    consumer: String(r.consumer),
+    sessionId: String(r.session_id),
+    eventId: String(r.event_id),
+    previousAttempt: Number(r.previous_attempt),
+    previousOwner: (r.previous_owner as string | null) ?? null,
+    live: Boolean(r.live),
+    lastError: r.last_error,
+  }))
 }

@@ -107,21 +107,18 @@ export class Worker {
     while (!this.stopping) {
       // Cleared before the tick: a hint or a finished run during the tick makes the loop go round again.
       this.woken = false
-      let claimed = 0
-      try {
-        if (Date.now() - this.lastDrain >= this.pollMs) {
-          this.lastDrain = Date.now()
-          await drainOnce(this.host, {
-            graceMs: this.graceMs,
-            forceOut: (jobId) => {
-              for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
-            },
-          })
-        }
-        claimed = await this.claimAndStart()
-      } catch (error) {
-        if (!this.stopping) console.error('[a2] worker tick failed', describeError(error).message)
+      // The drain and the claim fail apart: a drain error must not cost this tick its claims.
+      if (Date.now() - this.lastDrain >= this.pollMs) {
+        this.lastDrain = Date.now()
+        await drainOnce(this.host, {
+          owner: this.id,
+          graceMs: this.graceMs,
+          forceOut: (jobId) => {
+            for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
+          },
+        }).catch((error) => this.tickFailed('drain', error))
       }
+      const claimed = await this.claimAndStart().catch((error) => (this.tickFailed('claim', error), 0))
       if (this.stopping) break
       if (this.running.size < this.concurrency && (claimed > 0 || this.woken)) continue
       await new Promise<void>((resolve) => {
@@ -134,6 +131,10 @@ export class Worker {
         this.wake = done
       })
     }
+  }
+
+  private tickFailed(what: string, error: unknown): void {
+    if (!this.stopping) console.error(`[a2] worker ${what} failed`, describeError(error).message)
   }
 
   private async claimAndStart(): Promise<number> {
