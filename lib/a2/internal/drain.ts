@@ -8,9 +8,11 @@
  * run someone held does so as a new attempt, so the old attempt's writes are fenced out.
  * A controller that restarts resumes from the durable state: nothing here is in memory.
  */
+import { wakeWorkers } from './bus'
 import { sql } from 'drizzle-orm'
 import { leaseMsOf, type RuntimeHost } from './host'
 import { describeError } from './jobs'
+import type { Liveness } from './liveness'
 import { failRun, settleCancelling } from './settle'
 import { query, type Executor } from './store'
 import type { TransitionReason } from './transitions'
@@ -18,6 +20,8 @@ import type { TransitionReason } from './transitions'
 export interface DrainOptions {
   /** Who drains: the drain holds a run under this name while it settles it. */
   owner: string
+  /** This process's liveness: runs whose owner died are released before their lease ends. */
+  liveness?: Liveness
   /** A cancelled run that keeps going this long after CANCELLING is fenced out. */
   graceMs: number
   /** Called for a run this process is running that the drain is about to force out. */
@@ -32,7 +36,8 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
   if (consumers.length === 0) return
   const leaseMs: Record<string, number> = {}
   for (const [name, c] of host.consumers) leaseMs[name] = leaseMsOf(c)
-  const claim = { consumers, owner: options.owner, leaseMs, graceMs: options.graceMs }
+  const claim = { consumers, owner: options.owner, ownerKey: options.liveness?.key, leaseMs, graceMs: options.graceMs }
+  if (options.liveness?.trusted()) await releaseDeadOwners(host.store.db, consumers, options.liveness)
 
   for (const run of await takeStuckCancelling(host.store.db, claim)) {
     const fence = { jobId: run.id, attempt: run.attempt }
@@ -60,9 +65,42 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
   }
 }
 
+/**
+ * Runs held under a live lease by a process that is gone (liveness.ts) are released at once,
+ * with OWNER_DIED in their history: an ACTIVE run becomes claimable (the next claim takes it
+ * as a new attempt, fenced like any other), a CANCELLING one drainable (its lease is ended).
+ * Returns how many were released.
+ */
+async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness): Promise<number> {
+  const released = await query(
+    db,
+    sql`with gone as (
+          select id, attempt, owner from a2_jobs j
+          where status in ('ACTIVE', 'CANCELLING') and consumer in ${consumers}
+            and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
+            and ${liveness.ownerGone(sql`j.owner_key`)}
+          limit ${DRAIN_BATCH}
+          for update skip locked
+        ), released as (
+          update a2_jobs j
+          set owner = case when j.status = 'ACTIVE' then null else j.owner end,
+              lease_until = case when j.status = 'ACTIVE' then null else now() - interval '1 millisecond' end,
+              owner_key = null, updated_at = now()
+          from gone g where j.id = g.id and j.attempt = g.attempt
+          returning j.id, j.attempt, j.status, g.owner
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, attempt, status, status, 'OWNER_DIED', jsonb_build_object('owner', owner) from released
+        returning job_id`,
+  )
+  if (released.length > 0) await wakeWorkers(db)
+  return released.length
+}
+
 interface DrainClaim {
   consumers: string[]
   owner: string
+  ownerKey?: number
   leaseMs: Record<string, number>
   graceMs: number
 }
@@ -116,7 +154,7 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
         )
         update a2_jobs j
         set attempt = j.attempt + case when c.owner is null then 0 else 1 end,
-            owner = ${claim.owner},
+            owner = ${claim.owner}, owner_key = ${claim.ownerKey ?? null}::int,
             lease_until = now() + ((${JSON.stringify(claim.leaseMs)}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
             cancelling_since = null, updated_at = now()
         from candidates c where j.id = c.id

@@ -7,6 +7,7 @@
  *   DISPATCHED by a dead attempt ──reconcile──▶ DONE | INTENT (not done: dispatch again)
  *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
  */
+import { wakeWorkers } from './bus'
 import { sql } from 'drizzle-orm'
 import { A2Error } from './errors'
 import { brandOf } from './brand'
@@ -206,7 +207,7 @@ export async function settleIfResolved(db: Executor, jobId: number, reason: Tran
         select id, attempt, 'UNKNOWN', status, ${reason}, ${JSON.stringify(detail ?? null)}::jsonb from moved
         returning to_status`,
   )
-  if (moved?.to_status === 'ACTIVE') await db.execute(sql`select pg_notify('a2', ${JSON.stringify({ s: '', h: 0, j: 1 })})`)
+  if (moved?.to_status === 'ACTIVE') await wakeWorkers(db)
   if (moved) return moved.to_status
   const [job] = await query<{ status: RunStatus }>(db, sql`select status from a2_jobs where id = ${jobId}`)
   return job?.status

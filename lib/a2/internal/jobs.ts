@@ -2,6 +2,7 @@
  * Job state changes, one statement each. Every write made under a lease is fenced on
  * (job, attempt) and checks its row count: a superseded attempt writes nothing.
  */
+import { wakeWorkers } from './bus'
 import { sql, type SQL } from 'drizzle-orm'
 import { FAILED_TYPE } from './contract'
 import type { Fence } from './log'
@@ -28,7 +29,7 @@ export interface ClaimedJob {
  */
 export async function claimJobs(
   executor: Executor,
-  args: { consumers: string[]; owner: string; leaseMs: Record<string, number>; limit: number },
+  args: { consumers: string[]; owner: string; ownerKey?: number; leaseMs: Record<string, number>; limit: number },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.consumers.length === 0) return []
   const leases = JSON.stringify(args.leaseMs)
@@ -49,7 +50,7 @@ export async function claimJobs(
         ),
         claimed as (
           update a2_jobs j
-          set attempt = j.attempt + 1, owner = ${args.owner},
+          set attempt = j.attempt + 1, owner = ${args.owner}, owner_key = ${args.ownerKey ?? null}::int,
               lease_until = now() + ((${leases}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
               updated_at = now()
           from candidates c where j.id = c.id
@@ -181,6 +182,8 @@ export async function surrenderJob(executor: Executor, fence: Fence, code: strin
         select id, ${fence.attempt}::int, status, status, 'SURRENDERED', ${detailSql({ code })} from moved
         returning id`,
   )
+  // Wake every worker: the job is claimable now (a shutdown hands it over at once).
+  if (rows.length === 1) await wakeWorkers(executor)
   return rows.length === 1
 }
 

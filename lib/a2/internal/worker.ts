@@ -11,6 +11,7 @@ import { busFor, type Hint } from './bus'
 import { drainOnce } from './drain'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { claimJobs, describeError } from './jobs'
+import { livenessFor, type Liveness } from './liveness'
 
 export type { WorkerHooks } from './host'
 
@@ -43,6 +44,7 @@ export class Worker {
   private loopDone?: Promise<void>
   private unsubscribe?: () => void
   private lastDrain = 0
+  private liveness?: Liveness
 
   constructor(
     private readonly host: RuntimeHost,
@@ -61,13 +63,19 @@ export class Worker {
   async start(): Promise<this> {
     if (this.started) return this
     this.started = true
+    this.liveness = await livenessFor(this.host.store)
     const bus = await busFor(this.host.store)
     this.unsubscribe = bus.onAny((hint) => this.onHint(hint))
     this.loopDone = this.loop()
     return this
   }
 
-  /** Stops claiming; lets in-flight attempts finish for `graceMs`, then aborts them (SHUTDOWN → surrendered). */
+  /**
+   * Stops claiming and hands every running attempt over at once: SHUTDOWN fires their
+   * signals, each is surrendered with its attempt refunded, and the surrender wakes the
+   * other workers, so an answer continues elsewhere within a claim, not a lease. With
+   * `graceMs`, in-flight attempts get that long to finish first.
+   */
   stop(options: { graceMs?: number } = {}): Promise<void> {
     if (!this.started) return Promise.resolve()
     this.stopped ??= (async () => {
@@ -77,10 +85,12 @@ export class Worker {
       await this.loopDone
       const all = () => Promise.allSettled([...this.running.values()].map((a) => a.done))
       if (this.running.size > 0) {
-        await within(all(), options.graceMs ?? 5_000)
+        if (options.graceMs) await within(all(), options.graceMs)
         for (const attempt of this.running.values()) attempt.abort(new RunAborted('SHUTDOWN'))
         await within(all(), 2_000)
       }
+      // Its runs are surrendered or over: nothing left that others must see it alive for.
+      await this.liveness?.release()
     })()
     return this.stopped
   }
@@ -112,6 +122,7 @@ export class Worker {
         this.lastDrain = Date.now()
         await drainOnce(this.host, {
           owner: this.id,
+          liveness: this.liveness,
           graceMs: this.graceMs,
           forceOut: (jobId) => {
             for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
@@ -146,6 +157,7 @@ export class Worker {
     const jobs = await claimJobs(this.host.store.db, {
       consumers: [...this.host.consumers.keys()],
       owner: this.id,
+      ownerKey: this.liveness?.key,
       leaseMs,
       limit: Math.min(free, 16),
     })
