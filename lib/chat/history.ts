@@ -7,8 +7,19 @@ import { answerText, foldChat } from './reducer'
 export const SYSTEM_PROMPT =
   'You are a helpful assistant in a2 chat. Answer clearly in Markdown. When the user asks you to remember or save something, call the saveNote tool.'
 
-/** History up to and including message `forMessage`: later turns (a regenerate's old answer) are left out. */
-export function toModelMessages(history: ChatEvent[], forMessage: string): ModelMessage[] {
+/**
+ * Added to the system prompt when an earlier attempt died mid-answer: the last assistant
+ * message is that attempt's committed text, which the reader may already have read.
+ */
+export const CONTINUE_INSTRUCTION =
+  'Your previous answer was interrupted. The last assistant message is the answer so far, already shown to the user: continue it exactly where it stops, without repeating or restarting it.'
+
+/**
+ * History up to and including message `forMessage`: later turns (a regenerate's old answer)
+ * are left out. `answerSoFar` (a successor attempt's committed text) ends the list as the
+ * assistant's unfinished message, for the model to continue.
+ */
+export function toModelMessages(history: ChatEvent[], forMessage: string, answerSoFar = ''): ModelMessage[] {
   const { turns } = foldChat(history)
   const end = turns.findIndex((t) => t.kind === 'user' && t.id === forMessage)
   const relevant = end === -1 ? turns : turns.slice(0, end + 1)
@@ -20,5 +31,16 @@ export function toModelMessages(history: ChatEvent[], forMessage: string): Model
       if (text) messages.push({ role: 'assistant', content: text })
     }
   }
+  if (answerSoFar) messages.push({ role: 'assistant', content: answerSoFar })
   return messages
+}
+
+/**
+ * The text a generation's earlier attempts committed, as the chat's fold shows it (every
+ * attempt's chunks in log order): exactly what a reader may have seen of this answer.
+ */
+export function committedAnswer(history: ChatEvent[], generation: ChatEvent, later: ChatEvent[]): string {
+  const ownChunks = later.filter((e) => e.type === 'chunk' && e.payload.of === generation.id)
+  const turn = foldChat([...history, generation, ...ownChunks]).turns.find((t) => t.id === generation.id)
+  return turn?.kind === 'assistant' ? answerText(turn) : ''
 }

@@ -86,16 +86,32 @@ describe('the chat fold', () => {
     expect(edited.turns.map((t) => t.id)).toEqual(['m2', 'g3'])
   })
 
-  it('never mixes two attempts: a successor’s chunks replace a dead attempt’s, and late ones from it vanish', () => {
+  it('keeps the text a dead attempt committed: the successor continues after it, and late chunks from the dead one vanish', () => {
+    const log = [
+      ...conversation(), // attempt 1 committed "Hello there" (2..4), then died
+      ev('chunk', { of: 'g1', attempt: 2, delta: ', friend' }), // 5
+      ev('chunk', { of: 'g1', attempt: 1, delta: 'zombie' }), // 6: fenced in practice; dropped here too
+      ev('chunk', { of: 'g1', attempt: 2, delta: '.' }), // 7
+    ]
+    const streaming = answers(foldChat(log))[0]
+    expect(streaming).toMatchObject({ attempt: 2, status: 'streaming' })
+    expect(answerText(streaming)).toBe('Hello there, friend.')
+    const done = answers(foldChat([...log, ev('finished', { of: 'g1', attempt: 2, reason: 'stop' })]))[0]
+    expect(done).toMatchObject({ attempt: 2, text: 'Hello there, friend.', status: 'done' })
+  })
+
+  it('cuts at lastSeenIndex whichever attempt wrote it', () => {
     const log = [
       ...conversation(),
-      ev('chunk', { of: 'g1', attempt: 2, delta: 'Fresh ' }),
-      ev('chunk', { of: 'g1', attempt: 1, delta: 'zombie' }),
-      ev('chunk', { of: 'g1', attempt: 2, delta: 'start' }),
-      ev('finished', { of: 'g1', attempt: 2, reason: 'stop' }),
+      ev('chunk', { of: 'g1', attempt: 2, delta: ', friend' }), // 5
+      ev('chunk', { of: 'g1', attempt: 2, delta: '.' }), // 6
     ]
-    const answer = answers(foldChat(log))[0]
-    expect(answer).toMatchObject({ attempt: 2, text: 'Fresh start', status: 'done' })
+    // The reader saw up to index 3 (attempt 1's "Hello "), pressed Stop while attempt 2 ran.
+    const seenInFirst = answers(foldChat([...log, ev('cancelled', { of: 'g1', lastSeenIndex: 3 })]))[0]
+    expect([seenInFirst.status, answerText(seenInFirst)]).toEqual(['stopped', 'Hello '])
+    // Or up to index 5, the successor's first chunk.
+    const seenInSecond = answers(foldChat([...log, ev('cancelled', { of: 'g1', lastSeenIndex: 5 })]))[0]
+    expect(answerText(seenInSecond)).toBe('Hello there, friend')
   })
 
   it('shows a failure the runtime reported, keeping what streamed', () => {

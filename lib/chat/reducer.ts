@@ -30,7 +30,10 @@ export interface AnswerTurn {
   chunks: Chunk[]
   /** The compacted text, set at the terminal event. */
   text: string
-  /** Which attempt's chunks are shown: a successor's chunks replace a dead attempt's, never mix. */
+  /**
+   * The attempt that wrote the latest chunk. A successor's chunks continue its predecessors'
+   * (one answer across attempts); chunks from an older attempt than this are dropped.
+   */
   attempt: number
   /** The user stopped it, having seen up to this index. */
   cutAt?: number
@@ -78,13 +81,16 @@ export function reduceChat(state: ChatState, event: ChatEvent): ChatState {
       return updateAnswer(state, event.payload.of, (answer) => {
         // Stragglers that land after the cut, or after the end, vanish.
         if (answer.cutAt !== undefined || isTerminal(answer.status)) return answer
+        // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
         if (event.payload.attempt < answer.attempt) return answer
-        const chunks = event.payload.attempt > answer.attempt ? [] : answer.chunks
+        // A successor continues from the text its predecessors committed (generate sends it to
+        // the model as the answer so far), so every attempt's chunks stay, in log order: text a
+        // reader has seen never disappears, and a cut at lastSeenIndex keeps exactly what they saw.
         return {
           ...answer,
           status: 'streaming',
           attempt: event.payload.attempt,
-          chunks: [...chunks, { index: event.index, delta: event.payload.delta }],
+          chunks: [...answer.chunks, { index: event.index, delta: event.payload.delta }],
         }
       })
     case 'cancelled':
