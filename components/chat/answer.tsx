@@ -1,5 +1,5 @@
 'use client'
-import { memo } from 'react'
+import { memo, useEffect, useState } from 'react'
 import { answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
 import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
 import { Markdown } from '../markdown'
@@ -11,13 +11,16 @@ interface AnswerProps {
   isLast: boolean
   /** Another answer is being written: regenerate/retry wait. */
   busy: boolean
+  /** This answer's Stop has not reached the server yet (it is kept and retried). */
+  stopUndelivered?: boolean
   onRegenerate: (answerId: string) => void
 }
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
-export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate }: AnswerProps) {
+export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate }: AnswerProps) {
   const text = answerText(answer)
   const { status } = answer
+  const stalled = useStalled(answer)
   const streaming = status === 'streaming'
   const waiting = status === 'waiting'
   const terminal = isTerminal(status)
@@ -49,13 +52,21 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
 
         {waiting && <TypingIndicator />}
 
+        {streaming && stalled && (
+          <p data-testid="answer-reconnecting" role="status" className="mt-2 text-xs text-neutral-500 dark:text-neutral-400">
+            Reconnecting…
+          </p>
+        )}
+
         {status === 'stopped' && (
           <p
             data-testid="stopped-marker"
+            data-delivered={!stopUndelivered}
+            role="status"
             className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
           >
             <StopCircleIcon className="size-3.5" />
-            {text ? 'Stopped' : 'Stopped before the answer began'}
+            {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
           </p>
         )}
 
@@ -135,6 +146,25 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
     </article>
   )
 })
+
+/**
+ * 5 s with no new chunk while streaming: the attempt writing it has most likely died (a
+ * model between tokens pauses well under a second) and a successor will take over, after
+ * the generate lease (15 s) at most. Its first chunk clears this, as it continues the text.
+ */
+const STALL_MS = 5_000
+
+function useStalled(answer: AnswerTurn): boolean {
+  const streaming = answer.status === 'streaming'
+  const lastChunk = answer.chunks.at(-1)?.index
+  const [stalledAt, setStalledAt] = useState<number | undefined>(undefined)
+  useEffect(() => {
+    if (!streaming) return
+    const timer = setTimeout(() => setStalledAt(lastChunk), STALL_MS)
+    return () => clearTimeout(timer)
+  }, [streaming, lastChunk])
+  return streaming && stalledAt !== undefined && stalledAt === lastChunk
+}
 
 function TypingIndicator() {
   return (

@@ -9,7 +9,7 @@ import { Messages } from './messages'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
-  const { state, active, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
+  const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
   const { sessions } = useSessions()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
@@ -88,6 +88,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
       <Messages
         turns={state.turns}
         busy={active !== undefined}
+        stopsUndelivered={stopsUndelivered}
         followKey={followKey}
         onRegenerate={onRegenerate}
         onEdit={onEdit}

@@ -10,6 +10,8 @@ interface MessagesProps {
   turns: Turn[]
   /** An answer is being written (waiting or streaming). */
   busy: boolean
+  /** Answers whose Stop is still on its way to the server. */
+  stopsUndelivered: ReadonlySet<string>
   /** Bumped when this browser sends: scrolls to the bottom and follows again. */
   followKey: number
   onRegenerate: (answerId: string) => void
@@ -25,7 +27,7 @@ const STICK_THRESHOLD = 64
  * The conversation. Follows the bottom while an answer streams, unless the person scrolled
  * up to read; a "jump to latest" button brings them back.
  */
-export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }: MessagesProps) {
+export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerate, onEdit, empty }: MessagesProps) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const contentRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
@@ -100,7 +102,13 @@ export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }
                   {turn.kind === 'user' ? (
                     <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} />
                   ) : (
-                    <Answer answer={turn} isLast={i === lastAnswerIndex} busy={busy} onRegenerate={onRegenerate} />
+                    <Answer
+                      answer={turn}
+                      isLast={i === lastAnswerIndex}
+                      busy={busy}
+                      stopUndelivered={stopsUndelivered.has(turn.id)}
+                      onRegenerate={onRegenerate}
+                    />
                   )}
                 </li>
               ))}
