@@ -5,7 +5,7 @@ export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'faile
 /**
  * The chat UI, as tests drive it. Only `data-testid`s and `data-status` are relied on:
  * composer-input, send-button, stop-button, message-user, message-assistant (data-status),
- * answer-text, stopped-marker, regenerate-button, new-chat, session-item, error-alert,
+ * answer-text, stopped-marker (data-delivered), answer-reconnecting, regenerate-button, new-chat, session-item, error-alert,
  * connection-status, chat-not-found; answers are told apart by `data-answer-id`.
  */
 export class ChatPage {
@@ -67,6 +67,11 @@ export class ChatPage {
 
   lastAnswer(): Locator {
     return this.answers.last()
+  }
+
+  /** The last answer's "Stopped" marker; `data-delivered="false"` while its Stop is still on its way. */
+  lastStoppedMarker(): Locator {
+    return this.lastAnswer().getByTestId('stopped-marker')
   }
 
   /** The last answer's text as rendered (Markdown rendered to text, no caret or button labels). */
