@@ -1,7 +1,8 @@
 /** The conversation a `generate` answers, as model messages, folded from the log with the chat's reducer. */
 import type { ModelMessage } from 'ai'
 import type { ChatEvent } from './contract'
-import { answerText, foldChat } from './reducer'
+import { answerText, foldChat, latestBranch } from './reducer'
+import { pathTo } from './versions'
 
 /** A short system prompt; the chat is about whatever the user asks. */
 export const SYSTEM_PROMPT =
@@ -15,14 +16,14 @@ export const CONTINUE_INSTRUCTION =
   'Your previous answer was interrupted. The last assistant message is the answer so far, already shown to the user: continue it exactly where it stops, without repeating or restarting it.'
 
 /**
- * History up to and including message `forMessage`: later turns (a regenerate's old answer)
- * are left out. `answerSoFar` (a successor attempt's committed text) ends the list as the
- * assistant's unfinished message, for the model to continue.
+ * The branch that leads to message `forMessage`, as model messages: other versions (the
+ * answer a regenerate follows, the branch an edit left) are left out. `answerSoFar` (a
+ * successor attempt's committed text) ends the list as the assistant's unfinished message,
+ * for the model to continue.
  */
 export function toModelMessages(history: ChatEvent[], forMessage: string, answerSoFar = ''): ModelMessage[] {
-  const { turns } = foldChat(history)
-  const end = turns.findIndex((t) => t.kind === 'user' && t.id === forMessage)
-  const relevant = end === -1 ? turns : turns.slice(0, end + 1)
+  const state = foldChat(history)
+  const relevant = state.turns.some((t) => t.id === forMessage) ? pathTo(state, forMessage) : latestBranch(state.turns)
   const messages: ModelMessage[] = []
   for (const turn of relevant) {
     if (turn.kind === 'user') messages.push({ role: 'user', content: turn.text })
