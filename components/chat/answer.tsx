@@ -14,10 +14,12 @@ interface AnswerProps {
   /** This answer's Stop has not reached the server yet (it is kept and retried). */
   stopUndelivered?: boolean
   onRegenerate: (answerId: string) => void
+  /** The ‹ 1/2 › switcher (renders nothing for one version). */
+  versions?: React.ReactNode
 }
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
-export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate }: AnswerProps) {
+export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, versions }: AnswerProps) {
   const text = answerText(answer)
   const { status } = answer
   const stalled = useStalled(answer)
@@ -116,32 +118,35 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           </ul>
         )}
 
-        {terminal && (text || canRegenerate) && (
-          <div
-            className={`mt-2 -ml-1.5 flex items-center gap-0.5 transition-opacity ${
-              isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
-            }`}
-          >
-            {text && <CopyButton text={text} label="Copy answer" />}
-            {canRegenerate && (
-              <button
-                type="button"
-                data-testid="regenerate-button"
-                onClick={() => onRegenerate(answer.id)}
-                aria-label="Regenerate answer"
-                title="Regenerate"
-                className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-              >
-                <RefreshIcon className="size-4" />
-              </button>
-            )}
-            {answer.usage?.outputTokens !== undefined && (
-              <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
-                {answer.usage.outputTokens} tokens
-              </span>
-            )}
-          </div>
-        )}
+        <div className="mt-2 -ml-1.5 flex min-h-0 items-center gap-0.5 empty:hidden">
+          {versions}
+          {terminal && (text || canRegenerate) && (
+            <div
+              className={`flex items-center gap-0.5 transition-opacity ${
+                isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
+              }`}
+            >
+              {text && <CopyButton text={text} label="Copy answer" />}
+              {canRegenerate && (
+                <button
+                  type="button"
+                  data-testid="regenerate-button"
+                  onClick={() => onRegenerate(answer.id)}
+                  aria-label="Regenerate answer"
+                  title="Regenerate"
+                  className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+                >
+                  <RefreshIcon className="size-4" />
+                </button>
+              )}
+              {answer.usage?.outputTokens !== undefined && (
+                <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
+                  {answer.usage.outputTokens} tokens
+                </span>
+              )}
+            </div>
+          )}
+        </div>
       </div>
     </article>
   )

@@ -41,10 +41,12 @@ export function useChat(sessionId: string) {
 
   /** Sends a message and asks for its answer, in one push (one transaction). */
   const send = useCallback(
-    (text: string, options: { edits?: string } = {}) => {
+    (text: string, options: { edits?: string; after?: string } = {}) => {
       const messageId = clientEventId()
+      // An edit sits beside the message it edits; a new message follows the answer on screen.
+      const payload = options.edits ? { text, edits: options.edits } : options.after ? { text, after: options.after } : { text }
       return push([
-        { id: messageId, type: 'message', payload: options.edits ? { text, edits: options.edits } : { text } },
+        { id: messageId, type: 'message', payload },
         { type: 'generate', payload: { for: messageId } },
       ])
     },
@@ -58,7 +60,7 @@ export function useChat(sessionId: string) {
     return push({ type: 'cancelled', payload: { of: answer.id, lastSeenIndex: store.getSnapshot().frontier } })
   }, [push, store])
 
-  /** Asks again for the answer to the same message; the new answer takes the old one's place. */
+  /** Asks again for the answer to the same message: a new version, the old one kept. */
   const regenerate = useCallback(
     (answerId: string) => {
       const answer = store.getSnapshot().state.turns.find((t) => t.kind === 'assistant' && t.id === answerId)
@@ -68,7 +70,7 @@ export function useChat(sessionId: string) {
     [push, store],
   )
 
-  /** Edit-and-resend: a new message replacing `messageId`, and a new answer. */
+  /** Edit-and-resend: a new version of message `messageId`, and its answer; the old branch is kept. */
   const edit = useCallback((messageId: string, text: string) => send(text, { edits: messageId }), [send])
 
   return { ...session, active, stopsUndelivered, send, stop, regenerate, edit }
