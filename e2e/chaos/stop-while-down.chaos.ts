@@ -44,8 +44,11 @@ const DOWN_MS = 10_000
  * successor attempt may start after the restart, continuing from the committed text).
  */
 const topologies = [
-  { name: 'standalone worker', embeddedWorker: false },
-  { name: 'embedded worker', embeddedWorker: true },
+  { name: 'standalone worker', embeddedWorker: false, reloadWhileDown: false },
+  { name: 'embedded worker', embeddedWorker: true, reloadWhileDown: false },
+  // The tab is reloaded while the server is still down (an error page): the Stop waits in the
+  // tab's sessionStorage and leaves when the page is opened again.
+  { name: 'standalone worker, reloaded while down', embeddedWorker: false, reloadWhileDown: true },
 ] as const
 
 for (const topology of topologies) {
@@ -59,7 +62,7 @@ for (const topology of topologies) {
     let app: App
 
     test.beforeAll(async () => {
-      rig = createRig(`stop-while-down-${topology.embeddedWorker ? 'embedded' : 'standalone'}`)
+      rig = createRig(`stop-while-down-${topology.embeddedWorker ? 'embedded' : 'standalone'}${topology.reloadWhileDown ? '-reload' : ''}`)
       upstream = await rig.startUpstream({ tokenMs: TOKEN_MS, tokens: TOKENS })
       databaseUrl = await rig.createDatabase()
       app = await rig.startApp('app', { databaseUrl, upstreamUrl: upstream.url, embeddedWorker: topology.embeddedWorker })
@@ -75,6 +78,17 @@ for (const topology of topologies) {
     test('the Stop is kept and delivered after the restart; the view stays cut at what was on screen; the run ends CANCELLED', async ({ page }) => {
       const sql = rig.sql(databaseUrl)
       const chat = new ChatPage(page)
+      let restartedAt = Infinity
+      /** Back on the same port (the tab's origin). */
+      const restart = async () => {
+        restartedAt = performance.now()
+        await rig.startApp('app-restarted', {
+          databaseUrl,
+          upstreamUrl: upstream.url,
+          embeddedWorker: topology.embeddedWorker,
+          port: Number(new URL(app.url).port),
+        })
+      }
       await chat.goto(`${app.url}/`)
       await chat.send('Tell me a very long story, please')
       await chat.waitForStreaming(60, { timeout: 30_000 })
@@ -88,6 +102,8 @@ for (const topology of topologies) {
       if (topology.embeddedWorker) {
         await request.closed
         expect(request.closedEarly).toBe(true)
+        // No attempt is writing: after a few seconds without a chunk the answer says so, quietly.
+        await expect(chat.lastAnswer().getByTestId('answer-reconnecting')).toBeVisible({ timeout: 10_000 })
       } else {
         const tokensAtCrash = request.tokensSent
         await waitUntil('the worker to stream on into the log while the app is down', () => request.tokensSent > tokensAtCrash + 5)
@@ -101,6 +117,7 @@ for (const topology of topologies) {
       await expect(chat.lastStoppedMarker()).toHaveAttribute('data-delivered', 'false')
       await expect(chat.lastStoppedMarker()).toHaveText('Stopping — will apply when reconnected')
       await expect(chat.errorAlert).toHaveCount(0)
+      await expect(chat.lastAnswer().getByTestId('answer-reconnecting')).toHaveCount(0)
 
       // Down for DOWN_MS: everything the page shows meanwhile is exactly what was on screen at the press.
       const samples = await chat.sampleLastAnswer(DOWN_MS - (performance.now() - pressedAt), 100)
@@ -108,14 +125,14 @@ for (const topology of topologies) {
       expect(await chat.lastAnswerStatus()).toBe('stopped')
       if (!topology.embeddedWorker) expect(request.closedAt, 'the run was still streaming upstream while the app was down').toBeUndefined()
 
-      // Back on the same port (the tab's origin).
-      const restartedAt = performance.now()
-      await rig.startApp('app-restarted', {
-        databaseUrl,
-        upstreamUrl: upstream.url,
-        embeddedWorker: topology.embeddedWorker,
-        port: Number(new URL(app.url).port),
-      })
+      if (topology.reloadWhileDown) {
+        const chatUrl = page.url()
+        await expect(page.reload()).rejects.toThrow(/ERR_CONNECTION_REFUSED/)
+        await restart()
+        await chat.goto(chatUrl)
+      } else {
+        await restart()
+      }
 
       // The Stop arrives by itself and the run ends CANCELLED.
       await expect(chat.lastStoppedMarker()).toHaveAttribute('data-delivered', 'true', { timeout: 20_000 })
