@@ -174,6 +174,46 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     }
   })
 
+  it('resends at once when the tail reconnects (the server is back), not at its next retry', async () => {
+    let up = false
+    const calls: number[] = []
+    const fn = (async (_url: string, init: RequestInit) => {
+      calls.push(Date.now())
+      if (!up) throw new TypeError('Failed to fetch')
+      return Response.json({ events: [{ ...event(0, 'stop'), id: JSON.parse(String(init.body)).id }] }, { status: 201 })
+    }) as unknown as typeof fetch
+    const sources: Array<{ onopen?: () => void }> = []
+    class FakeEventSource {
+      readyState = 0
+      onopen?: () => void
+      onmessage?: unknown
+      onerror?: unknown
+      constructor() {
+        sources.push(this)
+      }
+      close() {}
+    }
+    // After the first failure the next retry is a minute away: only the wake-up can send it sooner.
+    const store = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: fn,
+      retryDelaysMs: [60_000],
+      durableTypes: ['note'],
+      storage: memoryStorage(),
+      EventSource: FakeEventSource as unknown as typeof EventSource,
+    })
+    store.connect()
+    void store.push({ type: 'note', payload: { v: 'stop' } })
+    await until(() => store.getSnapshot().outbox[0]?.failures === 1, 'the first failed send')
+    up = true
+    sources[0].onopen?.()
+    await until(() => store.getSnapshot().outbox.length === 0, 'the resend on reconnect')
+    expect(calls).toHaveLength(2)
+    store.close()
+  })
+
   it('drops an entry the server had already taken (its answer was lost) once the reloaded feed holds it', async () => {
     const storage = memoryStorage()
     const lost = offline()
