@@ -9,8 +9,10 @@
  *
  * The Stop is a durable intent: it stays in the tab's outbox and is delivered when the server
  * is back; the view stays cut at what was on screen the whole time ("Stopping — will apply
- * when reconnected", then "Stopped"), the run ends CANCELLED, the upstream request closes,
- * and no upstream request starts after the restart. The same text after a reload.
+ * when reconnected", then "Stopped"), the run ends CANCELLED and its upstream request closes.
+ * With a standalone worker no upstream request starts after the restart (the run is never
+ * attempted again); with the embedded one, a successor that claims the run before the Stop
+ * lands (a takeover at boot) may open one, and it must close early. The same text after a reload.
  */
 import { performance } from 'node:perf_hooks'
 import { expect, test } from '@playwright/test'
