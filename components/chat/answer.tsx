@@ -1,5 +1,5 @@
 'use client'
-import { memo } from 'react'
+import { memo, useEffect, useState } from 'react'
 import { answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
 import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
 import { Markdown } from '../markdown'
@@ -11,13 +11,18 @@ interface AnswerProps {
   isLast: boolean
   /** Another answer is being written: regenerate/retry wait. */
   busy: boolean
+  /** This answer's Stop has not reached the server yet (it is kept and retried). */
+  stopUndelivered?: boolean
   onRegenerate: (answerId: string) => void
+  /** The ‹ 1/2 › switcher (renders nothing for one version). */
+  versions?: React.ReactNode
 }
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
-export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate }: AnswerProps) {
+export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, versions }: AnswerProps) {
   const text = answerText(answer)
   const { status } = answer
+  const stalled = useStalled(answer)
   const streaming = status === 'streaming'
   const waiting = status === 'waiting'
   const terminal = isTerminal(status)
@@ -49,13 +54,21 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
 
         {waiting && <TypingIndicator />}
 
+        {streaming && stalled && (
+          <p data-testid="answer-reconnecting" role="status" className="mt-2 text-xs text-neutral-500 dark:text-neutral-400">
+            Reconnecting…
+          </p>
+        )}
+
         {status === 'stopped' && (
           <p
             data-testid="stopped-marker"
+            data-delivered={!stopUndelivered}
+            role="status"
             className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
           >
             <StopCircleIcon className="size-3.5" />
-            {text ? 'Stopped' : 'Stopped before the answer began'}
+            {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
           </p>
         )}
 
@@ -105,36 +118,58 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
           </ul>
         )}
 
-        {terminal && (text || canRegenerate) && (
-          <div
-            className={`mt-2 -ml-1.5 flex items-center gap-0.5 transition-opacity ${
-              isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
-            }`}
-          >
-            {text && <CopyButton text={text} label="Copy answer" />}
-            {canRegenerate && (
-              <button
-                type="button"
-                data-testid="regenerate-button"
-                onClick={() => onRegenerate(answer.id)}
-                aria-label="Regenerate answer"
-                title="Regenerate"
-                className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-              >
-                <RefreshIcon className="size-4" />
-              </button>
-            )}
-            {answer.usage?.outputTokens !== undefined && (
-              <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
-                {answer.usage.outputTokens} tokens
-              </span>
-            )}
-          </div>
-        )}
+        <div className="mt-2 -ml-1.5 flex min-h-0 items-center gap-0.5 empty:hidden">
+          {versions}
+          {terminal && (text || canRegenerate) && (
+            <div
+              className={`flex items-center gap-0.5 transition-opacity ${
+                isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
+              }`}
+            >
+              {text && <CopyButton text={text} label="Copy answer" />}
+              {canRegenerate && (
+                <button
+                  type="button"
+                  data-testid="regenerate-button"
+                  onClick={() => onRegenerate(answer.id)}
+                  aria-label="Regenerate answer"
+                  title="Regenerate"
+                  className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+                >
+                  <RefreshIcon className="size-4" />
+                </button>
+              )}
+              {answer.usage?.outputTokens !== undefined && (
+                <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
+                  {answer.usage.outputTokens} tokens
+                </span>
+              )}
+            </div>
+          )}
+        </div>
       </div>
     </article>
   )
 })
+
+/**
+ * 5 s with no new chunk while streaming: the attempt writing it has most likely died (a
+ * model between tokens pauses well under a second) and a successor will take over, after
+ * the generate lease (15 s) at most. Its first chunk clears this, as it continues the text.
+ */
+const STALL_MS = 5_000
+
+function useStalled(answer: AnswerTurn): boolean {
+  const streaming = answer.status === 'streaming'
+  const lastChunk = answer.chunks.at(-1)?.index
+  const [stalledAt, setStalledAt] = useState<number | undefined>(undefined)
+  useEffect(() => {
+    if (!streaming) return
+    const timer = setTimeout(() => setStalledAt(lastChunk), STALL_MS)
+    return () => clearTimeout(timer)
+  }, [streaming, lastChunk])
+  return streaming && stalledAt !== undefined && stalledAt === lastChunk
+}
 
 function TypingIndicator() {
   return (

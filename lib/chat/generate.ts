@@ -4,13 +4,17 @@
  * The model call runs under ctx.signal, so a Stop (a `cancelled` event naming this
  * generation) closes the upstream request. It goes through ctx.effect, so it is never
  * dispatched for a run already cancelled, and a crash leaves a record to reconcile.
+ *
+ * A successor attempt (after one died mid-answer) continues from the text its predecessors
+ * committed: it sends that text to the model as the answer so far, and the fold shows every
+ * attempt's chunks in log order, so the reader sees one answer and loses nothing they read.
  */
 import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { abortReason, consumer, EffectNotDispatched, type RunContext } from '@/lib/a2/server'
 import { chat, type Chat, type ChatEvent } from './contract'
 import { chunkWriter } from './chunk-writer'
-import { SYSTEM_PROMPT, toModelMessages } from './history'
+import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
 import type { NoteRow } from '@/db/schema'
 
@@ -50,13 +54,15 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, ...(usage ? { usage } : {}) } })
 
     try {
-      const messages = toModelMessages(await readHistory(ctx), ctx.event.payload.for)
+      const history = await readHistory(ctx)
+      const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
+      const messages = toModelMessages(history, ctx.event.payload.for, soFar)
       const outcome = await ctx.effect(
         'model',
         async (idempotencyKey, signal) => {
           const result = streamText({
             model,
-            system: SYSTEM_PROMPT,
+            system: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
             messages,
             abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
@@ -109,6 +115,17 @@ async function readHistory(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent
     after = page[page.length - 1].index
   }
   return history
+}
+
+/** The session's log after this generation, read in pages: where earlier attempts' chunks are. */
+async function readOwnSteps(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
+  const later: ChatEvent[] = []
+  for (let after = ctx.event.index; ; ) {
+    const page = await ctx.read({ after, limit: 5_000 })
+    if (page.length === 0) return later
+    later.push(...page)
+    after = page[page.length - 1].index
+  }
 }
 
 /** The assistant's one tool: saving a note to the user's outbox, exactly once per tool call. */
