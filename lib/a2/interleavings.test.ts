@@ -249,12 +249,18 @@ describe.each(layers)('interleavings on %s', (kind) => {
     }
   }
 
-  /** Waits until `run` moved (parked, entered an effect, ended) or its attempt is over, whichever first. */
-  async function settle(run: Driven, attempt: Attempt | undefined, dead: boolean): Promise<void> {
-    if (dead) return
-    await watchdog(Promise.race([run.nextMove(), attempt?.done ?? new Promise(() => {})]), `attempt ${run.attempt} of job ${run.jobId} to move`)
-    // Let the attempt's own continuation (settling after the handler ended) finish too.
-    if (run.ended && attempt) await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
+  /**
+   * Captures "the next time `run` moves (parks, enters an effect, ends) or its attempt is
+   * over" now, before the step that causes it; the returned function waits for it.
+   */
+  function expectMove(run: Driven, attempt: Attempt | undefined, dead: boolean): () => Promise<void> {
+    if (dead) return async () => {}
+    const next = Promise.race([run.nextMove(), attempt?.done ?? new Promise<void>(() => {})])
+    return async () => {
+      await watchdog(next, `attempt ${run.attempt} of job ${run.jobId} to move`)
+      // Let the attempt's own continuation (settling after the handler ended) finish too.
+      if (run.ended && attempt) await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
+    }
   }
 
   /** A step that never completes is a harness or runtime hang: fail it by name instead of timing the whole file out. */
@@ -314,33 +320,33 @@ describe.each(layers)('interleavings on %s', (kind) => {
       const attempt = new Attempt(sim.host, job, sim.host.consumers.get(w.name)!, sim.id, startedAt)
       attemptObjects.set(run, attempt)
       void attempt.done.then(() => (run.over = true))
-      await settle(run, attempt, false)
+      await expectMove(run, attempt, false)()
     })
 
   const act = (worker: number, action: Action) =>
     cmd(`${action}(w${worker})`, (w) => !!liveRunOf(w, worker) && !liveRunOf(w, worker)!.inEffect, async (w) => {
       if (liveRunOf(w, worker)!.inEffect) return
       const run = liveRunOf(w, worker)!
-      const moved = settle(run, attemptObjects.get(run), false)
+      const moved = expectMove(run, attemptObjects.get(run), false)
       run.send(action)
-      await moved
+      await moved()
     })
 
   const completeEffect = (worker: number) =>
     cmd(`effect completes(w${worker})`, (w) => !!liveRunOf(w, worker)?.effect, async (w) => {
       const run = liveRunOf(w, worker)!
-      const moved = settle(run, attemptObjects.get(run), false)
+      const moved = expectMove(run, attemptObjects.get(run), false)
       run.effect!.open()
-      await moved
+      await moved()
     })
 
   const renew = (worker: number) =>
     cmd(`renew(w${worker})`, (w) => w.attempts.some((a) => a.worker === worker && !a.over) && !w.workers[worker].dead, async (w) => {
       for (const run of w.attempts.filter((a) => a.worker === worker && !a.over)) {
         const attempt = attemptObjects.get(run)!
-        const moved = settle(run, attempt, false)
+        const moved = expectMove(run, attempt, false)
         await attempt.renew()
-        if (run.signal?.aborted && run.entered && !run.ended && !w.stubborn) await moved
+        if (run.signal?.aborted && run.entered && !run.ended && !w.stubborn) await moved()
       }
     })
 
@@ -349,14 +355,14 @@ describe.each(layers)('interleavings on %s', (kind) => {
     cmd(`lease lapses(w${worker})`, (w) => w.attempts.some((a) => a.worker === worker && !a.over), async (w) => {
       const runs = w.attempts.filter((a) => a.worker === worker && !a.over)
       for (const run of runs) {
-        const moved = settle(run, attemptObjects.get(run), w.workers[worker].dead)
+        const moved = expectMove(run, attemptObjects.get(run), w.workers[worker].dead)
         attemptObjects.get(run)!.abort(new RunAborted('CLAIM_EXPIRED'))
         await query(
           w.base.db,
           sql`update a2_jobs set lease_until = now() - interval '1 millisecond'
               where id = ${run.jobId} and attempt = ${run.attempt} and owner = ${w.workers[worker].id}`,
         )
-        if (run.entered && !w.stubborn) await moved
+        if (run.entered && !w.stubborn) await moved()
       }
     })
 
@@ -375,9 +381,9 @@ describe.each(layers)('interleavings on %s', (kind) => {
       if (!TERMINAL.has(before.status)) w.cancelRecorded.add(job.jobId)
       if (!hintDelivered) return
       for (const run of w.attempts.filter((a) => a.jobId === job.jobId && !a.over && !w.workers[a.worker].dead)) {
-        const moved = settle(run, attemptObjects.get(run), false)
+        const moved = expectMove(run, attemptObjects.get(run), false)
         attemptObjects.get(run)!.cancelled({ id: event.id, index: event.index })
-        if (run.entered && !w.stubborn) await moved
+        if (run.entered && !w.stubborn) await moved()
       }
     })
 
@@ -398,7 +404,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
     }
     // Forced-out handlers unwind (or, stubborn, keep waiting: they are fenced either way).
     for (const run of w.attempts.filter((a) => a.entered && !a.ended && a.signal?.aborted && !w.workers[a.worker].dead && !w.stubborn)) {
-      await settle(run, attemptObjects.get(run), false)
+      await expectMove(run, attemptObjects.get(run), false)()
     }
   })
 

@@ -25,6 +25,9 @@ export interface GenerateOptions {
   notes: NoteOutbox
 }
 
+/** Effect keys of saved notes start with this; the model call's key is `model`. */
+const NOTE_EFFECT = 'note:'
+
 export function generateConsumer({ model, notes }: GenerateOptions) {
   return consumer({
     contract: chat,
@@ -36,9 +39,14 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
     // 15 s, renewed every 5 s: a dead worker's answer resumes within ~15 s, while a GC
     // pause or a slow commit of a few seconds never costs a live stream its claim.
     leaseMs: 15_000,
-    // A model call that a dead attempt left DISPATCHED changed nothing outside the log:
-    // asking again (same idempotency key) is safe, so it reconciles as "not done".
-    reconcile: async () => ({ done: false }),
+    // Asked for every effect a dead attempt left DISPATCHED (by a successor, a drain after a
+    // Stop, the last attempt's crash), with the key its fn received. A saved note is looked
+    // up; a model call changed nothing outside the log, so asking again is safe: "not done".
+    reconcile: async (idempotencyKey, { key }) => {
+      if (!key.startsWith(NOTE_EFFECT)) return { done: false }
+      const existing = await notes.find(idempotencyKey)
+      return existing ? { done: true, result: existing } : { done: false }
+    },
   }).run(async (ctx) => {
     const of = ctx.event.id
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
@@ -87,7 +95,6 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
             usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
           }
         },
-        { reconcile: async () => ({ done: false }) },
       )
       await finish(outcome.finishReason, outcome.usage)
     } catch (error) {
@@ -134,13 +141,9 @@ function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
     description: 'Save a short note for the user to find later on their notes page.',
     inputSchema: z.object({ note: z.string().min(1).max(2000) }),
     execute: async ({ note }, { toolCallId }) => {
-      const key = `note:${toolCallId}`
-      const saved = await ctx.effect<NoteRow>(key, (idempotencyKey) => notes.save({ idempotencyKey, sessionId: ctx.sessionId, body: note }), {
-        reconcile: async (idempotencyKey) => {
-          const existing = await notes.find(idempotencyKey)
-          return existing ? { done: true, result: existing } : { done: false }
-        },
-      })
+      // Reconciled by the consumer's hook above (a lookup by idempotency key).
+      const key = `${NOTE_EFFECT}${toolCallId}`
+      const saved = await ctx.effect<NoteRow>(key, (idempotencyKey) => notes.save({ idempotencyKey, sessionId: ctx.sessionId, body: note }))
       await ctx.append({ type: 'note.saved', payload: { of: ctx.event.id, note, key: saved.idempotencyKey } })
       return { saved: true }
     },
