@@ -8,6 +8,7 @@
  */
 import { sql } from 'drizzle-orm'
 import {
+  bigint,
   bigserial,
   index,
   integer,
@@ -27,6 +28,8 @@ export const sessions = pgTable(
     title: text('title').notNull().default(''),
     /** Number of events in the log; the next append gets this index. Updating it takes the per-session row lock. */
     head: integer('head').notNull().default(0),
+    /** Bytes of payload pushed by browsers (not the server's chunks): what a per-session byte cap counts. */
+    pushedBytes: bigint('pushed_bytes', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
