@@ -73,15 +73,6 @@ const schema = z
 
     NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   })
-  .superRefine((value, ctx) => {
-    if (value.NODE_ENV === 'production' && !value.AUTH_SECRET) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['AUTH_SECRET'],
-        message: 'AUTH_SECRET is required when NODE_ENV=production (32+ random characters, e.g. `openssl rand -base64 48`)',
-      })
-    }
-  })
 
 export type Env = z.infer<typeof schema>
 
@@ -91,7 +82,7 @@ let cached: Env | undefined
  * Compose files and shell exports write `NAME=` for "not set": an empty value counts as
  * unset, so `OPENAI_API_KEY=` selects the offline model instead of failing validation.
  */
-function withoutEmpty(source: NodeJS.ProcessEnv): Record<string, string> {
+function withoutEmpty(source: Record<string, string | undefined>): Record<string, string> {
   return Object.fromEntries(Object.entries(source).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''))
 }
 
@@ -102,9 +93,15 @@ export class InvalidEnvironment extends Error {
   }
 }
 
-export function parseEnv(source: NodeJS.ProcessEnv): Env {
-  const parsed = schema.safeParse(withoutEmpty(source))
-  if (!parsed.success) throw new InvalidEnvironment(z.prettifyError(parsed.error))
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const values = withoutEmpty(source)
+  const parsed = schema.safeParse(values)
+  const problems = parsed.success ? [] : [z.prettifyError(parsed.error)]
+  // Checked beside the schema, not after it, so one message names every problem at once.
+  if (values.NODE_ENV === 'production' && !values.AUTH_SECRET) {
+    problems.push('✖ AUTH_SECRET is required when NODE_ENV=production (32+ random characters, e.g. `openssl rand -base64 48`)\n  → at AUTH_SECRET')
+  }
+  if (problems.length > 0 || !parsed.success) throw new InvalidEnvironment(problems.join('\n'))
   return parsed.data
 }
 
