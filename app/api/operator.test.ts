@@ -55,6 +55,7 @@ describe.each(layers)('the operator role on %s', (kind) => {
     expect(list.runs.map((r) => r.id)).toEqual([alice.jobId])
     expect(list.runs[0]).not.toHaveProperty('owner')
     expect(JSON.stringify(list)).not.toContain('worker-host')
+    expect((await routes.call('GET', '/api/runs?scope=all', { cookie: alice.cookie })).status).toBe(403)
 
     const own = await routes.call('GET', `/api/runs/${alice.jobId}`, { cookie: alice.cookie })
     expect(own.status).toBe(200)
@@ -80,6 +81,7 @@ describe.each(layers)('the operator role on %s', (kind) => {
     expect(list.operator).toBe(true)
     expect(list.runs.length).toBeGreaterThanOrEqual(3) // alice's, mallory's and bob's
     expect(list.runs.find((r) => r.id === bob.jobId)?.owner).toBe('worker-host:4242')
+    expect((await routes.call('GET', '/api/runs?scope=all', { headers: bearer })).status).toBe(200)
 
     const resolved = await routes.call('POST', `/api/runs/${bob.jobId}/effects/model`, { headers: bearer, body: verdict })
     expect(resolved.status).toBe(200)
