@@ -6,6 +6,11 @@
 import { z } from 'zod'
 import { A2Error } from './errors'
 
+// The page's CSP allows no eval, so zod's compiled ("JIT") object parsers cannot run in a
+// browser; its feature probe (`Function("")`) would still report a CSP violation on every
+// page. Browsers parse jitless; the server keeps the compiled parsers.
+if (typeof window !== 'undefined') z.config({ jitless: true })
+
 export type EventSchema = z.ZodType
 
 export interface EventDefinition<S extends EventSchema = EventSchema> {
