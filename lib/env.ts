@@ -55,6 +55,9 @@ const schema = z
     /** Generations running at once across all users: under the worker's 64 slots, so one flood cannot take them all. */
     A2_MAX_RUNNING_GENERATIONS: count(48),
 
+    /** Model tokens (input + output, as the model reports them) one user may spend in 24 hours. */
+    A2_DAILY_TOKENS_PER_USER: count(200_000),
+
     // What one identity may hold or open.
     A2_MAX_SESSIONS_PER_USER: count(1_000),
     /** Events in one session (chunks included) past which pushes are refused. */

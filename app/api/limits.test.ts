@@ -87,7 +87,7 @@ describe('limits and scale through the routes (PGlite)', () => {
   let routes: Awaited<ReturnType<typeof loadRoutes>>
 
   beforeAll(async () => {
-    routes = await loadRoutes({ env: { A2_RATE_PUSHES_PER_MIN: '30', A2_RATE_GENERATIONS_PER_MIN: '5' } })
+    routes = await loadRoutes({ env: { A2_RATE_PUSHES_PER_MIN: '30', A2_RATE_GENERATIONS_PER_MIN: '5', A2_DAILY_TOKENS_PER_USER: '1000' } })
   })
   afterAll(async () => {
     await routes.chatServer.shutdownChatServer()
@@ -116,6 +116,28 @@ describe('limits and scale through the routes (PGlite)', () => {
     expect(Number(retryAfter)).toBeGreaterThan(0)
     const { server } = await routes.chatServer.getChatServer()
     expect(await server.read(sessionId, userId, { limit: 100 })).toHaveLength(10)
+  })
+
+  it("stops new answers once a user's model tokens of the last 24 hours reach the daily budget", async () => {
+    const { cookie, sessionId } = await user()
+    const { server } = await routes.chatServer.getChatServer()
+    /** An answer that finished with the usage the model reported. */
+    const answered = (n: number, inputTokens: number, outputTokens: number) =>
+      server.append(
+        sessionId,
+        { id: `old-m${n}`, type: 'message', payload: { text: `old ${n}` } },
+        { id: `old-g${n}`, type: 'generate', payload: { for: `old-m${n}` } },
+        { type: 'finished', payload: { of: `old-g${n}`, attempt: 1, reason: 'stop', usage: { inputTokens, outputTokens } } },
+      )
+    const ask = (n: number) => push(sessionId, cookie, { events: [{ id: `m${n}`, type: 'message', payload: { text: `q${n}` } }, { type: 'generate', payload: { for: `m${n}` } }] })
+    await answered(1, 300, 200)
+    expect((await ask(1)).status).toBe(201) // 500 of 1,000 used
+    await answered(2, 400, 100)
+    const refused = await ask(2) // 1,000 of 1,000 used
+    expect(refused.status).toBe(429)
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/model tokens \(1000\)/)
+    // Until the first counted answer is a day old.
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(86_000)
   })
 
   it('pages through thousands of sessions of one user', async () => {

@@ -16,4 +16,5 @@ CREATE TABLE "rate_limits" (
 );
 --> statement-breakpoint
 ALTER TABLE "a2_sessions" ADD COLUMN "pushed_bytes" bigint DEFAULT 0 NOT NULL;--> statement-breakpoint
-CREATE INDEX "operator_audit_job" ON "operator_audit" USING btree ("job_id","at");
+CREATE INDEX "operator_audit_job" ON "operator_audit" USING btree ("job_id","at");--> statement-breakpoint
+CREATE INDEX "a2_events_finished_at" ON "a2_events" USING btree ("session_id","created_at") WHERE type = 'finished';

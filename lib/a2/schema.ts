@@ -54,6 +54,9 @@ export const events = pgTable(
     // Event ids are unique per session, not globally: a client-chosen id can never
     // collide with (or probe for) an event in someone else's session.
     uniqueIndex('a2_events_session_id').on(t.sessionId, t.id),
+    // Terminal events by time, for a per-user budget over recent answers (the chat's daily
+    // token budget); partial, so the insert path of every other event is untouched.
+    index('a2_events_finished_at').on(t.sessionId, t.createdAt).where(sql`type = 'finished'`),
   ],
 )
 export type EventRow = typeof events.$inferSelect

@@ -7,6 +7,7 @@
  * The "none running" and concurrency checks read, then the append writes: two pushes racing
  * can both pass. The per-user cap bounds what that costs (a few answers, not a flood).
  */
+import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'
 import type { A2Server } from '@/lib/a2/server'
 import { env } from '@/lib/env'
@@ -57,7 +58,31 @@ export async function admitChatPush(server: A2Server<Chat>, sessionId: string, o
     }
     if (input.id) known.set(input.id, input.type)
   }
-  if (generations > 0) await checkConcurrency(server, owner, generations)
+  if (generations > 0) {
+    await checkConcurrency(server, owner, generations)
+    await checkTokenBudget(server, owner)
+  }
+}
+
+/**
+ * A user's model tokens over the last 24 hours, as the model reported them on each answer's
+ * `finished` event, stay under A2_DAILY_TOKENS_PER_USER: past it, no new answer until the
+ * oldest counted answer is a day old (Retry-After). An answer running when the budget runs
+ * out finishes; the next one waits.
+ */
+async function checkTokenBudget(server: A2Server<Chat>, owner: string): Promise<void> {
+  const budget = env().A2_DAILY_TOKENS_PER_USER
+  const result = (await server.store.db.execute(sql`
+    select coalesce(sum(coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0)), 0)::bigint::text as used,
+           (extract(epoch from (min(e.created_at) + interval '1 day' - now())) * 1000)::bigint::text as oldest_ms
+    from a2_events e
+    where e.type = 'finished' and e.created_at > now() - interval '1 day'
+      and e.session_id in (select id from a2_sessions where owner = ${owner})`)) as unknown
+  const [row] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ used: string; oldest_ms: string | null }>
+  const used = Number(row.used)
+  if (used >= budget) {
+    throw rateLimited(`you have used today's ${budget} model tokens (${used})`, Math.max(1_000, Number(row.oldest_ms ?? 60_000)))
+  }
 }
 
 /** At most A2_MAX_RUNNING_GENERATIONS_PER_USER answers of one user, and A2_MAX_RUNNING_GENERATIONS of everyone, run at once. */
