@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect, test } from '@playwright/test'
 import { abuseCheck, limitsFromEnv } from '../scripts/abuse-check'
+import { ChatPage } from './pages/chat'
 
 const LIMITS = {
   A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '5',
@@ -72,4 +73,17 @@ test('one address with no cookies: limits hold, hostile requests are 4xx with no
   console.log(checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.name} — ${c.detail}`).join('\n'))
   expect(failed, failed.map((c) => `${c.name}: ${c.detail}`).join('\n')).toEqual([])
   expect(checks.length).toBeGreaterThan(40)
+})
+
+test('the page says plainly when a limit bites', async ({ page }) => {
+  // The check above spent this address's generations for the minute: the next question is refused.
+  await page.goto(`${base}/`)
+  const chat = new ChatPage(page)
+  await chat.input.waitFor({ state: 'visible' })
+  await chat.input.fill('one question too many')
+  await chat.sendButton.click()
+  await expect(chat.errorAlert).toBeVisible({ timeout: 20_000 })
+  await expect(chat.errorAlert).toHaveAttribute('data-code', 'rate_limited')
+  await expect(chat.errorAlert).toContainText(/too many answers requested from your address this minute: try again in \d+ s/)
+  await page.screenshot({ path: 'test-results/rate-limited.png' })
 })
