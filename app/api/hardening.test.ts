@@ -202,8 +202,10 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
     expect((await routes.push(sessionId, cookie, JSON.stringify(message(big)))).status).toBe(201)
     expect((await routes.push(sessionId, cookie, JSON.stringify(message(big)))).status).toBe(201)
     await refused([['past 40 KiB pushed', () => routes.push(sessionId, cookie, JSON.stringify(message(big))), 413, 'session_full']])
-    for (let i = 0; i < 4; i++) expect((await routes.push(sessionId, cookie, JSON.stringify(message(`m${i}`)))).status).toBe(201)
+    for (let i = 0; i < 4; i++) expect((await routes.push(sessionId, cookie, JSON.stringify(message(`m${i}`, `small${i}`)))).status).toBe(201)
     await refused([['a seventh event', () => routes.push(sessionId, cookie, JSON.stringify(message('one more'))), 413, 'session_full']])
+    // A retry of a push that landed is still answered as the duplicate it is, full or not.
+    expect((await routes.push(sessionId, cookie, JSON.stringify(message('m3', 'small3')))).status).toBe(200)
   })
 
   it('finding 4: SSE tails per user are capped, and a closed tail frees its place', async () => {

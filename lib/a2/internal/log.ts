@@ -118,9 +118,10 @@ export async function append(
       )
       // Someone else's session answers like a missing one: no existence oracle.
       if (!session || (options.owner !== undefined && session.owner !== options.owner)) throw new A2Error('not_found', 'no such session')
-      if (options.caps) checkCaps(options.caps, session.head, Number(session.pushed_bytes)) // a throw rolls the reservation back
       const duplicate = await findDuplicates(tx, sessionId, inputs)
       if (duplicate) throw new DuplicatePush(duplicate) // rolls the reserved indexes back
+      // After the duplicate check: a retry of a push that landed is still answered, even in a full session.
+      if (options.caps) checkCaps(options.caps, session.head, Number(session.pushed_bytes)) // a throw rolls the reservation back
       await checkFenceAndAdmission(tx, sessionId, inputs, options.fence)
       await options.within?.(tx)
 
