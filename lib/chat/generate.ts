@@ -64,7 +64,7 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
     try {
       const history = await readHistory(ctx)
       const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
-      const messages = toModelMessages(history, ctx.event.payload.for, soFar)
+      const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
       const outcome = await ctx.effect(
         'model',
         async (idempotencyKey, signal) => {

@@ -1,7 +1,8 @@
 import { z } from 'zod'
+import { A2Error } from '@/lib/a2'
 import { getChatServer } from '@/lib/chat/server'
-import { parse, route } from '@/lib/http/route'
-import { readJsonBody } from '@/lib/a2/server'
+import { env } from '@/lib/env'
+import { parse, readBody, route } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'
 
@@ -13,11 +14,11 @@ export async function GET(request: Request) {
     request,
     async ({ userId }) => {
       const url = new URL(request.url)
-      const before = parse(z.string().max(200).optional(), url.searchParams.get('before') ?? undefined, 'before')
+      const before = parse(z.string().min(1).max(200).optional(), url.searchParams.get('before') || undefined, 'before')
       const { server } = await getChatServer()
       return Response.json(await server.sessions.list(userId, { limit: PAGE, before }))
     },
-    { createIdentity: true },
+    { identity: 'create' },
   )
 }
 
@@ -27,12 +28,16 @@ export async function POST(request: Request) {
   return route(
     request,
     async ({ userId }) => {
-      const hasBody = Number(request.headers.get('content-length') ?? 0) > 0
-      const body = parse(createBody, hasBody ? await readJsonBody(request, 4096) : {}, 'body')
+      const body = parse(createBody, (await readBody(request, 4096, { allowEmpty: true })) ?? {}, 'body')
       const { server } = await getChatServer()
+      // A cap, not a rate: waiting does not help, so a 422 (the sidebar pages through up to this many).
+      const max = env().A2_MAX_SESSIONS_PER_USER
+      if ((await server.sessions.count(userId)) >= max) {
+        throw new A2Error('limit_reached', `you have ${max} chats, the most one person may keep`, { details: { maxSessions: max } })
+      }
       const session = await server.sessions.create(userId, { title: body.title })
       return Response.json({ session }, { status: 201 })
     },
-    { createIdentity: true },
+    { identity: 'create' },
   )
 }

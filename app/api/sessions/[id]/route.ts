@@ -1,7 +1,6 @@
 import { z } from 'zod'
 import { getChatServer } from '@/lib/chat/server'
-import { parse, route, sessionIdSchema } from '@/lib/http/route'
-import { readJsonBody } from '@/lib/a2/server'
+import { parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'
 
@@ -20,7 +19,7 @@ const renameBody = z.object({ title: z.string().trim().min(1).max(200) }).strict
 export async function PATCH(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
-    const { title } = parse(renameBody, await readJsonBody(request, 4096), 'body')
+    const { title } = parse(renameBody, await readBody(request, 4096), 'body')
     const { server } = await getChatServer()
     await server.sessions.get(id, userId)
     await server.sessions.rename(id, userId, title)
