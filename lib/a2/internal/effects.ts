@@ -12,21 +12,11 @@ import { sql } from 'drizzle-orm'
 import { A2Error } from './errors'
 import { brandOf } from './brand'
 import { RunAborted } from './abort'
-import type { ConsumerReconcile, ReconcileResult } from './consumer'
-import type { Fence } from './log'
+import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from './types'
 import { query, type Executor } from './store'
 import type { RunStatus, TransitionReason } from './transitions'
 
-export type EffectStatus = 'INTENT' | 'DISPATCHED' | 'DONE' | 'FAILED' | 'CANCELLED_BEFORE_DISPATCH' | 'UNKNOWN'
-
-export interface EffectOptions<R> {
-  /**
-   * Asked, with the effect's idempotency key (`a2-<job>-<key>`), when a dead attempt left this
-   * effect DISPATCHED and a new attempt reaches it: did it happen? Absent: the consumer's own
-   * `reconcile` is asked. Neither: the effect becomes UNKNOWN.
-   */
-  reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
-}
+export type { EffectOptions, EffectStatus } from './types'
 
 /** Thrown by ctx.effect when the run was cancelled before dispatch: `fn` was not called. */
 export class EffectNotDispatched extends A2Error {

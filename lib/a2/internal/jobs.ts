@@ -5,7 +5,7 @@
 import { wakeWorkers } from './bus'
 import { sql, type SQL } from 'drizzle-orm'
 import { FAILED_TYPE } from './contract'
-import type { Fence } from './log'
+import type { Fence } from './types'
 import { query, type Executor } from './store'
 import { OPEN_STATUSES, type RunStatus, type TransitionReason } from './transitions'
 

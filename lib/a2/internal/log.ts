@@ -30,18 +30,8 @@ export interface Routing {
   cancelsFor(type: string): readonly CancelRoute[]
 }
 
-export interface ValidInput {
-  id?: string
-  type: string
-  payload: unknown
-  stepOf?: string
-}
-
-/** An attempt's fencing token: its writes land only while it still holds the job. */
-export interface Fence {
-  jobId: number
-  attempt: number
-}
+import type { Fence, ValidInput } from './types'
+export type { Fence, ValidInput } from './types'
 
 /** What one session may hold, checked under its row lock so concurrent pushes cannot overshoot. */
 export interface SessionCaps {
