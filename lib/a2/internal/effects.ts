@@ -14,7 +14,7 @@ import { brandOf } from './brand'
 import { RunAborted } from './abort'
 import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from './types'
 import { query, type Executor } from './store'
-import type { RunStatus, TransitionReason } from './transitions'
+import { LEASED, type RunStatus, type TransitionReason } from './transitions'
 
 export type { EffectOptions, EffectStatus } from './types'
 
@@ -65,7 +65,7 @@ export async function runEffect<R>(
     sql`insert into a2_effects (job_id, key, status, attempt, cancel_version)
         select ${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion}
         where exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt}
-                        and status in ('ACTIVE', 'CANCELLING'))
+                        and status in ${LEASED})
         on conflict (job_id, key) do nothing`,
   )
   const [row] = await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
@@ -235,7 +235,7 @@ export async function applyVerdict(
     db,
     sql`with run as (
           select id, status from a2_jobs
-          where id = ${jobId} and attempt = ${attempt} and status in ('ACTIVE', 'CANCELLING')
+          where id = ${jobId} and attempt = ${attempt} and status in ${LEASED}
           for share
         ), moved as (
           update a2_effects e set status = ${to}, result = coalesce(${result}::jsonb, e.result), updated_at = now()

@@ -12,7 +12,7 @@ import { A2Error } from './errors'
 import { CHANNEL, MAX_CANCELS_PER_HINT, toHintEvent, type Hint } from './bus'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
-import { recordTransitions, type RunStatus, type Transition } from './transitions'
+import { LEASED, recordTransitions, type RunStatus, type Transition } from './transitions'
 
 export interface JobRoute {
   consumer: string
@@ -252,7 +252,7 @@ async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: r
     tx,
     sql`with fence as (
           select id from a2_jobs
-          where ${fence ? sql`id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')` : sql`false`}
+          where ${fence ? sql`id = ${fence.jobId} and attempt = ${fence.attempt} and status in ${LEASED}` : sql`false`}
           for share
         )
         select (select count(*)::int from fence) as held,

@@ -3,6 +3,7 @@
  * the append routing (which jobs an event starts, which runs it cancels), pushes from
  * browsers, reads and tails, and workers.
  */
+import { LEASED } from './transitions'
 import { sql } from 'drizzle-orm'
 import type { Consumer } from './consumer'
 import { checkJsonValue, validateInput, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
@@ -160,7 +161,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
           store.db,
           sql`select j.id, j.event_id, e.payload
               from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
-              where j.consumer = ${filter.consumer} and j.status in ('ACTIVE', 'CANCELLING')
+              where j.consumer = ${filter.consumer} and j.status in ${LEASED}
                 ${filter.sessionId !== undefined ? sql`and j.session_id = ${filter.sessionId}` : sql``}
                 ${filter.owner !== undefined ? sql`and j.session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
         )
@@ -171,7 +172,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
         const [row] = await query<{ n: number }>(
           store.db,
           sql`select count(*)::int as n from a2_jobs
-              where consumer = ${filter.consumer} and status in ('ACTIVE', 'CANCELLING')
+              where consumer = ${filter.consumer} and status in ${LEASED}
                 ${filter.owner !== undefined ? sql`and session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
         )
         return row.n
