@@ -126,6 +126,8 @@ interface BenchWorker {
   /** performance.now() when it said ready: its liveness lock was taken before that. */
   readyAt: number
   app: string
+  /** SIGSTOPped (the standby, or the others during a warm-up). */
+  paused: boolean
 }
 
 export async function takeoverFigure(
@@ -136,22 +138,39 @@ export async function takeoverFigure(
   const upstream = await startBenchUpstream(options.tokenMs)
   const { server: chat } = buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' })
   const http = await serveBench({ a2: chat })
+  /** The two running workers. */
   const workers: BenchWorker[] = []
+  /** Every worker process alive (the two running ones and the standby). */
+  const alive = new Set<BenchWorker>()
+  /** A third worker, warmed, then paused: the replacement, ready without waiting for a process start. */
+  let standby: BenchWorker | undefined
   const spawnTimes: number[] = []
   let spawned = 0
 
+  const pause = (w: BenchWorker) => {
+    w.child.process.kill('SIGSTOP')
+    w.paused = true
+  }
+  const resume = (w: BenchWorker) => {
+    w.child.process.kill('SIGCONT')
+    w.paused = false
+  }
+
+  /** A worker process, not yet running for the figure (in neither `workers` nor `standby`). */
   const spawn = async (): Promise<BenchWorker> => {
     const app = `a2-bench-takeover-${++spawned}`
     const started = performance.now()
     const child = await spawnChild('worker-child.ts', ['chat'], {
       env: { BENCH_DB_URL: options.dbUrl, BENCH_UPSTREAM_URL: upstream.url, BENCH_WORKER_CONCURRENCY: '8', PGAPPNAME: app },
     })
-    const worker: BenchWorker = { child, pid: Number(child.ready.pid), warm: false, readyAt: performance.now(), app }
+    const worker: BenchWorker = { child, pid: Number(child.ready.pid), warm: false, readyAt: performance.now(), app, paused: false }
     spawnTimes.push(worker.readyAt - started)
-    workers.push(worker)
+    alive.add(worker)
     child.process.once('exit', () => {
+      alive.delete(worker)
       const i = workers.indexOf(worker)
       if (i >= 0) workers.splice(i, 1)
+      if (standby === worker) standby = undefined
     })
     return worker
   }
@@ -182,13 +201,13 @@ export async function takeoverFigure(
    * A short answer run to its end by `worker`: the first answer in a fresh process pays for
    * code run for the first time (measured: +100–400 ms between the upstream's first token and
    * the append), and the issue's survivor is a long-running worker. The other workers are
-   * paused (SIGSTOP, ~0.5 s, holding no runs; their liveness connections stay open) so that
-   * this one claims it.
+   * paused meanwhile (SIGSTOP, ~0.5 s, holding no runs; their liveness connections stay
+   * open) so that this one claims it.
    */
   let warmups = 0
   const warmUp = async (worker: BenchWorker): Promise<void> => {
-    const others = workers.filter((w) => w !== worker)
-    for (const w of others) w.child.process.kill('SIGSTOP')
+    const others = [...alive].filter((w) => w !== worker && !w.paused)
+    for (const w of others) pause(w)
     try {
       const tag = `warm${process.pid}x${++warmups}`
       const { id } = await chat.sessions.create(OWNER)
@@ -203,17 +222,32 @@ export async function takeoverFigure(
       if ((await runStatus(id)) !== 'COMPLETED') throw new Error(`warm-up run ended ${await runStatus(id)}`)
       worker.warm = true
     } finally {
-      for (const w of others) w.child.process.kill('SIGCONT')
+      for (const w of others) resume(w)
     }
   }
 
+  /** A new standby: started, warmed, paused. */
+  const prepareStandby = async (started = spawn()): Promise<void> => {
+    const w = await started
+    await warmUp(w)
+    pause(w)
+    standby = w
+  }
+
   /**
-   * Two workers alive, each warm (has run an answer) and holding its lock past the settle
-   * time (its `ready` came after the lock was taken).
+   * Two workers running (the standby resumed in place of one that went), each warm (has
+   * run an answer) and holding its lock past the settle time (its `ready` came after the
+   * lock was taken; a paused process keeps its lock, and its own clock counts the pause).
    */
   const twoTrusted = async () => {
-    while (workers.length < 2) await spawn()
+    while (workers.length < 2) {
+      const next = standby ?? (await spawn())
+      standby = undefined
+      if (next.paused) resume(next)
+      workers.push(next)
+    }
     for (const w of workers) if (!w.warm) await warmUp(w)
+    if (!standby) await prepareStandby()
     await until(
       async () => {
         const held = await locksHeld()
@@ -302,11 +336,18 @@ export async function takeoverFigure(
       survivor.warm = true
       await lockGone
       await within(exited, 20_000, `worker ${victim.pid} to exit after ${signal}`)
-      const respawn = spawn()
+      // The standby takes the victim's place; a new standby starts meanwhile, and is warmed
+      // once this answer is over (a warm-up pauses the others).
+      const spawning = spawn()
+      if (standby) {
+        resume(standby)
+        workers.push(standby)
+        standby = undefined
+      }
       await within(finished, 30_000, 'the answer to finish')
       done = true
-      await respawn
       await until(async () => (await runStatus(id)) !== 'ACTIVE', 10_000, 'the run to end', 10)
+      await prepareStandby(spawning)
 
       const log = await rows<{ index: number; type: string; payload: any; at: number }>(
         store,
@@ -410,7 +451,8 @@ export async function takeoverFigure(
     figure.warmups = warmups
     return figure
   } finally {
-    await Promise.all(workers.map((w) => w.child.stop()))
+    for (const w of alive) if (w.paused) resume(w)
+    await Promise.all([...alive].map((w) => w.child.stop()))
     await http.close()
     await upstream.close()
   }
