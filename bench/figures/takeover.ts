@@ -8,8 +8,9 @@
  *      connection of its own) longer than LIVENESS_SETTLE_MS: a worker judges others dead
  *      only after that, so the survivor is one that may (the only wait that is a duration);
  *   2. a new chat: push message + generate, the reader tails the log over SSE;
- *   3. once the reader has seen a random 3–20 chunks of attempt 1 (a random point in the
- *      answer), the worker that owns the run (a2_jobs.owner carries its pid) gets SIGKILL
+ *   3. once the reader has seen a random 3–28 chunks of attempt 1 (a random point in the
+ *      answer spread over more than one 500 ms drain period, so every phase of the
+ *      survivor's drain tick is sampled), the worker that owns the run (a2_jobs.owner carries its pid) gets SIGKILL
  *      — or SIGTERM;
  *   4. measured from the signal (this process's clock) to the reader receiving the first
  *      chunk of the next attempt (payload.attempt > 1); split by where the time went: the
@@ -273,7 +274,9 @@ export async function takeoverFigure(
     const next = new Promise<void>((r) => (markNext = r))
     const finished = new Promise<void>((r) => (markFinished = r))
     const point = new Promise<void>((r) => (markPoint = r))
-    const killAfter = randomInt(3, 20)
+    // 3–28 chunks at 20 ms: the signal lands anywhere in 520 ms, more than one 500 ms
+    // drain period, so it samples every phase of the survivor's drain tick.
+    const killAfter = randomInt(3, 28)
     let lastIndex = -1
     const reader = openSse(`${http.url}/a2/${id}?after=-1`, ({ data, at }) => {
       lastIndex = data.index
