@@ -27,6 +27,7 @@
  * liveness (issue 11 measured 15 s + the restart). It is the mechanism's bound, not a
  * second measurement: measuring it would cost ≥ 15 s per sample.
  */
+import { spawn as spawnProcess, type ChildProcess } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
@@ -148,13 +149,26 @@ export async function takeoverFigure(
   const spawnTimes: number[] = []
   let spawned = 0
 
+  /**
+   * SIGSTOP, with a guard: a stopped child cannot see the IPC channel close, so if this
+   * process died meanwhile (even by SIGKILL) the guard, a detached shell polling both pids,
+   * resumes it, and the child then exits by itself. The guard ends when either is gone, or
+   * is ended (by its pid) on resume.
+   */
+  const guards = new Map<BenchWorker, ChildProcess>()
   const pause = (w: BenchWorker) => {
     w.child.process.kill('SIGSTOP')
     w.paused = true
+    const script = `while kill -0 ${process.pid} 2>/dev/null && kill -0 ${w.pid} 2>/dev/null; do sleep 0.5; done; kill -CONT ${w.pid} 2>/dev/null`
+    const guard = spawnProcess('sh', ['-c', script], { detached: true, stdio: 'ignore' })
+    guard.unref()
+    guards.set(w, guard)
   }
   const resume = (w: BenchWorker) => {
     w.child.process.kill('SIGCONT')
     w.paused = false
+    guards.get(w)?.kill('SIGKILL')
+    guards.delete(w)
   }
 
   /** A worker process, not yet running for the figure (in neither `workers` nor `standby`). */
