@@ -6,13 +6,14 @@
  *                                 dropped at the end; workers on another process.
  *   npm run bench -- --pglite     what fits one process, on an in-memory PGlite.
  *   npm run bench -- --only=1,4   some figures only (1 stop, 2 tokens, 3 append, 4 claim,
- *                                 5 memory, 6 scale).
+ *                                 5 memory, 6 scale, 7 takeover; 7 is Postgres only).
+ *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
  *
  * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
  * bench/results/latest.json (and latest-<store>.json). Loopback only; bounded in count
- * and time (a watchdog ends the run at 330 s); child processes and the database are
+ * and time (a watchdog ends the run at 480 s); child processes and the database are
  * cleaned up on every way out.
  */
 import { mkdirSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs'
@@ -23,7 +24,7 @@ import { createBenchDb, openBenchStore, serverVersion, ADMIN_URL, type BenchDb }
 import { killChildren } from './lib/children'
 import { openChatRig, WORKER_CONCURRENCY, type ChatRig } from './lib/rig'
 import { row, table, meets, type Row } from './lib/report'
-import { fmt } from './lib/stats'
+import { fmt, summarize } from './lib/stats'
 import { profileThisProcess, topFunctions, type ProfileSummary } from './lib/profile'
 import { stopFigure, type StopFigure } from './figures/stop'
 import { tokenFigure, type TokenLevel } from './figures/tokens'
@@ -31,6 +32,7 @@ import { scaleFigure, type ScaleLevel } from './figures/scale'
 import { appendFigure, type AppendFigure } from './figures/append'
 import { claimFigure, type ClaimFigure } from './figures/claim'
 import { memoryFigure, type MemoryFigure } from './figures/memory'
+import { takeoverFigure, type TakeoverFigure, type TakeoverPart } from './figures/takeover'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -38,10 +40,12 @@ const onlyArg = args.find((a) => a.startsWith('--only='))
 const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Number)) : undefined
 const wants = (figure: number) => !only || only.has(figure)
 const profile = args.includes('--profile')
+const takeoversArg = args.find((a) => a.startsWith('--takeovers='))
+const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length)) : 20
 
 const RESULTS = path.join(process.cwd(), 'bench', 'results')
 const PROFILES = path.join(RESULTS, 'profiles')
-const BUDGET_MS = 330_000
+const BUDGET_MS = 480_000
 const TOKEN_MS = 20 // 50 tokens/s per stream
 const t0 = Date.now()
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)}s`
@@ -61,6 +65,7 @@ interface Results {
     append?: AppendFigure[]
     claim?: ClaimFigure
     memory?: MemoryFigure
+    takeover?: TakeoverFigure
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -106,7 +111,7 @@ async function main(): Promise<number> {
     store: kind,
     startedAt: new Date().toISOString(),
     machine: machine(database),
-    settings: { tokenMs: TOKEN_MS, workerConcurrency: WORKER_CONCURRENCY, only: only ? [...only] : 'all' },
+    settings: { tokenMs: TOKEN_MS, workerConcurrency: WORKER_CONCURRENCY, only: only ? [...only] : 'all', takeovers },
     rows: [],
     figures: {},
     cpu: {},
@@ -225,6 +230,18 @@ async function main(): Promise<number> {
     )
   }
 
+  // Figure 7: worker processes that die or shut down (Postgres: PGlite is one process's database).
+  if (wants(7) && kind === 'postgres') {
+    results.figures.takeover = await phase('7 takeover after kill -9 / SIGTERM', () =>
+      takeoverFigure(store!, { dbUrl: db!.url, kills: takeovers, terms: takeovers, tokenMs: TOKEN_MS,
+        // ~4 s a sample on this machine; stop in time for the report before the watchdog.
+        deadline: Math.min(Date.now() + 240_000, t0 + BUDGET_MS - 20_000), say }),
+    )
+    for (const part of [results.figures.takeover?.kill, results.figures.takeover?.term]) {
+      for (const error of part?.errors ?? []) results.errors.push(`7 ${part!.signal}: ${error}`)
+    }
+  }
+
   report(results)
   return results.errors.length ? 1 : 0
 }
@@ -293,6 +310,18 @@ function rowsOf(r: Results): Row[] {
     out.push(row(`6 token p50 ${at}`, 'ms', level.token.ours.p50, level.token.baseline.p50))
     out.push(row(`6 token p99 ${at}`, 'ms', level.token.ours.p99, level.token.baseline.p99))
   }
+  if (f.takeover) {
+    const t = f.takeover
+    const lease = { baselineLabel: '(lease)' }
+    if (t.kill) {
+      out.push(row('7 takeover after kill -9, first chunk of next attempt p50', 'ms', t.kill.reader.p50, t.leaseMs, { ...lease, target: { op: '<=', value: 1_000 }, note: `${t.kill.reader.n} kills` }))
+      out.push(row('7 takeover after kill -9, first chunk of next attempt p99', 'ms', t.kill.reader.p99, t.leaseMs, { ...lease, target: { op: '<=', value: 2_000 } }))
+    }
+    if (t.term) {
+      out.push(row('7 answer continues after SIGTERM p50', 'ms', t.term.reader.p50, t.leaseMs, { ...lease, note: `${t.term.reader.n} SIGTERMs` }))
+      out.push(row('7 answer continues after SIGTERM p99', 'ms', t.term.reader.p99, t.leaseMs, { ...lease, target: { op: '<=', value: 1_000 } }))
+    }
+  }
   return out
 }
 
@@ -360,11 +389,42 @@ function notesOf(r: Results): string[] {
     if (level.cpu.ours.db) notes.push(...dbText(level.cpu.ours.db))
   }
   if (f.scale?.length) notes.push('   baseline: the direct streamText route; Stop = the client closing its connection.')
+  if (f.takeover) {
+    const t = f.takeover
+    for (const part of [t.kill, t.term]) if (part) notes.push(...takeoverText(part, t.settleMs))
+    notes.push(
+      `   ${t.workers} generate workers on processes of their own, each warmed by one short answer of its own before it could survive a signal (${t.warmups} in all); ` +
+        `the victim's place was taken by a standby (started and warmed beforehand, then paused with SIGSTOP until needed; a new one started after each sample, spawn → ready p50 ${fmt(t.spawn.p50)} ms); ` +
+        `each signal waited until both running workers had held their liveness lock > ${t.settleMs} ms. Baseline: the generate lease (${t.leaseMs} ms), what a takeover waited for before liveness.`,
+    )
+  }
   const missed = r.rows.filter((x) => meets(x) === false)
   notes.push(missed.length ? `MISSED: ${missed.map((x) => x.figure).join('; ')}` : 'all targets met')
   notes.push(`CPU while each phase ran (machine busy % of ${r.machine.cores} cores; processes in % of one core):`)
   for (const [name, c] of Object.entries(r.cpu)) notes.push(`   ${name}: ${JSON.stringify(c)}`)
   return notes
+}
+
+function median(values: (number | undefined)[]): number {
+  return summarize(values.filter((v): v is number => v !== undefined)).p50
+}
+
+function takeoverText(p: TakeoverPart, settleMs: number): string[] {
+  const n = p.samples.length
+  const s = (x: { p50: number; p99: number }) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)}`
+  const expected = p.signal === 'SIGKILL' ? 'OWNER_DIED' : 'SURRENDERED'
+  const histories = new Map<string, number>()
+  for (const x of p.samples) histories.set(x.history.join(' → '), (histories.get(x.history.join(' → ')) ?? 0) + 1)
+  return [
+    `7 ${p.signal}: ${n} samples (machine busy ${p.machineBusyPct ?? '?'}%); from the signal: the victim's liveness lock gone from pg_locks ${s(p.lockGone)} ms, released in the history (${expected}) ${s(p.release)} ms, ` +
+      `upstream got the next attempt's request ${s(p.request)} ms, its first token ${s(p.firstToken)} ms, the chunk's append began ${s(p.append)} ms, the reader got it ${s(p.reader)} ms (max ${fmt(p.reader.max)})`,
+    `   history ${expected} ${p.releasedAsExpected}/${n}; gapless logs ${p.gapless}/${n}; unmixed (attempt 1's chunks all before the next's, in the log and at the reader) ${p.unmixed}/${n}; ` +
+      `one answer across attempts ${p.oneAnswer}/${n}; completed ${p.completed}/${n}; survivor warm ${p.survivorWarm}/${n}, its lock held at the signal ≥ ${fmt(Math.min(...p.samples.map((x) => x.survivorHeldMs)))} ms (settle ${settleMs} ms)` +
+      (p.errors.length ? `; ${p.errors.length} failed: ${p.errors[0]}` : ''),
+    `   survivor from the signal to the reader's chunk: event-loop delay p99 median ${fmt(median(p.samples.map((x) => x.survivorLag?.p99)))} ms, max of all ${fmt(Math.max(...p.samples.map((x) => x.survivorLag?.max ?? 0)))} ms; ` +
+      `CPU median ${fmt(median(p.samples.map((x) => x.survivorCpuPct)))}% of a core; machine busy median ${fmt(median(p.samples.map((x) => x.machineBusyPct)))}%`,
+    `   histories: ${[...histories].map(([h, c]) => `${c}× ${h}`).join('; ')}`,
+  ]
 }
 
 function splitText(level: { split: { toAppend: { p50: number; p99: number }; toClient: { p50: number; p99: number } }; batch: { mean: number; max: number } }): string {

@@ -4,6 +4,7 @@
  *
  *   chat  buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: <upstream> })
  *         and the real `generate` consumer (figures 1, 2, 6)
+ *         On SIGTERM it hands its runs over at once, as `npm run worker` does (figure 7).
  *   wake  the no-op consumer; reports when each run starts (figure 4, append → run start),
  *         plus a bare LISTEN + SKIP LOCKED claimer on `bench_jobs` (its baseline)
  *
@@ -36,6 +37,17 @@ if (mode === 'chat') {
   const { server } = buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstreamUrl, OPENAI_MODEL: 'bench' })
   await server.startWorker({ concurrency })
   stopWorkers = () => server.stopWorkers({ graceMs: 500 })
+  // SIGTERM as `npm run worker` handles it (lib/chat/process.ts → shutdownChatServer): stop
+  // claiming and hand every running attempt over at once (no grace), close the store, exit.
+  // Figure 7 measures how soon the answer continues on another worker.
+  process.once('SIGTERM', () => {
+    setTimeout(() => process.exit(1), 15_000).unref()
+    void server
+      .stopWorkers()
+      .catch(() => {})
+      .then(() => store.close().catch(() => {}))
+      .finally(() => process.exit(0))
+  })
 } else if (mode === 'wake') {
   const server = createServer({
     contract: benchContract,
