@@ -357,6 +357,7 @@ describe.each(layers)('the race table on %s', (kind) => {
     await ticks.more() // the worker looked at the queue again after the run settled
     await waitUntil(() => worker.activeCount === 0, 'no attempt left running')
     expect(ran).toBe(false)
+    expect((await waitForJob(store, generate.id, name, () => true)).attempt).toBe(0) // never claimed
     expect(await historyOf(store, job.id)).toEqual(['0:ACTIVE>CANCELLING:CANCEL_APPENDED', '0:CANCELLING>CANCELLED:CANCELLED_BEFORE_START'])
   })
 
