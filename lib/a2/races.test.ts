@@ -11,7 +11,6 @@ import { query } from './internal/store'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
 import {
-  aborted,
   claimTicks,
   freezableStore,
   gate,
@@ -213,7 +212,8 @@ describe.each(layers)('the race table on %s', (kind) => {
     frozen.freeze() // the store is unreachable from the worker from here on
     proceed.open()
     // Past the lease: the attempt's own clock fires CLAIM_EXPIRED, with no query.
-    expect(((await aborted(firstSignal!)) as { code?: string }).code).toBe('CLAIM_EXPIRED')
+    await waitUntil(() => firstSignal?.aborted, 'the attempt’s own clock to fire', 5_000)
+    expect((firstSignal!.reason as { code?: string }).code).toBe('CLAIM_EXPIRED')
     expect(dispatchedBy).toEqual([]) // failed closed: the intent could not be recorded, nothing was dispatched
     const meanwhile = await waitForJob(store, generate.id, name, () => true)
     expect(meanwhile.status).toBe('ACTIVE') // unresolved, not failed, not cancelled
