@@ -2,7 +2,13 @@
  * The race table of the cancellation-contract article, one test per row that fits one
  * process, on PGlite and on Postgres. Each injects its failure deterministically and
  * asserts safety (no unauthorized effect, no lost cancel) and evidence (the rows an
- * operator reads later). The rows where a process must die are in races.multiprocess.test.ts.
+ * operator reads later). The rows where a process must die (the provider request made and
+ * the process gone; the controller gone mid-drain) run here with a simulated death — a
+ * worker whose store freezes for good at the fatal moment, its lease then running out — and
+ * in races.multiprocess.test.ts with real processes killed by SIGKILL (Postgres only). The
+ * dispatch's cancel_version predicate has a test of its own. No test sleeps: "nothing more
+ * happens" is the worker's further claim ticks (`claimTicks`), a retry "being due" is
+ * `run_at <= now()` in the database.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
