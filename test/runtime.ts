@@ -126,13 +126,15 @@ export interface JobState {
   lease_until: Date | string | null
   run_at: Date | string
   lease_lapsed: boolean
+  /** run_at <= now() in the database's clock: a scheduled retry (if any) is due. */
+  due: boolean
 }
 
 export async function jobOf(store: Store, eventId: string, consumerName: string): Promise<JobState | undefined> {
   const [row] = await query<JobState>(
     store.db,
     sql`select id, session_id, event_id, event_index, consumer, status, attempt, max_attempts, cancel_version, owner,
-               lease_until, run_at, coalesce(lease_until < now(), false) as lease_lapsed
+               lease_until, run_at, coalesce(lease_until < now(), false) as lease_lapsed, run_at <= now() as due
         from a2_jobs where event_id = ${eventId} and consumer = ${consumerName}`,
   )
   return row ? { ...row, id: Number(row.id) } : undefined
@@ -206,6 +208,8 @@ export interface Interceptor {
   after?: (text: string) => Promise<void> | void
   /** While this returns true, NOTIFY payloads for this store's listeners are dropped (a lost hint). */
   dropNotifications?: () => boolean
+  /** Runs after a NOTIFY payload was handed to this store's listeners (they handle it synchronously). */
+  notified?: (payload: string) => void
 }
 
 /**
@@ -243,7 +247,9 @@ export function interceptStore(store: Store, interceptor: Interceptor): Store {
     db,
     listen: (channel, onPayload) =>
       store.listen(channel, (payload) => {
-        if (!interceptor.dropNotifications?.()) onPayload(payload)
+        if (interceptor.dropNotifications?.()) return
+        onPayload(payload)
+        interceptor.notified?.(payload)
       }),
     close: async () => {},
   }
@@ -295,6 +301,56 @@ export function holdableRenewals(store: Store): { store: Store; hold(): Promise<
       const g = held
       held = undefined
       g?.open()
+    },
+  }
+}
+
+/** The claim statement of the worker's loop (jobs.ts claimJobs); the drain's statements never name `claimed`. */
+export const isClaim = (text: string) => text.includes('claimed as (')
+
+export interface ClaimTicks {
+  /** The worker's store: give it to the server whose worker is watched. */
+  store: Store
+  /** Claim statements sent so far. */
+  readonly started: number
+  /** Claim statements that returned so far. */
+  readonly finished: number
+  /**
+   * Resolves once the worker has begun `n` more claims from now. A claim begins only after
+   * the previous one's jobs were registered as attempts (their `afterClaim` hook called,
+   * their attempt number written), so "n more claims began" proves the worker looked at
+   * the queue n - 1 times after now and acted on what it found: the condition "nothing
+   * more happens" stands for, where a sleep would only hope so.
+   */
+  more(n?: number, timeoutMs?: number): Promise<void>
+}
+
+/** Counts a worker's claim statements (its loop's ticks) through `interceptStore`. */
+export function claimTicks(store: Store, interceptor: Interceptor = {}): ClaimTicks {
+  let started = 0
+  let finished = 0
+  const wrapped = interceptStore(store, {
+    ...interceptor,
+    before: async (text) => {
+      if (isClaim(text)) started++
+      await interceptor.before?.(text)
+    },
+    after: async (text) => {
+      if (isClaim(text)) finished++
+      await interceptor.after?.(text)
+    },
+  })
+  return {
+    store: wrapped,
+    get started() {
+      return started
+    },
+    get finished() {
+      return finished
+    },
+    async more(n = 2, timeoutMs = 10_000) {
+      const target = started + n
+      await waitUntil(() => started >= target, `${n} more claim ticks`, timeoutMs, 5)
     },
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The rows of the race table where a process must die, on Postgres with real processes
  * killed by SIGKILL: the provider request made and the process gone before it recorded
- * the outcome; the controller gone in the middle of a drain.
+ * the outcome; the controller gone in the middle of a drain. The same rows run in one
+ * process, on PGlite too, in races.test.ts (a simulated death).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { spawn, type ChildProcess } from 'node:child_process'

@@ -28,7 +28,7 @@ import {
   Recorder,
   abortableWork,
   aborted,
-  delay,
+  claimTicks,
   eventsOf,
   freezableStore,
   gate,
@@ -41,6 +41,8 @@ import {
   transitionsOf,
   waitForJob,
   waitUntil,
+  type ClaimTicks,
+  type Interceptor,
 } from '@/test/runtime'
 
 describe.each(layers)('consumer runtime on %s', (kind) => {
@@ -90,6 +92,18 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
     servers.push(server)
     return server
   }
+  /**
+   * `serve` on a store that counts the worker's claims: "nothing more happens" is waited for
+   * as `ticks.more()` (the worker looked at the queue again and acted on it), never slept.
+   */
+  function serveCounted(
+    consumers: Parameters<typeof createServer<typeof chat>>[0]['consumers'],
+    on: Store = store,
+    interceptor: Interceptor = {},
+  ): { server: A2Server<typeof chat>; ticks: ClaimTicks } {
+    const ticks = claimTicks(on, interceptor)
+    return { server: serve(consumers, ticks.store), ticks }
+  }
   async function work(server: A2Server<typeof chat>, options: Parameters<A2Server['startWorker']>[0] = {}): Promise<Worker> {
     return guard.worker(await server.startWorker({ pollMs: 100, ...options }))
   }
@@ -132,7 +146,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
           seen.add('end', { reason: abortReason(ctx.signal) })
         }
       })
-      const chatServer = serve([generate])
+      const { server: chatServer, ticks } = serveCounted([generate])
       await work(chatServer)
 
       const { id: session } = await chatServer.sessions.create('u1')
@@ -153,8 +167,10 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       expect(job.attempt).toBe(1)
       expect(job.cancel_version).toBe(1)
       expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>CANCELLING:CANCEL_APPENDED', '1:CANCELLING>CANCELLED:STOPPED_BY_CANCEL'])
-      await delay(300)
+      await waitForJob(store, g.id, 'generate', (j) => j.due) // a retry, had one been scheduled, would be due
+      await ticks.more() // and the worker has looked at the queue since
       expect(seen.count('start')).toBe(1) // a cancelled run never retries
+      expect((await jobOf(store, g.id, 'generate'))!.attempt).toBe(1)
     })
 
     it('abortOn predicate: a cancel that names one of two running generations stops only that one', async () => {
@@ -178,7 +194,13 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
           throw error
         }
       })
-      const chatServer = serve([generate])
+      // Cancel hints the worker has handled (its listeners run synchronously on each NOTIFY).
+      const cancelHints: string[] = []
+      const { server: chatServer } = serveCounted([generate], store, {
+        notified: (payload) => {
+          if (payload.includes('"c":')) cancelHints.push(payload)
+        },
+      })
       await work(chatServer)
 
       const { id: session } = await chatServer.sessions.create('u1')
@@ -192,7 +214,11 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       expect(stopped.id).toBe(first.id)
       expect((stopped.reason as RunAborted).event).toEqual({ id: cancel.id, index: cancel.index })
 
-      await delay(300)
+      // The NOTIFY carrying the cancel was handled by the worker (its listeners run synchronously)
+      // and everything it set off has run: had it named the second run, that run's signal would
+      // have fired by now. The durable side (what a renewal would read) is checked just below.
+      await waitUntil(() => cancelHints.some((h) => h.includes(cancel.id)), 'the cancel hint to reach the worker')
+      await new Promise((resolve) => setImmediate(resolve))
       expect(seen.count('aborted', (e) => e.id === second.id)).toBe(0)
       const running = (await jobOf(store, second.id, 'generate'))!
       expect(running).toMatchObject({ status: 'ACTIVE', cancel_version: 0, attempt: 1 })
@@ -206,6 +232,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
 
     it('lane cleanup: the cancel fires the running generate’s signal on append; cleanup runs only after generate returned', async () => {
       const seen = new Recorder()
+      const unwound = hold()
       const generation = consumer({
         contract: chat,
         name: 'generation',
@@ -217,14 +244,14 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
           // your abortable work; hand it ctx.signal:
           seen.add('generate:start')
           await abortableWork(ctx.signal).catch(() => seen.add('generate:signal', { reason: abortReason(ctx.signal) }))
-          await delay(250) // still unwinding: the cleanup must wait for this
+          await unwound.promise // still unwinding: the cleanup must wait for this
           seen.add('generate:returned')
           return
         }
         // your cleanup, after generate has returned
         seen.add('cleanup', { of: ctx.event.payload.of })
       })
-      const chatServer = serve([generation])
+      const { server: chatServer, ticks } = serveCounted([generation])
       await work(chatServer)
 
       const { id: session } = await chatServer.sessions.create('u1')
@@ -234,6 +261,11 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const [c] = await chatServer.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
 
       const signal = await seen.waitFor('generate:signal')
+      // The worker looks at the queue while generate unwinds: the cleanup job exists and is not started.
+      await ticks.more()
+      expect(seen.count('cleanup')).toBe(0)
+      expect((await jobOf(store, c.id, 'generation'))!.attempt).toBe(0)
+      unwound.open()
       const returned = await seen.waitFor('generate:returned')
       const cleanup = await seen.waitFor('cleanup')
       expect((signal.reason as RunAborted).code).toBe('CANCELLED')
@@ -256,18 +288,20 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const generate = consumer({ contract: chat, name: 'generate', types: ['generate'], abortOn: ['cancelled'] }).run(async () => {
         invoked++
       })
-      const chatServer = serve([generate])
+      const { server: chatServer, ticks } = serveCounted([generate])
       const { id: session } = await chatServer.sessions.create('u1')
       const [g] = await chatServer.append(session, { type: 'generate', payload: {} })
       await chatServer.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
       expect((await jobOf(store, g.id, 'generate'))!.status).toBe('CANCELLING')
 
-      await work(chatServer)
+      const worker = await work(chatServer)
       const job = await waitForJob(store, g.id, 'generate', (j) => j.status === 'CANCELLED')
       expect(job.attempt).toBe(0)
       expect(await historyOf(store, job.id)).toEqual(['0:ACTIVE>CANCELLING:CANCEL_APPENDED', '0:CANCELLING>CANCELLED:CANCELLED_BEFORE_START'])
-      await delay(200)
+      await ticks.more() // the worker looked at the queue again after the run settled
+      await waitUntil(() => worker.activeCount === 0, 'no attempt left running')
       expect(invoked).toBe(0)
+      expect((await jobOf(store, g.id, 'generate'))!.attempt).toBe(0)
     })
 
     it('a cancel that lands between the claim and the start: the run is aborted at start, the handler never invoked', async () => {
@@ -431,7 +465,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const wake = consumer({ contract: chat, name: 'reclaim-wake', types: ['message'] }).run(async () => {})
       const renewals = holdableRenewals(store)
       cleanups.push(async () => renewals.release())
-      const server = serve([c, wake], renewals.store)
+      const { server, ticks } = serveCounted([c, wake], renewals.store)
       const worker = await work(server, { pollMs: 60_000 })
       const { id: session } = await server.sessions.create('u1')
       const [g] = await server.append(session, { type: 'generate', payload: {} })
@@ -447,7 +481,10 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       expect(((await seen.waitFor('old:signal')).reason as RunAborted).code).toBe('SUPERSEDED_ATTEMPT')
       releaseOld.open()
       await seen.waitFor('old:returned')
-      await delay(500) // its (fenced, refused) completion is done
+      // Its (fenced, refused) completion is done: a finished attempt leaves the worker's books
+      // and then wakes the claim loop (pollMs is 60 s: nothing else makes it claim here).
+      await ticks.more(1)
+      await waitUntil(() => worker.activeCount <= 1, 'attempt 1 to leave the books')
       expect(worker.activeCount).toBe(1) // attempt 2 still runs and is still tracked
 
       const [cancel] = await server.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
@@ -539,14 +576,15 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
           }
         },
       )
-      const server = serve([c])
+      const { server, ticks } = serveCounted([c])
       await work(server)
       const { id: session } = await server.sessions.create('u1')
       const [g] = await server.append(session, { type: 'generate', payload: {} })
       await seen.waitFor('start')
       await server.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
       const job = await waitForJob(store, g.id, `cancel-${then}`, (j) => j.status === 'CANCELLED')
-      await delay(700) // longer than the first retry's backoff would be
+      await waitForJob(store, g.id, `cancel-${then}`, (j) => j.due) // a retry, had one been scheduled, would be due
+      await ticks.more() // and the worker has looked at the queue since
       expect(seen.count('start')).toBe(1)
       expect((await jobOf(store, g.id, `cancel-${then}`))!.attempt).toBe(1)
       expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>CANCELLING:CANCEL_APPENDED', '1:CANCELLING>CANCELLED:STOPPED_BY_CANCEL'])
@@ -558,7 +596,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
         seen.add('start', { attempt: ctx.attempt })
         throw new Error(`boom ${ctx.attempt}`)
       })
-      const server = serve([c])
+      const { server, ticks } = serveCounted([c])
       await work(server)
       const { id: session } = await server.sessions.create('u1')
       const [g] = await server.append(session, { type: 'generate', payload: {} })
@@ -578,8 +616,10 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const failed = (await eventsOf(store, session)).filter((e) => e.type === 'a2.failed')
       expect(failed).toHaveLength(1)
       expect(failed[0].payload).toEqual({ of: g.id, consumer: 'flaky', attempts: 3, error: { message: 'boom 3' } })
-      await delay(300)
+      await waitForJob(store, g.id, 'flaky', (j) => j.due) // a fourth try, had one been scheduled, would be due
+      await ticks.more() // and the worker has looked at the queue since
       expect(seen.count('start')).toBe(3)
+      expect((await jobOf(store, g.id, 'flaky'))!.attempt).toBe(3)
     })
 
     it('a cancel while a retry waits revokes it (recorded), and the handler is not run again', async () => {
@@ -588,15 +628,17 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
         seen.add('start', { attempt: ctx.attempt })
         throw new Error('transient')
       })
-      const server = serve([c])
+      const { server, ticks } = serveCounted([c])
       await work(server)
       const { id: session } = await server.sessions.create('u1')
       const [g] = await server.append(session, { type: 'generate', payload: {} })
       const job = await waitForJob(store, g.id, 'revoked', (j) => j.attempt === 1 && j.owner === null)
       await server.append(session, { type: 'cancelled', payload: { of: g.id, lastSeenIndex: 0 } })
       await waitForJob(store, g.id, 'revoked', (j) => j.status === 'CANCELLED')
-      await delay(600)
+      await waitForJob(store, g.id, 'revoked', (j) => j.due) // the revoked retry's time has come
+      await ticks.more() // and the worker has looked at the queue since
       expect(seen.count('start')).toBe(1)
+      expect((await jobOf(store, g.id, 'revoked'))!.attempt).toBe(1)
       expect(await historyOf(store, job.id)).toEqual([
         '1:ACTIVE>ACTIVE:RETRY_SCHEDULED',
         '1:ACTIVE>CANCELLING:CANCEL_APPENDED',
@@ -629,15 +671,22 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
   describe('lanes', () => {
     it('runs one session’s lane one job at a time, in log order', async () => {
       const seen = new Recorder()
+      const finish = Array.from({ length: 5 }, () => hold())
       const c = consumer({ contract: chat, name: 'laned', types: ['message'], lane: 'l' }).run(async (ctx) => {
         seen.add('start', { index: ctx.event.index })
-        await delay(30)
+        await finish[ctx.event.index].promise // runs until the test lets it end
         seen.add('end', { index: ctx.event.index })
       })
-      const server = serve([c])
+      const { server, ticks } = serveCounted([c])
       await work(server)
       const { id: session } = await server.sessions.create('u1')
       await server.append(session, ...Array.from({ length: 5 }, (_, i) => ({ type: 'message' as const, payload: { text: `m${i}` } })))
+      for (let i = 0; i < 5; i++) {
+        await seen.waitFor('start', (e) => e.index === i)
+        await ticks.more() // the worker looks at the queue while job i runs: nothing else of the lane starts
+        expect(seen.count('start')).toBe(i + 1)
+        finish[i].open()
+      }
       await waitUntil(() => seen.count('end') === 5, 'five runs')
       expect(seen.entries.map((e) => `${e.what}${e.index}`)).toEqual([
         'start0', 'end0', 'start1', 'end1', 'start2', 'end2', 'start3', 'end3', 'start4', 'end4',
@@ -654,7 +703,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const free = consumer({ contract: chat, name: 'no-lane', types: ['message'] }).run(async (ctx) => {
         seen.add('free', { session: ctx.sessionId })
       })
-      const server = serve([laned, free])
+      const { server, ticks } = serveCounted([laned, free])
       await work(server)
       const { id: s1 } = await server.sessions.create('u1')
       const { id: s2 } = await server.sessions.create('u1')
@@ -664,7 +713,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       await seen.waitFor('start', (e) => e.session === s2)
       await seen.waitFor('free', (e) => e.session === s1)
       await seen.waitFor('free', (e) => e.session === s2)
-      await delay(200)
+      await ticks.more() // the worker has looked at the queue again: 'behind' is still held by its lane
       expect(seen.count('start', (e) => e.text === 'behind')).toBe(0)
       unstick.open()
       await seen.waitFor('start', (e) => e.text === 'behind')
@@ -685,19 +734,24 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const { id: session } = await server.sessions.create('u1')
       let armed = false
       let appendedAt = 0
-      const watched = interceptStore(store, {
+      /** New-job hints the watched worker has handled (its listeners run synchronously on each NOTIFY). */
+      let jobHints = 0
+      const { server: watchedServer, ticks } = serveCounted([c], store, {
+        notified: (payload) => {
+          if (/"j":\s*1/.test(payload)) jobHints++
+        },
         after: async (text) => {
           if (!armed || !text.includes('with candidates')) return
           armed = false
           // The claim found nothing; before the worker sees that, a job is appended and its NOTIFY lands.
+          const hintsBefore = jobHints
           await server.append(session, { type: 'generate', payload: {} })
           appendedAt = performance.now()
-          await delay(100)
+          await waitUntil(() => jobHints > hintsBefore, 'the new job’s NOTIFY to reach the watched worker')
         },
       })
-      const watchedServer = serve([c], watched)
       await work(watchedServer, { pollMs: 60_000 })
-      await delay(100)
+      await waitUntil(() => ticks.finished >= 1, 'the worker’s first claim (it then sleeps: pollMs is 60 s)')
       armed = true
       // Wake the sleeping worker so it claims (and finds nothing: the job is appended during the claim).
       await server.append(session, { type: 'message', payload: { text: 'tick' } })
@@ -738,13 +792,15 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
         },
       )
       const appender = serve([c])
-      const server = serve([c], interceptStore(store, { dropNotifications: () => true }))
+      const { server, ticks } = serveCounted([c], store, { dropNotifications: () => true })
       await work(server)
       const { id: session } = await server.sessions.create('u1')
       const [g] = await server.append(session, { type: 'generate', payload: {} })
       const job = await waitForJob(store, g.id, 'throws-after-cancel', (j) => j.status === 'CANCELLED')
-      await delay(400)
+      await waitForJob(store, g.id, 'throws-after-cancel', (j) => j.due) // a retry, had one been scheduled, would be due
+      await ticks.more() // and the worker has looked at the queue since
       expect(calls).toBe(1)
+      expect((await jobOf(store, g.id, 'throws-after-cancel'))!.attempt).toBe(1)
       expect(signalled).toBe(false) // its hint was lost: only the durable state knew
       const history = await transitionsOf(store, job.id)
       expect(history.map((t) => `${t.attempt}:${t.from_status}>${t.to_status}:${t.reason}`)).toEqual([
@@ -755,12 +811,23 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
     })
 
     it('a renewal still in flight when a run ends arms no timer afterwards', async () => {
+      const renewalSent = hold()
+      const answerRenewals = hold()
+      let renewalsAnswered = 0
       const c = consumer({ contract: chat, name: 'slow-renewal', types: ['generate'], leaseMs: 600 }).run(async () => {
-        await delay(250) // a renewal (every 200 ms) is in flight when this returns
+        await renewalSent.promise // a renewal (every 200 ms) is in flight when this returns
       })
-      // Renewals succeed in the database but their answers come back late.
+      // Renewals succeed in the database but their answers come back late: once the run is over.
+      const isRenewal = (text: string) => text.startsWith('update a2_jobs set lease_until')
       const slowRenewals = interceptStore(store, {
-        after: (text) => (text.startsWith('update a2_jobs set lease_until') ? delay(300) : undefined),
+        before: (text) => {
+          if (isRenewal(text)) renewalSent.open()
+        },
+        after: async (text) => {
+          if (!isRenewal(text)) return
+          await answerRenewals.promise
+          renewalsAnswered++
+        },
       })
       const server = serve([c], slowRenewals)
       const worker = await work(server, { pollMs: 60_000 })
@@ -768,7 +835,10 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const [g] = await server.append(session, { type: 'generate', payload: {} })
       await waitForJob(store, g.id, 'slow-renewal', (j) => j.status === 'COMPLETED')
       await waitUntil(() => worker.activeCount === 0, 'the run to end')
-      await delay(400) // the delayed renewal has come back
+      expect(renewalsAnswered).toBe(0) // the renewal is still out
+      answerRenewals.open()
+      await waitUntil(() => renewalsAnswered > 0, 'the delayed renewal to come back')
+      await new Promise((resolve) => setImmediate(resolve)) // and its caller to have handled the answer
       // The worker's own poll timer is legitimately pending; the run's lease timers are not.
       expect(guard.pendingTimers().filter((t) => /armExpiry|startAttempt/.test(t))).toEqual([])
     })
