@@ -108,13 +108,17 @@ describe.each(layers)('the race table on %s', (kind) => {
     const claimed = gate()
     const proceed = gate()
     let dispatched = 0
-    const { name, generate, cancel } = await setup(async (ctx) => {
-      claimed.open()
-      await proceed.promise // a worker that does not look at its signal
-      await ctx.effect('tool', async () => {
-        dispatched++
-      })
-    })
+    const { name, generate, cancel } = await setup(
+      async (ctx) => {
+        claimed.open()
+        await proceed.promise // a worker that does not look at its signal
+        await ctx.effect('tool', async () => {
+          dispatched++
+        })
+      },
+      // Not about the grace period: on a loaded machine 400 ms could force the run out first.
+      { worker: { graceMs: 60_000 } },
+    )
     await claimed.promise
     await cancel()
     proceed.open()
@@ -136,6 +140,7 @@ describe.each(layers)('the race table on %s', (kind) => {
       },
       {
         worker: {
+          graceMs: 60_000, // not about the grace period
           hooks: {
             // The worker has read the run's state (ACTIVE, version 0); the cancel lands now.
             beforeDispatch: async () => {
