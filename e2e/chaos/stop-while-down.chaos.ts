@@ -10,9 +10,10 @@
  * The Stop is a durable intent: it stays in the tab's outbox and is delivered when the server
  * is back; the view stays cut at what was on screen the whole time ("Stopping — will apply
  * when reconnected", then "Stopped"), the run ends CANCELLED and its upstream request closes.
- * With a standalone worker no upstream request starts after the restart (the run is never
- * attempted again); with the embedded one, a successor that claims the run before the Stop
- * lands (a takeover at boot) may open one, and it must close early. The same text after a reload.
+ * No upstream request starts after the restart: with a standalone worker the run is never
+ * attempted again; with the embedded one the restarted process holds the runs it would resume
+ * for 3 s (resumeAfterMs) while the tab re-sends the Stop every second, so the Stop lands before
+ * any successor could ask the model again. The same text after a reload.
  */
 import { performance } from 'node:perf_hooks'
 import { expect, test } from '@playwright/test'
@@ -147,18 +148,11 @@ for (const topology of topologies) {
       expect(request.closedEarly).toBe(true)
       expect(request.tokensSent).toBeLessThan(TOKENS)
       const afterRestart = upstream.requests.filter((r) => r.startedAt >= restartedAt)
-      if (!topology.embeddedWorker) {
-        // The stopped run never streamed on: no upstream request after the restart, and no second attempt.
-        expect(afterRestart).toEqual([])
-        expect(job.attempt).toBe(1)
-      } else {
-        // A successor that claimed before the Stop landed was signalled and closed its request.
-        console.log(`[chaos] embedded: ${afterRestart.length} upstream request(s) after the restart; the run ended at attempt ${job.attempt}`)
-        for (const successor of afterRestart) {
-          await successor.closed
-          expect(successor.closedEarly).toBe(true)
-        }
-      }
+      // The stopped run never streamed on: no upstream request after the restart. With the
+      // embedded worker the restarted process holds the run it would resume for 3 s
+      // (resumeAfterMs) while the tab re-sends its Stop every second, so the Stop lands first.
+      expect(afterRestart).toEqual([])
+      if (!topology.embeddedWorker) expect(job.attempt).toBe(1) // and no second attempt
 
       // The log: one Stop (its retries were one event), naming this answer, at what the page had seen.
       const log = await sessionLog(sql, sessionId)

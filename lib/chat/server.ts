@@ -39,7 +39,9 @@ export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, mod
 async function boot(withWorker: boolean): Promise<ChatServer> {
   const store = await getStore()
   const built = buildChatServer(store)
-  const worker = withWorker ? await built.server.startWorker() : undefined
+  // 3 s: a tab re-sends a Stop it kept while the server was down every second, so it lands
+  // before this (re)started process resumes the run it stops.
+  const worker = withWorker ? await built.server.startWorker({ resumeAfterMs: 3_000 }) : undefined
   console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `worker ${worker.id}` : 'no worker in this process'}`)
   return { ...built, worker }
 }

@@ -29,7 +29,15 @@ export interface ClaimedJob {
  */
 export async function claimJobs(
   executor: Executor,
-  args: { consumers: string[]; owner: string; ownerKey?: number; leaseMs: Record<string, number>; limit: number },
+  args: {
+    consumers: string[]
+    owner: string
+    ownerKey?: number
+    leaseMs: Record<string, number>
+    limit: number
+    /** False: only runs no attempt has started yet (see WorkerOptions.resumeAfterMs). */
+    resume?: boolean
+  },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.consumers.length === 0) return []
   const leases = JSON.stringify(args.leaseMs)
@@ -39,7 +47,7 @@ export async function claimJobs(
           select j.id, j.owner as previous_owner from a2_jobs j
           where j.status = 'ACTIVE' and j.run_at <= now() and j.consumer in ${args.consumers}
             and (j.lease_until is null or j.lease_until < now())
-            and j.attempt < j.max_attempts
+            and j.attempt < j.max_attempts and (j.attempt = 0 or ${args.resume ?? true}::boolean)
             and (j.lane is null or not exists (
               select 1 from a2_jobs e
               where e.session_id = j.session_id and e.consumer = j.consumer and e.lane = j.lane

@@ -94,11 +94,19 @@ export function clientEventId(): string {
   return 'c' + btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '')
 }
 
+/**
+ * A durable push (a Stop) is re-sent every second while it waits: a restarted server holds
+ * the runs it resumes for 3 s (WorkerOptions.resumeAfterMs), and the Stop must land first.
+ * One small POST a second per pending Stop costs nothing while the server is down.
+ */
+const DURABLE_RETRY_MS = [250, 500, 1_000]
+
 export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionStore<S> {
   const base = options.base ?? '/api'
   const url = `${base}/sessions/${encodeURIComponent(options.sessionId)}/events`
   const doFetch = options.fetch ?? ((...args: Parameters<typeof fetch>) => fetch(...args))
   const retryDelays = options.retryDelaysMs ?? [250, 1000, 3000]
+  const durableDelays = options.retryDelaysMs ?? DURABLE_RETRY_MS
   const durableTypes = new Set(options.durableTypes ?? [])
   const outbox = createOutbox(`a2.outbox:${url}`, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()))
   const listeners = new Set<() => void>()
@@ -300,7 +308,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         }
         outbox.failed(id)
         emit()
-        await sleep(retryDelays[Math.min(entry.failures, retryDelays.length - 1)])
+        await sleep(durableDelays[Math.min(entry.failures, durableDelays.length - 1)])
       }
     })
     queue = run.finally(() => delivering.delete(id)).then(

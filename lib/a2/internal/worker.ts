@@ -23,6 +23,13 @@ export interface WorkerOptions {
   pollMs?: number
   /** A cancelled run that keeps going this long after CANCELLING is fenced out. Default 10 s. */
   graceMs?: number
+  /**
+   * Runs an earlier attempt started (taken over after a crash or a restart) are claimed only
+   * once this worker has been up this long; new runs at once. After a restart, the Stops that
+   * browsers kept while the server was down (they re-send every second) land first, so a run
+   * its reader stopped is not asked of the model again. Default 0; the chat sets 3 s.
+   */
+  resumeAfterMs?: number
   hooks?: WorkerHooks
 }
 
@@ -45,6 +52,7 @@ export class Worker {
   private unsubscribe?: () => void
   private lastDrain = 0
   private liveness?: Liveness
+  private startedAt = 0
 
   constructor(
     private readonly host: RuntimeHost,
@@ -63,6 +71,7 @@ export class Worker {
   async start(): Promise<this> {
     if (this.started) return this
     this.started = true
+    this.startedAt = performance.now()
     this.liveness = await livenessFor(this.host.store)
     const bus = await busFor(this.host.store)
     this.unsubscribe = bus.onAny((hint) => this.onHint(hint))
@@ -158,6 +167,7 @@ export class Worker {
       consumers: [...this.host.consumers.keys()],
       owner: this.id,
       ownerKey: this.liveness?.key,
+      resume: performance.now() - this.startedAt >= (this.options.resumeAfterMs ?? 0),
       leaseMs,
       limit: Math.min(free, 16),
     })
