@@ -50,7 +50,7 @@ export function NewChat() {
   )
 
   return (
-    <div className="flex min-h-0 flex-1 flex-col overflow-y-auto">
+    <div className="flex min-h-0 flex-1 flex-col overflow-y-auto [scrollbar-gutter:stable_both-edges]">
       <div className="mx-auto flex w-full max-w-3xl flex-1 flex-col justify-center px-4 py-10 sm:px-6">
         <div className="mb-8 flex flex-col items-center text-center">
           <Logo className="size-11 rounded-xl text-base" />

@@ -10,13 +10,15 @@ export const FOCUS_COMPOSER_EVENT = 'a2:focus-composer'
 
 interface SessionListProps {
   activeId?: string
-  /** Closes the drawer on narrow screens. */
+  /** Closes the drawer on narrow screens (a navigation: focus goes with the page). */
   onClose: () => void
+  /** The drawer's close button: focus goes back to the button that opened it. */
+  onCloseButton: () => void
   /** Hides the sidebar on wide screens. */
   onCollapse: () => void
 }
 
-export function SessionList({ activeId, onClose, onCollapse }: SessionListProps) {
+export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: SessionListProps) {
   const { sessions, status, nextBefore, loadingMore, error } = useSessions()
   const pathname = usePathname()
 
@@ -53,7 +55,8 @@ export function SessionList({ activeId, onClose, onCollapse }: SessionListProps)
         </button>
         <button
           type="button"
-          onClick={onClose}
+          data-drawer-close
+          onClick={onCloseButton}
           className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-200/70 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
           aria-label="Close sidebar"
         >

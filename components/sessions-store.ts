@@ -6,6 +6,8 @@
  */
 import { useSyncExternalStore } from 'react'
 
+export { isSessionId } from './session-id'
+
 export interface SessionSummary {
   id: string
   /** Set server-side from the first message; empty until then. */
@@ -21,6 +23,8 @@ export interface SessionsState {
   status: 'idle' | 'loading' | 'ready' | 'error'
   loadingMore: boolean
   error?: string
+  /** Ids the server said are not this user's (or do not exist): the header says so. */
+  missing: string[]
 }
 
 export class ApiError extends Error {
@@ -61,7 +65,7 @@ interface Page {
   nextBefore?: string | null
 }
 
-const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false }
+const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false, missing: [] }
 
 let state: SessionsState = SERVER_SNAPSHOT
 let pagesLoaded = 0
@@ -171,6 +175,11 @@ export const sessionsStore = {
     const { session } = await api<{ session: SessionSummary }>('/api/sessions', { method: 'POST', body: '{}' })
     set({ sessions: dedupe([session, ...state.sessions]) })
     return session
+  },
+
+  /** The chat page found no such session of ours. */
+  markMissing(id: string) {
+    if (!state.missing.includes(id)) set({ missing: [...state.missing, id] })
   },
 
   async rename(id: string, title: string): Promise<void> {

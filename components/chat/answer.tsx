@@ -38,26 +38,29 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
         <SparkleIcon className="size-4" />
       </div>
 
-      <div className="min-w-0 flex-1 pt-0.5">
-        <div data-testid="answer-text" aria-live="polite" aria-busy={streaming || waiting}>
-          {text ? (
-            <Markdown text={text} streaming={streaming} />
-          ) : streaming ? (
-            <span className="streaming-caret" aria-hidden="true" />
-          ) : null}
+      <div className="relative min-w-0 flex-1 pt-0.5">
+        {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
+        <div aria-live="polite" aria-busy={streaming || waiting}>
+          <div data-testid="answer-text">
+            {text ? (
+              <Markdown text={text} streaming={streaming} />
+            ) : streaming ? (
+              <span className="streaming-caret" aria-hidden="true" />
+            ) : null}
+          </div>
+
+          {status === 'stopped' && (
+            <p
+              data-testid="stopped-marker"
+              className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
+            >
+              <StopCircleIcon className="size-3.5" />
+              {text ? 'Stopped' : 'Stopped before the answer began'}
+            </p>
+          )}
         </div>
 
         {waiting && <TypingIndicator />}
-
-        {status === 'stopped' && (
-          <p
-            data-testid="stopped-marker"
-            className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
-          >
-            <StopCircleIcon className="size-3.5" />
-            {text ? 'Stopped' : 'Stopped before the answer began'}
-          </p>
-        )}
 
         {status === 'failed' && (
           <div className="mt-3 flex flex-wrap items-start gap-3 rounded-xl border border-red-200 bg-red-50 px-3.5 py-3 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/40 dark:text-red-200">
@@ -107,8 +110,10 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
 
         {terminal && (text || canRegenerate) && (
           <div
-            className={`mt-2 -ml-1.5 flex items-center gap-0.5 transition-opacity ${
-              isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
+            // An earlier answer's bar shows on hover or focus, over the space between turns, so
+            // hidden it takes no room; the last answer's bar is always there, in the flow.
+            className={`-ml-1.5 flex items-center gap-0.5 transition-opacity ${
+              isLast ? 'mt-2' : 'absolute top-full left-0 mt-0.5 opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
             }`}
           >
             {text && <CopyButton text={text} label="Copy answer" />}

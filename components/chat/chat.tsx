@@ -3,6 +3,7 @@ import { useCallback, useEffect, useRef, useState } from 'react'
 import { useChat } from '@/lib/chat/use-chat'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
+import { NotFoundView } from '../not-found'
 import { sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
@@ -79,8 +80,10 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const title = sessionTitle(sessions.find((s) => s.id === sessionId))
   // The snapshot (the server's fold so far) arrives before the tail opens.
   const loadingHistory = !loaded
-  // 401: a browser with no identity yet (a link opened cold) owns no chat either.
-  if (!loaded && error && (error.status === 401 || error.status === 403 || error.status === 404)) return <ChatNotFound />
+  // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
+  if (!loaded && error && (error.status === 400 || error.status === 401 || error.status === 403 || error.status === 404)) {
+    return <NotFoundView kind="chat" sessionId={sessionId} />
+  }
 
   return (
     <div className="flex min-h-0 flex-1 flex-col">
@@ -94,12 +97,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
         empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
       />
 
-      <div className="relative shrink-0 px-3 pb-3 sm:px-6 sm:pb-4">
+      <div className="relative shrink-0 pb-3 sm:pb-4">
         <div
           aria-hidden="true"
           className="pointer-events-none absolute inset-x-0 -top-6 h-6 bg-linear-to-t from-white to-transparent dark:from-neutral-900"
         />
-        <div className="mx-auto w-full max-w-3xl">
+        {/* The message column's width and padding (messages.tsx), so the composer lines up with it. */}
+        <div className="mx-auto w-full max-w-3xl px-4 sm:px-6">
           {connection === 'reconnecting' && (
             <div className="mb-2 flex justify-center">
               <p
@@ -212,21 +216,6 @@ function HistorySkeleton() {
           <div className="h-3.5 w-3/5 animate-pulse rounded bg-neutral-100 dark:bg-neutral-800" />
         </div>
       </div>
-    </div>
-  )
-}
-
-/** A session that does not exist, or belongs to someone else (the server does not say which). */
-function ChatNotFound() {
-  return (
-    <div data-testid="chat-not-found" className="flex flex-1 flex-col items-center justify-center gap-3 p-8 text-center">
-      <h1 className="text-lg font-semibold">This chat isn’t available</h1>
-      <p className="max-w-sm text-sm text-neutral-600 dark:text-neutral-400">
-        It may have been opened in another browser, or the link is wrong. Chats belong to the browser that started them.
-      </p>
-      <a href="/" className="rounded-lg bg-neutral-900 px-4 py-2 text-sm font-medium text-white hover:bg-neutral-700 focus-visible:outline-2 focus-visible:outline-offset-2 dark:bg-white dark:text-neutral-900">
-        Start a new chat
-      </a>
     </div>
   )
 }

@@ -88,7 +88,8 @@ export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }
         onTouchMove={() => {
           stick.current = false
         }}
-        className="min-h-0 flex-1 overflow-y-auto"
+        // A gutter on both edges keeps the column centred (under the composer) with or without a scrollbar.
+        className="min-h-0 flex-1 overflow-y-auto [scrollbar-gutter:stable_both-edges]"
       >
         <div ref={contentRef} className="mx-auto w-full max-w-3xl px-4 pt-6 pb-10 sm:px-6">
           {turns.length === 0 ? (
@@ -231,8 +232,12 @@ const UserMessage = memo(function UserMessage({
       data-testid="message-user"
       data-message-id={turn.id}
       aria-label="You"
-      className="group/user flex items-end justify-end gap-1 max-md:flex-col-reverse"
+      className="group/user flex flex-row-reverse items-end justify-start gap-1 max-md:flex-col max-md:items-end"
     >
+      {/* The text first in reading order; row-reverse still shows the actions to its left. */}
+      <div className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800">
+        {turn.text}
+      </div>
       <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
         <CopyButton text={turn.text} label="Copy message" />
         <button
@@ -250,9 +255,6 @@ const UserMessage = memo(function UserMessage({
         >
           <PencilIcon className="size-4" />
         </button>
-      </div>
-      <div className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800">
-        {turn.text}
       </div>
     </article>
   )
