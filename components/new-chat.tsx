@@ -5,13 +5,8 @@ import { ErrorAlert } from './chat/chat'
 import { Composer, type ComposerHandle } from './chat/composer'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
 import { ApiError, handOffFirstMessage, sessionsStore } from './sessions-store'
+import { STARTERS } from '@/lib/ai/starters'
 
-const SUGGESTIONS = [
-  { title: 'Explain a concept', prompt: 'Explain how cancelling a streaming AI response should work, end to end.' },
-  { title: 'Write some code', prompt: 'Write a TypeScript debounce function with a cancel() method, and show how to use it.' },
-  { title: 'Compare options', prompt: 'Compare Server-Sent Events and WebSockets in a table.' },
-  { title: 'Something fun', prompt: 'Write a short poem about a stop button that really works.' },
-]
 
 /**
  * "/": no session yet. The first message creates one, is handed to the chat page, and is
@@ -72,7 +67,7 @@ export function NewChat() {
         <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" />
 
         <ul className="mt-4 grid gap-2 sm:grid-cols-2" aria-label="Suggestions">
-          {SUGGESTIONS.map((s) => (
+          {STARTERS.map((s) => (
             <li key={s.title}>
               <button
                 type="button"
