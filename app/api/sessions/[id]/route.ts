@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { getChatServer } from '@/lib/chat/server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 import { readJsonBody } from '@/lib/a2/server'
+import { A2Error } from '@/lib/a2'
 
 export const dynamic = 'force-dynamic'
 
@@ -25,5 +26,34 @@ export async function PATCH(request: Request, { params }: Params) {
     await server.sessions.get(id, userId)
     await server.sessions.rename(id, userId, title)
     return Response.json({ session: await server.sessions.get(id, userId) })
+  })
+}
+
+/** How long a delete waits for a stopped answer to settle before deleting anyway (the worker is then fenced out). */
+const SETTLE_MS = 2_000
+
+/**
+ * Deletes a chat for good: its log, jobs, their history and effects. A running answer is
+ * stopped first, as the person's own Stop would (a `cancelled` event: the worker's signal
+ * fires and the model call is closed), and given a moment to settle. Someone else's chat
+ * is a 404, like one that does not exist.
+ */
+export async function DELETE(request: Request, { params }: Params) {
+  return route(request, async ({ userId }) => {
+    const id = parse(sessionIdSchema, (await params).id, 'session id')
+    const { server } = await getChatServer()
+    const session = await server.sessions.get(id, userId).catch((error: unknown) => {
+      throw error instanceof A2Error && error.code === 'forbidden' ? new A2Error('not_found', 'no such session') : error
+    })
+    const running = (await server.sessions.openRuns([id])).filter((run) => run.consumer === 'generate')
+    if (running.length > 0) {
+      await server.append(id, ...running.map((run) => ({ type: 'cancelled' as const, payload: { of: run.eventId, lastSeenIndex: session.head - 1 } })))
+      const until = Date.now() + SETTLE_MS
+      while (Date.now() < until && (await server.sessions.openRuns([id])).some((run) => run.status !== 'UNKNOWN')) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+    await server.sessions.delete(id, userId)
+    return new Response(null, { status: 204 })
   })
 }
