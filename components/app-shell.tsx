@@ -1,10 +1,10 @@
 'use client'
 import Link from 'next/link'
-import { usePathname } from 'next/navigation'
+import { usePathname, useRouter } from 'next/navigation'
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
-import { isSessionId, sessionTitle, useSessions } from './sessions-store'
+import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
 import { ThemeToggle } from './theme-toggle'
 
 /**
@@ -16,7 +16,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   const pathname = usePathname() ?? '/'
   const [drawerOpen, setDrawerOpen] = useState(false)
   const [collapsed, setCollapsed] = useState(false)
-  const { sessions, missing } = useSessions()
+  const { sessions, missing, pendingDelete } = useSessions()
   const menuRef = useRef<HTMLButtonElement>(null)
   const drawerRef = useRef<HTMLElement>(null)
 
@@ -24,6 +24,13 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   const closeDrawer = useCallback((restoreFocus: boolean) => {
     setDrawerOpen(false)
     if (restoreFocus) requestAnimationFrame(() => menuRef.current?.focus())
+  }, [])
+
+  // Deletes still in their undo window are sent when the page goes away.
+  useEffect(() => {
+    const flush = () => sessionsStore.flushDeletes()
+    window.addEventListener('pagehide', flush)
+    return () => window.removeEventListener('pagehide', flush)
   }, [])
 
   // A navigation closes the drawer (focus goes with the new page, not back to the menu).
@@ -158,6 +165,42 @@ export function AppShell({ children }: { children: React.ReactNode }) {
           {children}
         </main>
       </div>
+      {pendingDelete && <UndoToast key={pendingDelete.id} pending={pendingDelete} />}
+    </div>
+  )
+}
+
+/** "Chat deleted · Undo", while the delete can be taken back. Takes focus, so Enter undoes. */
+function UndoToast({ pending }: { pending: PendingDelete }) {
+  const router = useRouter()
+  const undoRef = useRef<HTMLButtonElement>(null)
+  useEffect(() => {
+    const undo = undoRef.current
+    undo?.focus()
+    return () => {
+      // The toast leaves with focus on it: put focus somewhere useful, not on <body>.
+      if (undo && document.activeElement === undo) document.getElementById('composer-input')?.focus()
+    }
+  }, [])
+  return (
+    <div
+      data-testid="undo-toast"
+      role="status"
+      className="fixed bottom-24 left-1/2 z-50 flex max-w-[calc(100vw-2rem)] -translate-x-1/2 items-center gap-3 rounded-xl bg-neutral-900 py-2 pr-2 pl-4 text-sm text-white shadow-lg dark:bg-neutral-100 dark:text-neutral-900"
+    >
+      <span className="min-w-0 truncate">
+        Deleted “<span className="font-medium">{pending.title}</span>”
+      </span>
+      <button
+        ref={undoRef}
+        type="button"
+        onClick={() => {
+          if (sessionsStore.undo(pending.id) && pending.wasOpen) router.push(`/c/${encodeURIComponent(pending.id)}`)
+        }}
+        className="shrink-0 rounded-lg px-2.5 py-1 font-semibold text-sky-300 hover:bg-white/10 focus-visible:outline-2 focus-visible:outline-sky-300 dark:text-sky-700 dark:hover:bg-neutral-900/10 dark:focus-visible:outline-sky-700"
+      >
+        Undo
+      </button>
     </div>
   )
 }
