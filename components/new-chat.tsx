@@ -15,7 +15,7 @@ import { STARTERS } from '@/lib/ai/starters'
 export function NewChat() {
   const router = useRouter()
   const [sending, setSending] = useState(false)
-  const [error, setError] = useState<{ code: string; message: string } | undefined>()
+  const [error, setError] = useState<{ code: string; message: string; status?: number; retryAfterS?: number } | undefined>()
   const lastText = useRef('')
   const composerRef = useRef<ComposerHandle>(null)
 
@@ -59,7 +59,7 @@ export function NewChat() {
 
         {error && (
           <ErrorAlert
-            error={{ ...error, message: `Couldn’t start a new chat: ${error.message}` }}
+            error={{ code: error.code, status: error.status, retryAfterS: error.retryAfterS, message: `Couldn’t start a new chat: ${error.message}` }}
             onRetry={() => void start(lastText.current).catch(() => {})}
             onDismiss={() => setError(undefined)}
           />

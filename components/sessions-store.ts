@@ -46,6 +46,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly status?: number,
+    /** A 429's Retry-After, in seconds. */
+    readonly retryAfterS?: number,
   ) {
     super(message)
   }
@@ -65,10 +67,12 @@ async function api<T>(url: string, init?: RequestInit): Promise<T> {
   }
   const json = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } }
   if (!response.ok) {
+    const retryAfter = Number(response.headers.get('retry-after'))
     throw new ApiError(
       json.error?.code ?? `http_${response.status}`,
       json.error?.message ?? `The server answered ${response.status}.`,
       response.status,
+      response.status === 429 && Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
     )
   }
   return json as T

@@ -147,7 +147,7 @@ export function ErrorAlert({
   onRetry,
   onDismiss,
 }: {
-  error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs'] }
+  error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs']; status?: number; retryAfterS?: number }
   onRetry?: () => void
   onDismiss: () => void
 }) {
@@ -159,6 +159,8 @@ export function ErrorAlert({
       : types.has('generate')
         ? 'The answer couldn’t be requested.'
         : 'Something went wrong.'
+  const limited = error.code === 'rate_limited' || error.status === 429
+  const wait = useCountdown(limited ? retryAfterSeconds(error) : undefined, error)
   return (
     <div
       role="alert"
@@ -169,16 +171,21 @@ export function ErrorAlert({
       <AlertIcon className="mt-0.5 size-4 shrink-0" />
       <div className="min-w-0 flex-1">
         <p className="font-medium">{what}</p>
-        <p className="break-words text-red-700/90 dark:text-red-300/90">{error.message}</p>
+        <p className="break-words text-red-700/90 dark:text-red-300/90">
+          {limited
+            ? `Too many messages in a short time. ${wait > 0 ? `You can try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : 'You can try again now.'}`
+            : error.message}
+        </p>
       </div>
       {onRetry && (
         <button
           type="button"
           onClick={onRetry}
-          className="inline-flex shrink-0 items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 font-medium text-red-800 hover:bg-red-100 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
+          disabled={wait > 0}
+          className="inline-flex shrink-0 items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 font-medium text-red-800 tabular-nums hover:bg-red-100 disabled:cursor-not-allowed disabled:opacity-60 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
         >
           <RefreshIcon className="size-3.5" />
-          Retry
+          {wait > 0 ? `Retry in ${wait} s` : 'Retry'}
         </button>
       )}
       <button
@@ -191,6 +198,34 @@ export function ErrorAlert({
       </button>
     </div>
   )
+}
+
+/**
+ * Seconds until a rate-limited request may be tried again: the server's Retry-After (carried
+ * as `retryAfterS` where the client read the header), else the seconds its message names.
+ */
+function retryAfterSeconds(error: { message: string; retryAfterS?: number }): number {
+  if (typeof error.retryAfterS === 'number' && Number.isFinite(error.retryAfterS)) return Math.max(0, Math.ceil(error.retryAfterS))
+  const named = /(\d+)\s*(?:s|sec|seconds?)\b/i.exec(error.message)
+  return named ? Number(named[1]) : 0
+}
+
+/** Counts down from `seconds` to 0, once a second; starts again for each new error (`of`). */
+function useCountdown(seconds: number | undefined, of: unknown): number {
+  const [now, setNow] = useState(() => Date.now())
+  const [started, setStarted] = useState(() => ({ of, until: seconds ? now + seconds * 1000 : 0 }))
+  if (started.of !== of) {
+    const at = Date.now()
+    setNow(at)
+    setStarted({ of, until: seconds ? at + seconds * 1000 : 0 })
+  }
+  const until = started.of === of ? started.until : 0
+  useEffect(() => {
+    if (!until || now >= until) return
+    const timer = setTimeout(() => setNow(Date.now()), Math.min(1000, until - now))
+    return () => clearTimeout(timer)
+  }, [until, now])
+  return until ? Math.max(0, Math.ceil((until - now) / 1000)) : 0
 }
 
 function EmptyChat() {
