@@ -132,7 +132,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
             />
           )}
           <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
-          <p className="mt-2 hidden text-center text-xs text-neutral-400 sm:block dark:text-neutral-500">
+          <p className="mt-2 hidden text-center text-xs text-neutral-500 sm:block dark:text-neutral-400">
             <kbd className="font-sans">Enter</kbd> to send · <kbd className="font-sans">Shift</kbd>+<kbd className="font-sans">Enter</kbd> for a new
             line · <kbd className="font-sans">Esc</kbd> stops the answer
           </p>
