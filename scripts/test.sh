@@ -17,7 +17,7 @@ rm -rf reports && mkdir -p reports
 
 # Before anything slow: the e2e tests need a Chromium (e2e/find-chromium.ts says which, or how to install one).
 echo "== browser for the e2e tests"
-npx tsx -e "import('./e2e/find-chromium.ts').then((m) => console.log(m.findChromium() ?? 'Playwright’s own Chromium'), (e) => { console.error(e.message); process.exit(1) })"
+npx tsx -e "import('./e2e/find-chromium.ts').then((m) => m.findChromium()).then((path) => console.log(path ?? 'Playwright’s own Chromium'), (e) => { console.error(e.message); process.exit(1) })"
 
 echo "== typecheck"
 npx tsc --noEmit -p .
