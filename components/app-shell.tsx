@@ -16,7 +16,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   const pathname = usePathname() ?? '/'
   const [drawerOpen, setDrawerOpen] = useState(false)
   const [collapsed, setCollapsed] = useState(false)
-  const { sessions, missing, pendingDelete } = useSessions()
+  const { sessions, missing, pendingDelete, opened, status } = useSessions()
   const menuRef = useRef<HTMLButtonElement>(null)
   const drawerRef = useRef<HTMLElement>(null)
 
@@ -72,12 +72,18 @@ export function AppShell({ children }: { children: React.ReactNode }) {
 
   const inShell = pathname.startsWith('/c/') || pathname === '/'
   const activeId = pathname.startsWith('/c/') ? safeDecode(pathname.slice(3).split('/')[0]) : undefined
-  const activeSession = activeId ? sessions.find((s) => s.id === activeId) : undefined
+  const activeSession = activeId ? (sessions.find((s) => s.id === activeId) ?? opened[activeId]) : undefined
   // An id that cannot exist, or one the server said is not ours, is not "New chat"; one not
   // in the loaded pages yet shows nothing until it is.
   const notFound = activeId !== undefined && (!isSessionId(activeId) || missing.includes(activeId))
   const title = !activeId ? 'a2 chat' : notFound ? 'Chat not found' : activeSession ? sessionTitle(activeSession) : ''
   useDocumentTitle(inShell ? (activeId && title ? `${title} · a2 chat` : 'a2 chat') : undefined)
+
+  // A chat opened by link that the first page of the list does not hold: fetch its title.
+  const needsSummary = status === 'ready' && activeId !== undefined && !notFound && !activeSession
+  useEffect(() => {
+    if (needsSummary && activeId) void sessionsStore.ensure(activeId)
+  }, [needsSummary, activeId])
 
   if (!inShell) return <>{children}</>
 

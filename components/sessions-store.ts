@@ -39,6 +39,8 @@ export interface SessionsState {
   missing: string[]
   /** The latest delete, while it can still be undone. */
   pendingDelete?: PendingDelete
+  /** Chats opened by link that are not in the loaded pages (an old one): their summaries, for the header. */
+  opened: Record<string, SessionSummary>
 }
 
 export class ApiError extends Error {
@@ -88,7 +90,7 @@ interface Page {
   nextBefore?: string | null
 }
 
-const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false, missing: [] }
+const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false, missing: [], opened: {} }
 
 let state: SessionsState = SERVER_SNAPSHOT
 let pagesLoaded = 0
@@ -105,6 +107,7 @@ const undoable = new Map<string, { session: SessionSummary; index: number; timer
 /** Deleted (or being deleted): a list fetched meanwhile must not bring them back. */
 const deleted = new Set<string>()
 let pollTimer: ReturnType<typeof setTimeout> | undefined
+const ensuring = new Set<string>()
 
 function set(patch: Partial<SessionsState>) {
   state = { ...state, ...patch }
@@ -295,6 +298,22 @@ export const sessionsStore = {
   async search(text: string, signal?: AbortSignal): Promise<SessionSummary[]> {
     const { sessions } = await api<{ sessions: SessionSummary[] }>(`/api/sessions?q=${encodeURIComponent(text)}`, { signal })
     return sessions.filter((s) => !deleted.has(s.id))
+  },
+
+  /**
+   * The summary of a chat opened by link that the loaded pages do not hold (an old chat), so
+   * the header can show its title; not ours or gone: marked missing. Once per id.
+   */
+  async ensure(id: string): Promise<void> {
+    if (ensuring.has(id) || state.sessions.some((s) => s.id === id) || state.missing.includes(id)) return
+    ensuring.add(id)
+    try {
+      const { session } = await api<{ session: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`)
+      set({ opened: { ...state.opened, [id]: session } })
+    } catch (error) {
+      if (error instanceof ApiError && error.status !== undefined && error.status >= 400 && error.status < 500) sessionsStore.markMissing(id)
+      else ensuring.delete(id) // a network error: try again on the next visit
+    }
   },
 
   /** The chat page found no such session of ours. */

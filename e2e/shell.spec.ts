@@ -170,3 +170,18 @@ test('a user message reads text first, then Copy and Edit; "Stopped" is announce
   // The answer's text alone is still exactly what was shown: the marker is not part of it.
   expect(await chat.lastAnswerText()).not.toContain('Stopped')
 })
+
+test('a chat opened by link that is not on the first page of the list still shows its title', async ({ page }) => {
+  await page.goto('/')
+  await page.getByTestId('composer-input').waitFor()
+  const title = nonce('An old chat')
+  const old = await page.request.post('/api/sessions', { data: { title } })
+  expect(old.status()).toBe(201)
+  const { session } = (await old.json()) as { session: { id: string } }
+  // Fifty newer chats push it off the first page (50 a page).
+  for (let i = 0; i < 50; i++) expect((await page.request.post('/api/sessions', { data: {} })).status()).toBe(201)
+  await page.goto(`/c/${session.id}`)
+  await expect(page.getByTestId('chat-title')).toHaveText(title)
+  await expect(page).toHaveTitle(`${title} · a2 chat`)
+  await expect(page.locator(`[data-testid="session-item"][data-session-id="${session.id}"]`)).toHaveCount(0)
+})
