@@ -41,7 +41,7 @@ async function markGenerating<S extends { id: string }>(
   sessions: S[],
 ): Promise<Array<S & { generating: boolean }>> {
   const open = await server.sessions.openRuns(sessions.map((s) => s.id))
-  const busy = new Set(open.filter((run) => run.consumer === 'generate' && run.status !== 'UNKNOWN').map((run) => run.sessionId))
+  const busy = new Set(open.filter((run) => run.consumer === 'generate').map((run) => run.sessionId))
   return sessions.map((s) => ({ ...s, generating: busy.has(s.id) }))
 }
 

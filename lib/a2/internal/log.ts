@@ -423,16 +423,17 @@ export interface OpenRun {
 }
 
 /**
- * The runs of these sessions that have not settled (ACTIVE, CANCELLING or UNKNOWN): what a
+ * The runs of these sessions still running (ACTIVE, or CANCELLING while they unwind): what a
  * delete stops first, and which chats a list marks as still generating. One query on the
- * partial index of open jobs; callers pass only ids they already own.
+ * partial index of open jobs (a2_jobs_session_open); callers pass only ids they own. An
+ * UNKNOWN run waits for an operator and is not listed.
  */
 export async function openRuns(store: Store, sessionIds: readonly string[]): Promise<OpenRun[]> {
   if (sessionIds.length === 0) return []
   const rows = await query<{ session_id: string; event_id: string; consumer: string; status: string }>(
     store.db,
     sql`select session_id, event_id, consumer, status from a2_jobs
-        where session_id in ${sessionIds} and status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')
+        where session_id in ${sessionIds} and status in ('ACTIVE', 'CANCELLING')
         order by session_id, event_index`,
   )
   return rows.map((r) => ({ sessionId: r.session_id, eventId: r.event_id, consumer: r.consumer, status: r.status }))

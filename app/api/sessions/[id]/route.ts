@@ -45,13 +45,15 @@ export async function DELETE(request: Request, { params }: Params) {
     const session = await server.sessions.get(id, userId).catch((error: unknown) => {
       throw error instanceof A2Error && error.code === 'forbidden' ? new A2Error('not_found', 'no such session') : error
     })
+    // Runs already CANCELLING were stopped by their Stop; they only need the moment to settle.
     const running = (await server.sessions.openRuns([id])).filter((run) => run.consumer === 'generate')
-    if (running.length > 0) {
-      await server.append(id, ...running.map((run) => ({ type: 'cancelled' as const, payload: { of: run.eventId, lastSeenIndex: session.head - 1 } })))
-      const until = Date.now() + SETTLE_MS
-      while (Date.now() < until && (await server.sessions.openRuns([id])).some((run) => run.status !== 'UNKNOWN')) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+    const unstopped = running.filter((run) => run.status === 'ACTIVE')
+    if (unstopped.length > 0) {
+      await server.append(id, ...unstopped.map((run) => ({ type: 'cancelled' as const, payload: { of: run.eventId, lastSeenIndex: session.head - 1 } })))
+    }
+    const until = Date.now() + SETTLE_MS
+    while (running.length > 0 && Date.now() < until && (await server.sessions.openRuns([id])).length > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
     }
     await server.sessions.delete(id, userId)
     return new Response(null, { status: 204 })
