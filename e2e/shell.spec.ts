@@ -102,6 +102,15 @@ test('the tab title is the chat’s title, and follows navigation', async ({ pag
   await expect(page).toHaveTitle('a2 chat')
   await page.goBack()
   await expect(page).toHaveTitle(new RegExp(`^Tab title check.*· a2 chat$`))
+  // Pages outside the chat keep their own titles.
+  await page.getByRole('link', { name: 'Runs (operator view)' }).click()
+  await page.waitForURL('**/runs')
+  await expect(page).toHaveTitle('Runs · a2 chat')
+  await page.goBack()
+  await expect(page).toHaveTitle(new RegExp(`^Tab title check.*· a2 chat$`))
+  await page.getByRole('link', { name: 'Saved notes' }).click()
+  await page.waitForURL('**/notes')
+  await expect(page).toHaveTitle('a2 chat')
 })
 
 test.describe('at 1280×800', () => {
