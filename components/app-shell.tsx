@@ -70,8 +70,10 @@ export function AppShell({ children }: { children: React.ReactNode }) {
     return () => document.removeEventListener('keydown', onKey)
   }, [drawerOpen, closeDrawer])
 
-  const inShell = pathname.startsWith('/c/') || pathname === '/'
-  const activeId = pathname.startsWith('/c/') ? safeDecode(pathname.slice(3).split('/')[0]) : undefined
+  // "/" and "/c/<id>" only: anything deeper is an unknown route (the bare branded 404).
+  const chatPath = /^\/c\/([^/]+)\/?$/.exec(pathname)
+  const inShell = pathname === '/' || chatPath !== null
+  const activeId = chatPath ? safeDecode(chatPath[1]) : undefined
   const activeSession = activeId ? (sessions.find((s) => s.id === activeId) ?? opened[activeId]) : undefined
   // An id that cannot exist, or one the server said is not ours, is not "New chat"; one not
   // in the loaded pages yet shows nothing until it is.
