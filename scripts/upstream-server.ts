@@ -66,8 +66,19 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const requests: UpstreamRequest[] = []
   const waiters = new Set<(request: UpstreamRequest) => void>()
 
-  const tokensFor = (body: unknown): string[] =>
+  const answerFor = (body: unknown): string[] =>
     opts.text ? words(opts.text(body)) : Array.from({ length: tokenCount }, (_, i) => `tok${i} `)
+
+  // A request that ends with the assistant's unfinished message (a successor attempt sending
+  // the answer so far) is answered with the rest, as servers that continue a final assistant
+  // message do (vLLM's continue_final_message, llama.cpp): one answer across attempts.
+  const tokensFor = (body: unknown): string[] => {
+    const tokens = answerFor(body)
+    const last = (body as { messages?: { role?: string; content?: unknown }[] }).messages?.at(-1)
+    if (last?.role !== 'assistant' || typeof last.content !== 'string' || !last.content) return tokens
+    const full = tokens.join('')
+    return full.startsWith(last.content) ? words(full.slice(last.content.length)) : tokens
+  }
 
   const promptTokens = (body: { messages?: { content?: unknown }[] }): number =>
     words((body.messages ?? []).map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join(' ')).length

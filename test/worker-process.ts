@@ -16,7 +16,8 @@
  * Modes: `quick` returns at once; `hang` waits for the signal, then returns after a user's
  * cancel and throws the reason after a lost claim (the page's advice); `hang-first` hangs
  * on a job's first attempt only and returns at once on later ones (a crash-then-recover test
- * can start two identical children and kill whichever claimed first).
+ * can start two identical children and kill whichever claimed first); `freeze` blocks its own
+ * event loop for A2_FREEZE_MS (a live worker stalled by a long synchronous task), then returns.
  * It exits when stdin closes (the parent went away) or on SIGTERM; SIGKILL is the crash.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -27,7 +28,7 @@ import { abortReason, consumer, createServer, openPostgresStore, type Consumer, 
 import { testContract } from '@/test/contract'
 
 export type Report =
-  | { t: 'ready'; pid: number; worker: string }
+  | { t: 'ready'; pid: number; worker: string; at: number }
   | { t: 'started'; jobId: number; attempt: number; consumer: string; eventId: string; sessionId: string; at: number }
   | { t: 'aborted'; jobId: number; attempt: number; code: string; event?: { id: string; index: number }; at: number }
   | { t: 'returned'; jobId: number; attempt: number; at: number }
@@ -71,9 +72,10 @@ export interface WorkerChild {
 /** Parent side: starts `test/worker-process.ts` in a child process and collects its reports. */
 export function spawnWorker(env: {
   url: string
-  mode: 'quick' | 'hang' | 'hang-first'
+  mode: 'quick' | 'hang' | 'hang-first' | 'freeze'
   leaseMs?: number
   pollMs?: number
+  freezeMs?: number
 }): WorkerChild {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(process.cwd(), 'test', 'worker-process.ts')], {
     cwd: process.cwd(),
@@ -83,6 +85,7 @@ export function spawnWorker(env: {
       A2_MODE: env.mode,
       A2_LEASE_MS: String(env.leaseMs ?? 1_000),
       A2_POLL_MS: String(env.pollMs ?? 200),
+      A2_FREEZE_MS: String(env.freezeMs ?? 0),
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
@@ -161,6 +164,12 @@ async function main(): Promise<void> {
   const handlerFor = (name: string): Handler => async (ctx) => {
     const base = { jobId: ctx.jobId, attempt: ctx.attempt }
     report({ t: 'started', ...base, consumer: name, eventId: ctx.event.id, sessionId: ctx.sessionId, at: epochNow() })
+    if (mode === 'freeze') {
+      const until = performance.now() + Number(env.A2_FREEZE_MS ?? 0)
+      while (performance.now() < until) {
+        // a synchronous stall: no timer, no renewal, no I/O callback runs meanwhile
+      }
+    }
     if (mode === 'hang' || (mode === 'hang-first' && ctx.attempt === 1)) {
       await new Promise<void>((resolve) => {
         if (ctx.signal.aborted) resolve()
@@ -178,7 +187,7 @@ async function main(): Promise<void> {
   const consumers = mpConsumers({ leaseMs }, handlerFor)
   const server = createServer({ contract: testContract, consumers, store })
   const worker = await server.startWorker({ pollMs: Number(env.A2_POLL_MS ?? 500) })
-  report({ t: 'ready', pid: process.pid, worker: worker.id })
+  report({ t: 'ready', pid: process.pid, worker: worker.id, at: epochNow() })
 
   let closing = false
   const shutdown = async () => {

@@ -1,5 +1,5 @@
 'use client'
-import { memo } from 'react'
+import { memo, useEffect, useState } from 'react'
 import { answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
 import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
 import { Markdown } from '../markdown'
@@ -11,17 +11,45 @@ interface AnswerProps {
   isLast: boolean
   /** Another answer is being written: regenerate/retry wait. */
   busy: boolean
+  /** This answer's Stop has not reached the server yet (it is kept and retried). */
+  stopUndelivered?: boolean
   onRegenerate: (answerId: string) => void
+  /** The ‹ 1/2 › switcher (renders nothing for one version). */
+  versions?: React.ReactNode
 }
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
-export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate }: AnswerProps) {
+export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, versions }: AnswerProps) {
   const text = answerText(answer)
   const { status } = answer
+  const stalled = useStalled(answer)
   const streaming = status === 'streaming'
   const waiting = status === 'waiting'
   const terminal = isTerminal(status)
   const canRegenerate = isLast && !busy && (status === 'done' || status === 'stopped')
+  const actions = (className: string) =>
+    terminal && (text || canRegenerate) ? (
+      <div className={`flex items-center gap-0.5 transition-opacity ${className}`}>
+        {text && <CopyButton text={text} label="Copy answer" />}
+        {canRegenerate && (
+          <button
+            type="button"
+            data-testid="regenerate-button"
+            onClick={() => onRegenerate(answer.id)}
+            aria-label="Regenerate answer"
+            title="Regenerate"
+            className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+          >
+            <RefreshIcon className="size-4" />
+          </button>
+        )}
+        {answer.usage?.outputTokens !== undefined && (
+          <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
+            {answer.usage.outputTokens} tokens
+          </span>
+        )}
+      </div>
+    ) : null
 
   return (
     <article
@@ -52,15 +80,22 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
           {status === 'stopped' && (
             <p
               data-testid="stopped-marker"
+              data-delivered={!stopUndelivered}
               className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
             >
               <StopCircleIcon className="size-3.5" />
-              {text ? 'Stopped' : 'Stopped before the answer began'}
+              {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
             </p>
           )}
         </div>
 
         {waiting && <TypingIndicator />}
+
+        {streaming && stalled && (
+          <p data-testid="answer-reconnecting" role="status" className="mt-2 text-xs text-neutral-500 dark:text-neutral-400">
+            Reconnecting…
+          </p>
+        )}
 
         {status === 'failed' && (
           <div className="mt-3 flex flex-wrap items-start gap-3 rounded-xl border border-red-200 bg-red-50 px-3.5 py-3 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/40 dark:text-red-200">
@@ -108,38 +143,36 @@ export const Answer = memo(function Answer({ answer, isLast, busy, onRegenerate 
           </ul>
         )}
 
-        {terminal && (text || canRegenerate) && (
-          <div
-            // An earlier answer's bar shows on hover or focus, over the space between turns, so
-            // hidden it takes no room; the last answer's bar is always there, in the flow.
-            className={`-ml-1.5 flex items-center gap-0.5 transition-opacity ${
-              isLast ? 'mt-2' : 'absolute top-full left-0 mt-0.5 opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
-            }`}
-          >
-            {text && <CopyButton text={text} label="Copy answer" />}
-            {canRegenerate && (
-              <button
-                type="button"
-                data-testid="regenerate-button"
-                onClick={() => onRegenerate(answer.id)}
-                aria-label="Regenerate answer"
-                title="Regenerate"
-                className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-              >
-                <RefreshIcon className="size-4" />
-              </button>
-            )}
-            {answer.usage?.outputTokens !== undefined && (
-              <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
-                {answer.usage.outputTokens} tokens
-              </span>
-            )}
-          </div>
-        )}
+        {/* Versions stay in the flow. The last answer's actions too; an earlier answer's show on
+            hover or focus over the space between turns, so hidden they take no room. */}
+        <div className="mt-2 -ml-1.5 flex min-h-0 items-center gap-0.5 empty:hidden">
+          {versions}
+          {isLast && actions('')}
+        </div>
+        {!isLast && actions('absolute top-full left-0 -ml-1.5 mt-0.5 opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100')}
       </div>
     </article>
   )
 })
+
+/**
+ * 5 s with no new chunk while streaming: the attempt writing it has most likely died (a
+ * model between tokens pauses well under a second) and a successor will take over, after
+ * the generate lease (15 s) at most. Its first chunk clears this, as it continues the text.
+ */
+const STALL_MS = 5_000
+
+function useStalled(answer: AnswerTurn): boolean {
+  const streaming = answer.status === 'streaming'
+  const lastChunk = answer.chunks.at(-1)?.index
+  const [stalledAt, setStalledAt] = useState<number | undefined>(undefined)
+  useEffect(() => {
+    if (!streaming) return
+    const timer = setTimeout(() => setStalledAt(lastChunk), STALL_MS)
+    return () => clearTimeout(timer)
+  }, [streaming, lastChunk])
+  return streaming && stalledAt !== undefined && stalledAt === lastChunk
+}
 
 function TypingIndicator() {
   return (

@@ -1,6 +1,8 @@
 'use client'
-import { useCallback, useEffect, useRef, useState } from 'react'
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { useChat } from '@/lib/chat/use-chat'
+import { titleFrom } from '@/lib/chat/title'
+import { visibleTurns, type Selection } from '@/lib/chat/versions'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
 import { NotFoundView } from '../not-found'
@@ -10,11 +12,18 @@ import { Messages } from './messages'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
-  const { state, active, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
+  const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
   const { sessions } = useSessions()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
   const follow = useCallback(() => setFollowKey((k) => k + 1), [])
+  // Which version of each message and answer is on screen (the newest unless the reader chose).
+  const [selection, setSelection] = useState<Selection>({})
+  const visible = useMemo(() => visibleTurns(state, selection), [state, selection])
+  const onSelectVersion = useCallback((slot: string, id: string, count: number) => setSelection((s) => ({ ...s, [slot]: { id, of: count } })), [])
+  // A message follows the answer on screen, whichever version that is.
+  const lastVisibleAnswer = useRef<string | undefined>(undefined)
+  lastVisibleAnswer.current = visible.findLast((v) => v.turn.kind === 'assistant')?.turn.id
 
   // The first message of a new chat, handed over by the "/" page: sent once, here.
   useEffect(() => {
@@ -54,7 +63,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onSend = useCallback(
     (text: string) => {
       follow()
-      void send(text).catch(() => {})
+      void send(text, { after: lastVisibleAnswer.current }).catch(() => {})
     },
     [send, follow],
   )
@@ -72,9 +81,14 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onEdit = useCallback(
     (messageId: string, text: string) => {
       follow()
-      void edit(messageId, text).catch(() => {})
+      const edited = store.getSnapshot().state.turns.find((t) => t.id === messageId)
+      const first = edited?.kind === 'user' && edited.parent === null
+      void edit(messageId, text)
+        // The chat is titled from its first message: a new version of it retitles the chat.
+        .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : undefined))
+        .catch(() => {})
     },
-    [edit, follow],
+    [edit, follow, store, sessionId],
   )
 
   const title = sessionTitle(sessions.find((s) => s.id === sessionId))
@@ -89,11 +103,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
     <div className="flex min-h-0 flex-1 flex-col">
       <h1 className="sr-only">{title}</h1>
       <Messages
-        turns={state.turns}
+        turns={visible}
         busy={active !== undefined}
+        stopsUndelivered={stopsUndelivered}
         followKey={followKey}
         onRegenerate={onRegenerate}
         onEdit={onEdit}
+        onSelectVersion={onSelectVersion}
         empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
       />
 

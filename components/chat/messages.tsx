@@ -1,19 +1,26 @@
 'use client'
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react'
-import type { Turn, UserTurn } from '@/lib/chat/reducer'
+import type { UserTurn } from '@/lib/chat/reducer'
+import type { VisibleTurn } from '@/lib/chat/versions'
 import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
 import { ArrowDownIcon, PencilIcon } from '../icons'
 import { Answer } from './answer'
 import { CopyButton } from './copy-button'
+import { VersionSwitcher } from './version-switcher'
 
 interface MessagesProps {
-  turns: Turn[]
+  /** The branch on screen, each turn with its versions. */
+  turns: VisibleTurn[]
   /** An answer is being written (waiting or streaming). */
   busy: boolean
+  /** Answers whose Stop is still on its way to the server. */
+  stopsUndelivered: ReadonlySet<string>
   /** Bumped when this browser sends: scrolls to the bottom and follows again. */
   followKey: number
   onRegenerate: (answerId: string) => void
   onEdit: (messageId: string, text: string) => void
+  /** Shows version `id` of `slot` (which then had `count` versions). */
+  onSelectVersion: (slot: string, id: string, count: number) => void
   /** Shown when there are no turns. */
   empty?: React.ReactNode
 }
@@ -25,7 +32,7 @@ const STICK_THRESHOLD = 64
  * The conversation. Follows the bottom while an answer streams, unless the person scrolled
  * up to read; a "jump to latest" button brings them back.
  */
-export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }: MessagesProps) {
+export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerate, onEdit, onSelectVersion, empty }: MessagesProps) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const contentRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
@@ -70,7 +77,7 @@ export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }
 
   let lastAnswerIndex = -1
   for (let i = turns.length - 1; i >= 0; i--) {
-    if (turns[i].kind === 'assistant') {
+    if (turns[i].turn.kind === 'assistant') {
       lastAnswerIndex = i
       break
     }
@@ -96,15 +103,32 @@ export function Messages({ turns, busy, followKey, onRegenerate, onEdit, empty }
             empty
           ) : (
             <ol className="space-y-8" aria-label="Conversation">
-              {turns.map((turn, i) => (
-                <li key={turn.id}>
-                  {turn.kind === 'user' ? (
-                    <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} />
-                  ) : (
-                    <Answer answer={turn} isLast={i === lastAnswerIndex} busy={busy} onRegenerate={onRegenerate} />
-                  )}
-                </li>
-              ))}
+              {turns.map(({ turn, slot, versions, version }, i) => {
+                const switcher = (
+                  <VersionSwitcher
+                    version={version}
+                    count={versions.length}
+                    what={turn.kind === 'user' ? 'message' : 'answer'}
+                    onSelect={(v) => onSelectVersion(slot, versions[v], versions.length)}
+                  />
+                )
+                return (
+                  <li key={turn.id}>
+                    {turn.kind === 'user' ? (
+                      <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} versions={switcher} />
+                    ) : (
+                      <Answer
+                        answer={turn}
+                        isLast={i === lastAnswerIndex}
+                        busy={busy}
+                        stopUndelivered={stopsUndelivered.has(turn.id)}
+                        onRegenerate={onRegenerate}
+                        versions={switcher}
+                      />
+                    )}
+                  </li>
+                )
+              })}
             </ol>
           )}
         </div>
@@ -132,10 +156,13 @@ const UserMessage = memo(function UserMessage({
   turn,
   canEdit,
   onEdit,
+  versions,
 }: {
   turn: UserTurn
   canEdit: boolean
   onEdit: (messageId: string, text: string) => void
+  /** The ‹ 1/2 › switcher (renders nothing for one version). */
+  versions: React.ReactNode
 }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(turn.text)
@@ -227,34 +254,35 @@ const UserMessage = memo(function UserMessage({
     )
   }
 
+  // The text first, then its actions and versions: the reading order a screen reader follows.
   return (
-    <article
-      data-testid="message-user"
-      data-message-id={turn.id}
-      aria-label="You"
-      className="group/user flex flex-row-reverse items-end justify-start gap-1 max-md:flex-col max-md:items-end"
-    >
-      {/* The text first in reading order; row-reverse still shows the actions to its left. */}
-      <div className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800">
+    <article data-testid="message-user" data-message-id={turn.id} aria-label="You" className="group/user flex flex-col items-end gap-1">
+      <div
+        data-testid="message-text"
+        className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800"
+      >
         {turn.text}
       </div>
-      <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
-        <CopyButton text={turn.text} label="Copy message" />
-        <button
-          ref={editButtonRef}
-          type="button"
-          data-testid="edit-button"
-          onClick={() => {
-            setDraft(turn.text)
-            setEditing(true)
-          }}
-          disabled={!canEdit}
-          aria-label="Edit message"
-          title={canEdit ? 'Edit' : 'Wait for the answer to finish (or stop it) to edit'}
-          className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-not-allowed disabled:opacity-40 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-        >
-          <PencilIcon className="size-4" />
-        </button>
+      <div className="flex items-center gap-0.5">
+        <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
+          <CopyButton text={turn.text} label="Copy message" />
+          <button
+            ref={editButtonRef}
+            type="button"
+            data-testid="edit-button"
+            onClick={() => {
+              setDraft(turn.text)
+              setEditing(true)
+            }}
+            disabled={!canEdit}
+            aria-label="Edit message"
+            title={canEdit ? 'Edit' : 'Wait for the answer to finish (or stop it) to edit'}
+            className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-not-allowed disabled:opacity-40 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+          >
+            <PencilIcon className="size-4" />
+          </button>
+        </div>
+        {versions}
       </div>
     </article>
   )

@@ -225,7 +225,8 @@ export interface Worker {
 export interface Rig {
   /** Creates a fresh database on TEST_DATABASE_URL's server, dropped at teardown. */
   createDatabase(prefix?: string): Promise<string>
-  startApp(name: string, options: { databaseUrl: string; upstreamUrl: string; embeddedWorker?: boolean }): Promise<App>
+  /** `port`: listen there (a restart of a killed app on the port its open tabs point at); default a free one. */
+  startApp(name: string, options: { databaseUrl: string; upstreamUrl: string; embeddedWorker?: boolean; port?: number }): Promise<App>
   startWorker(name: string, options: { databaseUrl: string; upstreamUrl: string }): Promise<Worker>
   /** The upstream test model (scripts/upstream-server.ts), closed at teardown. */
   startUpstream(options: UpstreamOptions): Promise<Upstream>
@@ -283,9 +284,9 @@ export function createRig(suite: string): Rig {
       return url.toString()
     },
 
-    async startApp(name, { databaseUrl, upstreamUrl, embeddedWorker = false }) {
+    async startApp(name, { databaseUrl, upstreamUrl, embeddedWorker = false, port: fixedPort }) {
       assertBuilt()
-      const port = await freePort()
+      const port = fixedPort ?? (await freePort())
       const proc = new Proc(`${suite}-${name}`, 'npx', ['next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
         A2_NEXT_DIST_DIR: DIST_DIR,
         NEXT_MANUAL_SIG_HANDLE: 'true',

@@ -4,8 +4,9 @@ export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'faile
 
 /**
  * The chat UI, as tests drive it. Only `data-testid`s and `data-status` are relied on:
- * composer-input, send-button, stop-button, message-user, message-assistant (data-status),
- * answer-text, stopped-marker, regenerate-button, new-chat, session-item, error-alert,
+ * composer-input, send-button, stop-button, message-user (message-text), message-assistant (data-status),
+ * answer-text, stopped-marker (data-delivered), answer-reconnecting, regenerate-button,
+ * version-switcher (version-prev, version-label, version-next), new-chat, session-item, error-alert,
  * connection-status, chat-not-found; answers are told apart by `data-answer-id`.
  */
 export class ChatPage {
@@ -13,6 +14,8 @@ export class ChatPage {
   readonly sendButton: Locator
   readonly stopButton: Locator
   readonly userMessages: Locator
+  /** The text of each user message on screen (without its actions or version switcher). */
+  readonly userTexts: Locator
   readonly answers: Locator
   readonly newChatButton: Locator
   readonly sessionItems: Locator
@@ -25,6 +28,7 @@ export class ChatPage {
     this.sendButton = page.getByTestId('send-button')
     this.stopButton = page.getByTestId('stop-button')
     this.userMessages = page.getByTestId('message-user')
+    this.userTexts = page.getByTestId('message-text')
     this.answers = page.getByTestId('message-assistant')
     this.newChatButton = page.getByTestId('new-chat')
     this.sessionItems = page.getByTestId('session-item')
@@ -69,6 +73,11 @@ export class ChatPage {
     return this.answers.last()
   }
 
+  /** The last answer's "Stopped" marker; `data-delivered="false"` while its Stop is still on its way. */
+  lastStoppedMarker(): Locator {
+    return this.lastAnswer().getByTestId('stopped-marker')
+  }
+
   /** The last answer's text as rendered (Markdown rendered to text, no caret or button labels). */
   async lastAnswerText(): Promise<string> {
     return (await this.lastAnswer().getByTestId('answer-text').innerText()).trim()
@@ -108,6 +117,22 @@ export class ChatPage {
   /** Regenerates the last (finished or stopped) answer. */
   async regenerate(): Promise<void> {
     await this.lastAnswer().getByTestId('regenerate-button').click()
+  }
+
+  /** The ‹ n/m › label of a message or answer ("2/3"), or null when it has one version. */
+  async versionOf(turn: Locator): Promise<string | null> {
+    const label = turn.getByTestId('version-label')
+    return (await label.count()) === 0 ? null : (await label.innerText()).trim()
+  }
+
+  /** Shows the previous (older) version of a message or answer. */
+  async previousVersion(turn: Locator): Promise<void> {
+    await turn.getByTestId('version-prev').click()
+  }
+
+  /** Shows the next (newer) version of a message or answer. */
+  async nextVersion(turn: Locator): Promise<void> {
+    await turn.getByTestId('version-next').click()
   }
 
   /** Starts a new chat from the sidebar. */

@@ -1,16 +1,19 @@
 /**
- * The runtime across real processes on one Postgres (DESIGN rules 3, 4, 8, 9): workers run
+ * The runtime across real processes on one Postgres : workers run
  * in child processes (`test/worker-process.ts`), the test process appends and watches the
  * tables. A cancel appended here aborts a run over there; `kill -9` of a worker mid-run is
- * recovered by another worker after the lease; kills that spend the budget end FAILED with
- * an `a2.failed` event. Postgres only: PGlite is one in-process connection.
+ * taken over as soon as its liveness lock is gone (or after the lease, before anyone trusts
+ * liveness); SIGTERM hands runs over at once; a live worker stalled for less than its lease
+ * keeps its run; kills that spend the budget end FAILED with an `a2.failed` event. Postgres
+ * only: PGlite is one in-process connection.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createServer, type A2Server, type Store } from '@/lib/a2/server'
 import { createTestDb, POSTGRES_URL, type TestDb } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { createLeakGuard, type LeakGuard } from '@/test/guard'
-import { eventsOf, historyOf, jobOf, quarantineOpenJobs, waitForJob } from '@/test/runtime'
+import { eventsOf, historyOf, jobOf, quarantineOpenJobs, waitForJob, waitUntil } from '@/test/runtime'
+import { LIVENESS_SETTLE_MS } from './internal/liveness'
 import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from '@/test/worker-process'
 
 const LEASE_MS = 1_000
@@ -46,8 +49,8 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     }
   })
 
-  async function start(modes: Array<'quick' | 'hang' | 'hang-first'>, leaseMs = LEASE_MS): Promise<WorkerChild[]> {
-    const started = modes.map((mode) => spawnWorker({ url: testDb.url!, mode, leaseMs, pollMs: 200 }))
+  async function start(modes: Array<'quick' | 'hang' | 'hang-first' | 'freeze'>, leaseMs = LEASE_MS, freezeMs = 0): Promise<WorkerChild[]> {
+    const started = modes.map((mode) => spawnWorker({ url: testDb.url!, mode, leaseMs, pollMs: 200, freezeMs }))
     for (const child of started) guard.child(child.process)
     children.push(...started)
     await Promise.all(started.map((child) => child.waitFor('ready')))
@@ -76,7 +79,61 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     expect(worker.reports.filter((r) => r.t === 'started')).toHaveLength(1)
   })
 
-  it('kill -9 of a worker mid-run: another worker process completes the job after the lease', async () => {
+  /** Until every child has held its liveness lock long enough to judge others dead (liveness.ts). */
+  async function trusted(children: WorkerChild[]): Promise<void> {
+    const readyAt = Math.max(...children.map((c) => c.reports.find((r) => r.t === 'ready')!.at))
+    await waitUntil(() => epochNow() - readyAt > LIVENESS_SETTLE_MS + 100, 'the workers to trust their own liveness locks', LIVENESS_SETTLE_MS + 5_000)
+  }
+
+  it('kill -9 of a worker mid-run: another worker sees the owner die and takes the run over long before its 15 s lease', async () => {
+    const pair = await start(['hang-first', 'hang-first'], 15_000)
+    await trusted(pair)
+    const { id: session } = await server.sessions.create('u1')
+    const [g] = await server.append(session, { type: 'generate', payload: {} })
+    const first = await Promise.any(pair.map((c) => c.waitFor('started', (r) => r.eventId === g.id)))
+    const victim = pair.find((c) => c.reports.includes(first))!
+    const survivor = pair.find((c) => c !== victim)!
+    await victim.kill('SIGKILL')
+    const killedAt = epochNow()
+
+    const second = await survivor.waitFor('started', (r) => r.eventId === g.id)
+    expect(second.attempt).toBe(2)
+    expect(second.at - killedAt).toBeLessThan(15_000) // the lease still had ~10–15 s to run
+    const job = await waitForJob(store, g.id, 'mp-generate', (j) => j.status === 'COMPLETED')
+    expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:OWNER_DIED', '2:ACTIVE>COMPLETED:RETURNED'])
+  })
+
+  it('SIGTERM hands a run over at once: surrendered with its attempt refunded, continued by another worker', async () => {
+    const pair = await start(['hang-first', 'hang-first'], 15_000)
+    const { id: session } = await server.sessions.create('u1')
+    const [g] = await server.append(session, { type: 'generate', payload: {} })
+    const first = await Promise.any(pair.map((c) => c.waitFor('started', (r) => r.eventId === g.id)))
+    const leaving = pair.find((c) => c.reports.includes(first))!
+    const staying = pair.find((c) => c !== leaving)!
+    const termAt = epochNow()
+    await leaving.kill('SIGTERM')
+    const second = await staying.waitFor('started', (r) => r.eventId === g.id)
+    expect(second.at - termAt).toBeLessThan(15_000) // not after the lease
+    const job = await waitForJob(store, g.id, 'mp-generate', (j) => j.status === 'COMPLETED')
+    expect(job.max_attempts).toBe(4) // refunded: the shutdown was not the run's fault
+    expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:SURRENDERED', '2:ACTIVE>COMPLETED:RETURNED'])
+  })
+
+  it('a live worker whose event loop stalls for less than its lease keeps its run: nobody takes it over', async () => {
+    const [frozen] = await start(['freeze'], 15_000, 8_000)
+    const { id: session } = await server.sessions.create('u1')
+    const [g] = await server.append(session, { type: 'generate', payload: {} })
+    await frozen.waitFor('started', (r) => r.eventId === g.id) // and from here its loop is stalled for 8 s
+    const [watcher] = await start(['quick'], 15_000)
+    await trusted([watcher]) // the watcher now judges owners dead from their locks, every 200 ms
+    const job = await waitForJob(store, g.id, 'mp-generate', (j) => j.status === 'COMPLETED', 20_000)
+    // No renewal and not one tick of its loop for 8 s; the watcher drained for ~5 s of them: still its run.
+    expect(job.attempt).toBe(1)
+    expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
+    expect(watcher.reports.filter((r) => r.t === 'started' && r.eventId === g.id)).toHaveLength(0)
+  })
+
+  it('kill -9 of a worker mid-run, before anyone trusts liveness: another worker process completes the job after the lease', async () => {
     const pair = await start(['hang-first', 'hang-first'])
     const { id: session } = await server.sessions.create('u1')
     const [g] = await server.append(session, { type: 'generate', payload: {} })
@@ -98,14 +155,15 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     const job = await waitForJob(store, g.id, 'mp-generate', (j) => j.status === 'COMPLETED')
     expect(job.attempt).toBe(2)
     expect(job.owner).toBeNull()
-    // Attempt 1 died without settling anything; attempt 2 completed.
+    // Attempt 1 died without settling anything; attempt 2 completed. (The survivor started
+    // < 3 s before the kill, so it could not yet judge the owner dead from its lock: the lease decided.)
     expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>COMPLETED:RETURNED'])
   })
 
   it('kills that spend the whole budget end the job FAILED, with an a2.failed event in the log', async () => {
     const pair = await start(['hang', 'hang'])
-    // A worker in this process that serves no consumer: it only drains (fails exhausted jobs).
-    const controller = guard.server(createServer({ contract: testContract, consumers: [], store }))
+    // A worker in this process for the same consumer: no attempt is left, so it only drains (fails the exhausted job).
+    const controller = guard.server(createServer({ contract: testContract, consumers: mpConsumers({ leaseMs: LEASE_MS }), store }))
     const { id: session } = await server.sessions.create('u1')
     const [m] = await server.append(session, { type: 'message', payload: { text: 'work' } })
 
@@ -122,8 +180,9 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
     const drainer = guard.worker(await controller.startWorker({ pollMs: 200 }))
     try {
       const job = await waitForJob(store, m.id, 'mp-budget', (j) => j.status === 'FAILED', 10_000)
-      expect(job).toMatchObject({ attempt: 2, max_attempts: 2, owner: null })
-      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '2:ACTIVE>FAILED:ATTEMPTS_EXHAUSTED'])
+      // The drain takes the run as attempt 3 (fencing out the dead attempt 2) to fail it.
+      expect(job).toMatchObject({ attempt: 3, max_attempts: 2, owner: null })
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>ACTIVE:LEASE_EXPIRED', '3:ACTIVE>FAILED:ATTEMPTS_EXHAUSTED'])
       const failed = (await eventsOf(store, session)).filter((e) => e.type === 'a2.failed')
       expect(failed).toHaveLength(1)
       expect(failed[0].payload).toMatchObject({ of: m.id, consumer: 'mp-budget', attempts: 2, error: { code: 'LEASE_EXPIRED' } })

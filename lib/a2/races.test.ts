@@ -203,7 +203,8 @@ describe.each(layers)('the race table on %s', (kind) => {
     // Past the grace period the run is fenced out; its dispatched effect cannot be proven either way.
     const unknown = await waitForJob(store, generate.id, name, (j) => j.status === 'UNKNOWN')
     expect(await effectsOf(unknown.id)).toMatchObject([{ key: 'first', status: 'UNKNOWN' }])
-    expect((await historyOf(store, unknown.id)).at(-1)).toBe('1:CANCELLING>UNKNOWN:EFFECT_UNKNOWN')
+    // The drain forced the run out as attempt 2.
+    expect((await historyOf(store, unknown.id)).at(-1)).toBe('2:CANCELLING>UNKNOWN:EFFECT_UNKNOWN')
 
     // An operator reconciles it (the provider says it happened): the run settles as cancelled.
     const resolved = await server.operator.resolveEffect(unknown.id, 'first', { done: true, result: 'receipt-1' }, 'operator')
@@ -214,7 +215,7 @@ describe.each(layers)('the race table on %s', (kind) => {
     const effects = await effectsOf(unknown.id)
     expect(effects.find((e) => e.key === 'first')?.status).toBe('DONE')
     expect(effects.find((e) => e.key === 'second')?.status ?? 'never recorded').not.toBe('DONE')
-    expect(await historyOf(store, unknown.id)).toContain('1:UNKNOWN>CANCELLED:OPERATOR_RESOLVED')
+    expect(await historyOf(store, unknown.id)).toContain('2:UNKNOWN>CANCELLED:OPERATOR_RESOLVED')
   })
 
   it('effect in flight at cancel: a late outcome resolves the UNKNOWN it left, and the run settles', async () => {
@@ -233,7 +234,7 @@ describe.each(layers)('the race table on %s', (kind) => {
     const settled = await waitForJob(store, generate.id, name, (j) => j.status === 'CANCELLED')
     expect(settled.id).toBe(unknown.id)
     expect(await effectsOf(unknown.id)).toMatchObject([{ key: 'first', status: 'DONE' }])
-    expect((await historyOf(store, unknown.id)).at(-1)).toBe('1:UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE')
+    expect((await historyOf(store, unknown.id)).at(-1)).toBe('2:UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE')
   })
 
   it('forced cancellation: a run that ignores its signal past the grace period is fenced out, never resolved to success', async () => {
@@ -250,7 +251,8 @@ describe.each(layers)('the race table on %s', (kind) => {
     await running.promise
     await cancel()
     const job = await waitForJob(store, generate.id, name, (j) => j.status === 'CANCELLED') // grace is 400 ms here
-    expect((await historyOf(store, job.id)).at(-1)).toBe('1:CANCELLING>CANCELLED:FORCED_AFTER_GRACE')
+    // Forced out: the drain took the run as attempt 2.
+    expect((await historyOf(store, job.id)).at(-1)).toBe('2:CANCELLING>CANCELLED:FORCED_AFTER_GRACE')
     release.open() // the run finally tries to write, then returns normally
     await waitUntil(() => appendError !== undefined, 'the late append to be refused')
     expect((appendError as { code?: string }).code).toBe('fenced')

@@ -76,6 +76,8 @@ export const jobs = pgTable(
     maxAttempts: integer('max_attempts').notNull(),
     runAt: timestamp('run_at', { withTimezone: true }).notNull().defaultNow(),
     owner: text('owner'),
+    /** The owner process's liveness key: its advisory lock, held on a connection of its own for as long as it lives. */
+    ownerKey: integer('owner_key'),
     leaseUntil: timestamp('lease_until', { withTimezone: true }),
     /** When CANCELLING began: the forced-cancel grace period counts from here. */
     cancellingSince: timestamp('cancelling_since', { withTimezone: true }),
@@ -86,7 +88,10 @@ export const jobs = pgTable(
   (t) => [
     uniqueIndex('a2_jobs_event_consumer').on(t.sessionId, t.eventIndex, t.consumer),
     index('a2_jobs_runnable').on(t.runAt).where(sql`status = 'ACTIVE'`),
-    index('a2_jobs_session_open').on(t.sessionId, t.consumer).where(sql`status in ('ACTIVE', 'CANCELLING')`),
+    // Every open run holds its lane, UNKNOWN ones included.
+    index('a2_jobs_session_open').on(t.sessionId, t.consumer).where(sql`status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`),
+    // The liveness sweep looks only at runs held under a lease.
+    index('a2_jobs_owned').on(t.ownerKey).where(sql`owner_key is not null`),
     index('a2_jobs_cancelling').on(t.cancellingSince).where(sql`status = 'CANCELLING'`),
     index('a2_jobs_updated').on(t.updatedAt),
   ],

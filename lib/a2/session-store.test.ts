@@ -96,3 +96,144 @@ describe('push ordering', () => {
     expect(order).toEqual(['start generate', 'end generate', 'start cancelled', 'end cancelled'])
   })
 })
+
+/** A Storage stand-in shared by two stores: what survives a reload of the tab. */
+function memoryStorage() {
+  const items = new Map<string, string>()
+  return {
+    items,
+    getItem: (key: string) => items.get(key) ?? null,
+    setItem: (key: string, value: string) => void items.set(key, value),
+    removeItem: (key: string) => void items.delete(key),
+  }
+}
+
+/** Resolves once `check` holds, polling every millisecond: what the test waits on, not a guessed delay. */
+async function until(check: () => boolean, what: string, timeoutMs = 2_000) {
+  const end = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 1))
+  }
+}
+
+describe('the outbox: a durable push is an intent, kept until the server acknowledges it', () => {
+  const offline = () => fakeFetch(() => Promise.reject(new TypeError('Failed to fetch')))
+
+  it('keeps retrying past the ordinary retries, is never rolled back, survives a reload, and is sent with the same id after it', async () => {
+    const storage = memoryStorage()
+    const down = offline()
+    const before = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: down.fn, retryDelaysMs: [1, 1, 1], durableTypes: ['note'], storage })
+    void before.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
+    // Twice the ordinary budget (1 try + 3 retries) has failed: still shown, still kept, no error.
+    await until(() => down.calls.length >= 8, 'eight failed sends')
+    expect(before.getSnapshot().state).toEqual(['note:stop'])
+    expect(before.getSnapshot().error).toBeUndefined()
+    expect(before.getSnapshot().outbox).toMatchObject([{ event: { id: 'stop-1' } }])
+    expect(before.getSnapshot().outbox[0].failures).toBeGreaterThanOrEqual(8)
+    before.close()
+    const sentBeforeReload = down.calls.length
+
+    // The reload: a new store on the same storage shows the Stop at once and sends it again.
+    let acknowledge!: () => void
+    const acknowledged = new Promise<void>((r) => (acknowledge = r))
+    const up = fakeFetch(async (body) => {
+      await acknowledged
+      return Response.json({ events: [{ ...event(0, 'stop'), id: body.id }] }, { status: 201 })
+    })
+    const after = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: up.fn, retryDelaysMs: [1, 1, 1], durableTypes: ['note'], storage })
+    expect(after.getSnapshot().state).toEqual(['note:stop'])
+    expect(down.calls.length).toBe(sentBeforeReload) // the closed store stopped retrying
+    after.connect()
+    await until(() => up.calls.length === 1, 'the resend after the reload')
+    expect(JSON.parse(up.calls[0]).id).toBe('stop-1')
+    acknowledge()
+    await until(() => after.getSnapshot().outbox.length === 0, 'the acknowledgement')
+    expect(after.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [], frontier: 0 })
+    expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
+  })
+
+  it('treats a 4xx as final (except 408 and 429): one send, dropped from the outbox, reported', async () => {
+    const storage = memoryStorage()
+    const refused = fakeFetch(() => Response.json({ error: { code: 'invalid_payload', message: 'bad' } }, { status: 400 }))
+    const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: refused.fn, retryDelaysMs: [1], durableTypes: ['note'], storage })
+    await expect(store.push({ type: 'note', payload: { v: 'x' } })).rejects.toMatchObject({ status: 400 })
+    expect(refused.calls).toHaveLength(1)
+    expect(store.getSnapshot()).toMatchObject({ outbox: [], error: { code: 'invalid_payload' } })
+    expect(storage.items.size).toBe(0)
+
+    for (const status of [408, 429]) {
+      let n = 0
+      const busy = fakeFetch((body) =>
+        ++n < 6 ? new Response('{}', { status }) : Response.json({ events: [{ ...event(0, 'y'), id: body.id }] }, { status: 201 }),
+      )
+      const retrying = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: busy.fn, retryDelaysMs: [1], durableTypes: ['note'], storage })
+      await retrying.push({ type: 'note', payload: { v: 'y' } })
+      expect(busy.calls).toHaveLength(6)
+      expect(retrying.getSnapshot().outbox).toEqual([])
+    }
+  })
+
+  it('resends at once when the tail reconnects (the server is back), not at its next retry', async () => {
+    let up = false
+    const calls: number[] = []
+    const fn = (async (_url: string, init: RequestInit) => {
+      calls.push(Date.now())
+      if (!up) throw new TypeError('Failed to fetch')
+      return Response.json({ events: [{ ...event(0, 'stop'), id: JSON.parse(String(init.body)).id }] }, { status: 201 })
+    }) as unknown as typeof fetch
+    const sources: Array<{ onopen?: () => void }> = []
+    class FakeEventSource {
+      readyState = 0
+      onopen?: () => void
+      onmessage?: unknown
+      onerror?: unknown
+      constructor() {
+        sources.push(this)
+      }
+      close() {}
+    }
+    // After the first failure the next retry is a minute away: only the wake-up can send it sooner.
+    const store = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: fn,
+      retryDelaysMs: [60_000],
+      durableTypes: ['note'],
+      storage: memoryStorage(),
+      EventSource: FakeEventSource as unknown as typeof EventSource,
+    })
+    store.connect()
+    void store.push({ type: 'note', payload: { v: 'stop' } })
+    await until(() => store.getSnapshot().outbox[0]?.failures === 1, 'the first failed send')
+    up = true
+    sources[0].onopen?.()
+    await until(() => store.getSnapshot().outbox.length === 0, 'the resend on reconnect')
+    expect(calls).toHaveLength(2)
+    store.close()
+  })
+
+  it('drops an entry the server had already taken (its answer was lost) once the reloaded feed holds it', async () => {
+    const storage = memoryStorage()
+    const lost = offline()
+    const first = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: lost.fn, retryDelaysMs: [1], durableTypes: ['note'], storage })
+    void first.push({ id: 'stop-2', type: 'note', payload: { v: 'stop' } })
+    await until(() => lost.calls.length >= 1, 'one send')
+    first.close()
+    // The server had appended it at index 0; the reloaded page's feed starts after it.
+    const replay = fakeFetch((body) => Response.json({ events: [{ ...event(0, 'stop'), id: body.id }], duplicate: true }, { status: 200 }))
+    const second = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: ['note:stop'],
+      after: 0,
+      fetch: replay.fn,
+      durableTypes: ['note'],
+      storage,
+    })
+    second.connect()
+    await until(() => second.getSnapshot().outbox.length === 0, 'the duplicate acknowledgement')
+    expect(second.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [] })
+  })
+})

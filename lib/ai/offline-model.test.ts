@@ -1,4 +1,4 @@
-import { generateText, streamText } from 'ai'
+import { generateText, streamText, type ModelMessage } from 'ai'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createOfflineModel, offlineAnswer } from './offline-model'
 import { STARTERS } from './starters'
@@ -175,5 +175,34 @@ describe('createOfflineModel', () => {
     for await (const part of result.fullStream) types.push(part.type)
     expect(types).not.toContain('text-delta')
     expect(types.at(-1)).toBe('abort')
+  })
+})
+
+describe('continuing an interrupted answer', () => {
+  const streamed = async (messages: ModelMessage[]) => {
+    const result = streamText({ model: createOfflineModel({ msPerToken: 0 }), messages })
+    let text = ''
+    for await (const delta of result.textStream) text += delta
+    return text
+  }
+
+  it('says only the rest when the prompt ends with the answer so far', async () => {
+    const full = offlineAnswer(prompt)
+    const soFar = full.split(' ').slice(0, 17).join(' ') + ' '
+    const rest = await streamed([
+      { role: 'user', content: prompt },
+      { role: 'assistant', content: soFar },
+    ])
+    expect(rest.length).toBeGreaterThan(0)
+    expect(soFar + rest).toBe(full)
+  })
+
+  it('continues after as many words when the answer so far is not its own', async () => {
+    const full = offlineAnswer(prompt)
+    const rest = await streamed([
+      { role: 'user', content: prompt },
+      { role: 'assistant', content: 'one two three ' },
+    ])
+    expect(rest).toBe(full.slice(full.split(/(?<=\s)(?=\S)/).slice(0, 3).join('').length))
   })
 })

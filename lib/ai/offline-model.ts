@@ -361,11 +361,28 @@ function afterToolText(options: LanguageModelV3CallOptions): string | undefined 
   return `Done — I saved a note: **${note}**. You can find it on your notes page, and it was saved exactly once even if this answer is retried.`
 }
 
+/**
+ * An interrupted answer resumed: when the prompt ends with the assistant's unfinished
+ * message (the answer so far, sent by a successor attempt), the model says only the rest,
+ * from that point, as a hosted model does when asked to continue. The answer so far is
+ * normally a prefix of the full answer (this model wrote it); if it is not, the rest starts
+ * after as many words as it holds.
+ */
+function continuation(prompt: LanguageModelV3Prompt, tokens: string[]): string[] {
+  const last = prompt[prompt.length - 1]
+  if (last?.role !== 'assistant') return tokens
+  const soFar = last.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('')
+  if (!soFar) return tokens
+  const full = tokens.join('')
+  if (full.startsWith(soFar)) return tokenize(full.slice(soFar.length))
+  return tokens.slice(tokenize(soFar).length)
+}
+
 function answerTokens(options: LanguageModelV3CallOptions): {
   tokens: string[]
   finishReason: LanguageModelV3FinishReason
 } {
-  const all = tokenize(afterToolText(options) ?? offlineAnswer(lastUserText(options.prompt)))
+  const all = continuation(options.prompt, tokenize(afterToolText(options) ?? offlineAnswer(lastUserText(options.prompt))))
   const limit = options.maxOutputTokens
   if (limit !== undefined && limit < all.length) {
     return { tokens: all.slice(0, limit), finishReason: { unified: 'length', raw: 'length' } }

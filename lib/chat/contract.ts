@@ -12,12 +12,17 @@ const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens:
 
 export const chat = defineContract({
   events: {
-    /** A user's message. `edits` names the message it replaces (edit-and-resend). */
+    /**
+     * A user's message. `edits` names the message it is a new version of (edit-and-resend);
+     * `after` names the answer it follows (the version on screen when it was sent).
+     */
     message: {
-      schema: z.object({ text: z.string().trim().min(1).max(MAX_MESSAGE_CHARS), edits: z.string().max(64).optional() }).strict(),
+      schema: z
+        .object({ text: z.string().trim().min(1).max(MAX_MESSAGE_CHARS), edits: z.string().max(64).optional(), after: z.string().max(64).optional() })
+        .strict(),
       push: true,
     },
-    /** Asks for an answer to message `for`. `replaces` names the answer a regenerate supersedes. */
+    /** Asks for an answer to message `for`. `replaces` names the version a regenerate follows (kept, browsable). */
     generate: {
       schema: z.object({ for: z.string().max(64), replaces: z.string().max(64).optional() }).strict(),
       push: true,

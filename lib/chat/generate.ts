@@ -4,13 +4,17 @@
  * The model call runs under ctx.signal, so a Stop (a `cancelled` event naming this
  * generation) closes the upstream request. It goes through ctx.effect, so it is never
  * dispatched for a run already cancelled, and a crash leaves a record to reconcile.
+ *
+ * A successor attempt (after one died mid-answer) continues from the text its predecessors
+ * committed: it sends that text to the model as the answer so far, and the fold shows every
+ * attempt's chunks in log order, so the reader sees one answer and loses nothing they read.
  */
 import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { abortReason, consumer, EffectNotDispatched, type RunContext } from '@/lib/a2/server'
 import { chat, type Chat, type ChatEvent } from './contract'
 import { chunkWriter } from './chunk-writer'
-import { SYSTEM_PROMPT, toModelMessages } from './history'
+import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
 import type { NoteRow } from '@/db/schema'
 
@@ -20,6 +24,9 @@ export interface GenerateOptions {
   model: LanguageModel
   notes: NoteOutbox
 }
+
+/** Effect keys of saved notes start with this; the model call's key is `model`. */
+const NOTE_EFFECT = 'note:'
 
 export function generateConsumer({ model, notes }: GenerateOptions) {
   return consumer({
@@ -32,9 +39,14 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
     // 15 s, renewed every 5 s: a dead worker's answer resumes within ~15 s, while a GC
     // pause or a slow commit of a few seconds never costs a live stream its claim.
     leaseMs: 15_000,
-    // A model call that a dead attempt left DISPATCHED changed nothing outside the log:
-    // asking again (same idempotency key) is safe, so it reconciles as "not done".
-    reconcile: async () => ({ done: false }),
+    // Asked for every effect a dead attempt left DISPATCHED (by a successor, a drain after a
+    // Stop, the last attempt's crash), with the key its fn received. A saved note is looked
+    // up; a model call changed nothing outside the log, so asking again is safe: "not done".
+    reconcile: async (idempotencyKey, { key }) => {
+      if (!key.startsWith(NOTE_EFFECT)) return { done: false }
+      const existing = await notes.find(idempotencyKey)
+      return existing ? { done: true, result: existing } : { done: false }
+    },
   }).run(async (ctx) => {
     const of = ctx.event.id
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
@@ -50,13 +62,15 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, ...(usage ? { usage } : {}) } })
 
     try {
-      const messages = toModelMessages(await readHistory(ctx), ctx.event.payload.for)
+      const history = await readHistory(ctx)
+      const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
+      const messages = toModelMessages(history, ctx.event.payload.for, soFar)
       const outcome = await ctx.effect(
         'model',
         async (idempotencyKey, signal) => {
           const result = streamText({
             model,
-            system: SYSTEM_PROMPT,
+            system: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
             messages,
             abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
@@ -81,7 +95,6 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
             usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
           }
         },
-        { reconcile: async () => ({ done: false }) },
       )
       await finish(outcome.finishReason, outcome.usage)
     } catch (error) {
@@ -111,19 +124,26 @@ async function readHistory(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent
   return history
 }
 
+/** The session's log after this generation, read in pages: where earlier attempts' chunks are. */
+async function readOwnSteps(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
+  const later: ChatEvent[] = []
+  for (let after = ctx.event.index; ; ) {
+    const page = await ctx.read({ after, limit: 5_000 })
+    if (page.length === 0) return later
+    later.push(...page)
+    after = page[page.length - 1].index
+  }
+}
+
 /** The assistant's one tool: saving a note to the user's outbox, exactly once per tool call. */
 function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
   return tool({
     description: 'Save a short note for the user to find later on their notes page.',
     inputSchema: z.object({ note: z.string().min(1).max(2000) }),
     execute: async ({ note }, { toolCallId }) => {
-      const key = `note:${toolCallId}`
-      const saved = await ctx.effect<NoteRow>(key, (idempotencyKey) => notes.save({ idempotencyKey, sessionId: ctx.sessionId, body: note }), {
-        reconcile: async (idempotencyKey) => {
-          const existing = await notes.find(idempotencyKey)
-          return existing ? { done: true, result: existing } : { done: false }
-        },
-      })
+      // Reconciled by the consumer's hook above (a lookup by idempotency key).
+      const key = `${NOTE_EFFECT}${toolCallId}`
+      const saved = await ctx.effect<NoteRow>(key, (idempotencyKey) => notes.save({ idempotencyKey, sessionId: ctx.sessionId, body: note }))
       await ctx.append({ type: 'note.saved', payload: { of: ctx.event.id, note, key: saved.idempotencyKey } })
       return { saved: true }
     },

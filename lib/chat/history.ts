@@ -1,17 +1,29 @@
 /** The conversation a `generate` answers, as model messages, folded from the log with the chat's reducer. */
 import type { ModelMessage } from 'ai'
 import type { ChatEvent } from './contract'
-import { answerText, foldChat } from './reducer'
+import { answerText, foldChat, latestBranch } from './reducer'
+import { pathTo } from './versions'
 
 /** A short system prompt; the chat is about whatever the user asks. */
 export const SYSTEM_PROMPT =
   'You are a helpful assistant in a2 chat. Answer clearly in Markdown. When the user asks you to remember or save something, call the saveNote tool.'
 
-/** History up to and including message `forMessage`: later turns (a regenerate's old answer) are left out. */
-export function toModelMessages(history: ChatEvent[], forMessage: string): ModelMessage[] {
-  const { turns } = foldChat(history)
-  const end = turns.findIndex((t) => t.kind === 'user' && t.id === forMessage)
-  const relevant = end === -1 ? turns : turns.slice(0, end + 1)
+/**
+ * Added to the system prompt when an earlier attempt died mid-answer: the last assistant
+ * message is that attempt's committed text, which the reader may already have read.
+ */
+export const CONTINUE_INSTRUCTION =
+  'Your previous answer was interrupted. The last assistant message is the answer so far, already shown to the user: continue it exactly where it stops, without repeating or restarting it.'
+
+/**
+ * The branch that leads to message `forMessage`, as model messages: other versions (the
+ * answer a regenerate follows, the branch an edit left) are left out. `answerSoFar` (a
+ * successor attempt's committed text) ends the list as the assistant's unfinished message,
+ * for the model to continue.
+ */
+export function toModelMessages(history: ChatEvent[], forMessage: string, answerSoFar = ''): ModelMessage[] {
+  const state = foldChat(history)
+  const relevant = state.turns.some((t) => t.id === forMessage) ? pathTo(state, forMessage) : latestBranch(state.turns)
   const messages: ModelMessage[] = []
   for (const turn of relevant) {
     if (turn.kind === 'user') messages.push({ role: 'user', content: turn.text })
@@ -20,5 +32,16 @@ export function toModelMessages(history: ChatEvent[], forMessage: string): Model
       if (text) messages.push({ role: 'assistant', content: text })
     }
   }
+  if (answerSoFar) messages.push({ role: 'assistant', content: answerSoFar })
   return messages
+}
+
+/**
+ * The text a generation's earlier attempts committed, as the chat's fold shows it (every
+ * attempt's chunks in log order): exactly what a reader may have seen of this answer.
+ */
+export function committedAnswer(history: ChatEvent[], generation: ChatEvent, later: ChatEvent[]): string {
+  const ownChunks = later.filter((e) => e.type === 'chunk' && e.payload.of === generation.id)
+  const turn = foldChat([...history, generation, ...ownChunks]).turns.find((t) => t.id === generation.id)
+  return turn?.kind === 'assistant' ? answerText(turn) : ''
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import type { ChatEvent } from './contract'
 import { activeAnswer, answerText, foldChat, reduceChat, type AnswerTurn, type ChatState } from './reducer'
+import { visibleTurns } from './versions'
+import { toModelMessages } from './history'
 
 let index = 0
 const ev = (type: ChatEvent['type'], payload: unknown, id = `e${index}`): ChatEvent =>
@@ -72,30 +74,32 @@ describe('the chat fold', () => {
     expect([second.status, answerText(second)]).toEqual(['done', 'Second answer'])
   })
 
-  it('regenerate replaces the old answer in place; edit-and-resend truncates after the edited message', () => {
-    const base = [...conversation(), ev('finished', { of: 'g1', attempt: 1, reason: 'stop' })]
-    const regenerated = foldChat([
-      ...base,
-      ev('generate', { for: 'm1', replaces: 'g1' }, 'g2'),
-      ev('chunk', { of: 'g2', attempt: 1, delta: 'New' }),
-    ])
-    expect(regenerated.turns.map((t) => t.id)).toEqual(['m1', 'g2'])
-    expect(answerText(answers(regenerated)[0])).toBe('New')
-
-    const edited = foldChat([...base, ev('message', { text: 'hello, edited', edits: 'm1' }, 'm2'), ev('generate', { for: 'm2' }, 'g3')])
-    expect(edited.turns.map((t) => t.id)).toEqual(['m2', 'g3'])
+  it('keeps the text a dead attempt committed: the successor continues after it, and late chunks from the dead one vanish', () => {
+    const log = [
+      ...conversation(), // attempt 1 committed "Hello there" (2..4), then died
+      ev('chunk', { of: 'g1', attempt: 2, delta: ', friend' }), // 5
+      ev('chunk', { of: 'g1', attempt: 1, delta: 'zombie' }), // 6: fenced in practice; dropped here too
+      ev('chunk', { of: 'g1', attempt: 2, delta: '.' }), // 7
+    ]
+    const streaming = answers(foldChat(log))[0]
+    expect(streaming).toMatchObject({ attempt: 2, status: 'streaming' })
+    expect(answerText(streaming)).toBe('Hello there, friend.')
+    const done = answers(foldChat([...log, ev('finished', { of: 'g1', attempt: 2, reason: 'stop' })]))[0]
+    expect(done).toMatchObject({ attempt: 2, text: 'Hello there, friend.', status: 'done' })
   })
 
-  it('never mixes two attempts: a successor’s chunks replace a dead attempt’s, and late ones from it vanish', () => {
+  it('cuts at lastSeenIndex whichever attempt wrote it', () => {
     const log = [
       ...conversation(),
-      ev('chunk', { of: 'g1', attempt: 2, delta: 'Fresh ' }),
-      ev('chunk', { of: 'g1', attempt: 1, delta: 'zombie' }),
-      ev('chunk', { of: 'g1', attempt: 2, delta: 'start' }),
-      ev('finished', { of: 'g1', attempt: 2, reason: 'stop' }),
+      ev('chunk', { of: 'g1', attempt: 2, delta: ', friend' }), // 5
+      ev('chunk', { of: 'g1', attempt: 2, delta: '.' }), // 6
     ]
-    const answer = answers(foldChat(log))[0]
-    expect(answer).toMatchObject({ attempt: 2, text: 'Fresh start', status: 'done' })
+    // The reader saw up to index 3 (attempt 1's "Hello "), pressed Stop while attempt 2 ran.
+    const seenInFirst = answers(foldChat([...log, ev('cancelled', { of: 'g1', lastSeenIndex: 3 })]))[0]
+    expect([seenInFirst.status, answerText(seenInFirst)]).toEqual(['stopped', 'Hello '])
+    // Or up to index 5, the successor's first chunk.
+    const seenInSecond = answers(foldChat([...log, ev('cancelled', { of: 'g1', lastSeenIndex: 5 })]))[0]
+    expect(answerText(seenInSecond)).toBe('Hello there, friend')
   })
 
   it('shows a failure the runtime reported, keeping what streamed', () => {
@@ -118,5 +122,81 @@ describe('the chat fold', () => {
     reduceChat(before, ev('cancelled', { of: 'g1', lastSeenIndex: 2 }))
     reduceChat(before, ev('finished', { of: 'g1', attempt: 1, reason: 'stop' }))
     expect(JSON.stringify(before)).toBe(frozen)
+  })
+})
+
+describe('versions: regenerate and edit keep every version', () => {
+  const ids = (state: ChatState, selection = {}) => visibleTurns(state, selection).map((v) => v.turn.id)
+  const versionOf = (state: ChatState, id: string, selection = {}) => {
+    const v = visibleTurns(state, selection).find((t) => t.turn.id === id)!
+    return `${v.version + 1}/${v.versions.length}`
+  }
+
+  function regenerated() {
+    index = 0
+    return [
+      ev('message', { text: 'hello' }, 'm1'), // 0
+      ev('generate', { for: 'm1' }, 'g1'), // 1
+      ev('chunk', { of: 'g1', attempt: 1, delta: 'First ' }), // 2
+      ev('chunk', { of: 'g1', attempt: 1, delta: 'answer' }), // 3
+      ev('cancelled', { of: 'g1', lastSeenIndex: 2 }), // 4: g1 cut at "First "
+      ev('finished', { of: 'g1', attempt: 1, reason: 'cancelled' }), // 5
+      ev('generate', { for: 'm1', replaces: 'g1' }, 'g2'), // 6
+      ev('chunk', { of: 'g2', attempt: 1, delta: 'Second ' }), // 7
+      ev('chunk', { of: 'g2', attempt: 1, delta: 'one' }), // 8
+      ev('cancelled', { of: 'g2', lastSeenIndex: 8 }), // 9: g2 cut at "Second one"
+      ev('finished', { of: 'g2', attempt: 1, reason: 'cancelled' }), // 10
+    ]
+  }
+
+  it('a regenerate is a new version of the answer: the latest shows, the older one is kept with its own cut', () => {
+    const state = foldChat(regenerated())
+    expect(ids(state)).toEqual(['m1', 'g2'])
+    expect(versionOf(state, 'g2')).toBe('2/2')
+    const [first, second] = answers(state)
+    expect([first.id, first.status, answerText(first)]).toEqual(['g1', 'stopped', 'First '])
+    expect([second.id, second.status, answerText(second)]).toEqual(['g2', 'stopped', 'Second one'])
+    const browsing = { 'a:m1': { id: 'g1', of: 2 } }
+    expect(ids(state, browsing)).toEqual(['m1', 'g1'])
+    expect(versionOf(state, 'g1', browsing)).toBe('1/2')
+  })
+
+  it('a newer version than the one chosen shows by itself (a regenerate while browsing an older one)', () => {
+    const log = [...regenerated(), ev('generate', { for: 'm1', replaces: 'g2' }, 'g3')]
+    expect(ids(foldChat(log), { 'a:m1': { id: 'g1', of: 2 } })).toEqual(['m1', 'g3'])
+  })
+
+  it('an edit is a new version of the message: the old branch (its answers and what followed) is kept', () => {
+    index = 0
+    const log = [
+      ev('message', { text: 'hello' }, 'm1'),
+      ev('generate', { for: 'm1' }, 'g1'),
+      ev('finished', { of: 'g1', attempt: 1, reason: 'stop' }),
+      ev('message', { text: 'more', after: 'g1' }, 'm2'),
+      ev('generate', { for: 'm2' }, 'g2'),
+      ev('finished', { of: 'g2', attempt: 1, reason: 'stop' }),
+      ev('message', { text: 'hello, edited', edits: 'm1' }, 'm3'),
+      ev('generate', { for: 'm3' }, 'g3'),
+    ]
+    const state = foldChat(log)
+    expect(ids(state)).toEqual(['m3', 'g3'])
+    expect(versionOf(state, 'm3')).toBe('2/2')
+    expect(ids(state, { 'u:': { id: 'm1', of: 2 } })).toEqual(['m1', 'g1', 'm2', 'g2'])
+    // The model is sent the branch it answers, nothing from the other one.
+    expect(toModelMessages(log, 'm3')).toEqual([{ role: 'user', content: 'hello, edited' }])
+    expect(toModelMessages(log, 'm2').map((m) => m.content)).toEqual(['hello', 'more'])
+  })
+
+  it('a message follows the answer it was sent after, even an older version', () => {
+    const log = [...regenerated(), ev('message', { text: 'about the first', after: 'g1' }, 'm2'), ev('generate', { for: 'm2' }, 'g3')]
+    const state = foldChat(log)
+    // The latest version of m1's answer is g2, which has no follow-up; g1's branch has m2.
+    expect(ids(state)).toEqual(['m1', 'g2'])
+    expect(ids(state, { 'a:m1': { id: 'g1', of: 2 } })).toEqual(['m1', 'g1', 'm2', 'g3'])
+    expect(toModelMessages(log, 'm2').map((m) => m.content)).toEqual(['hello', 'First ', 'about the first'])
+  })
+
+  it('a regenerate sends the model the conversation up to its message, not the version it replaces', () => {
+    expect(toModelMessages(regenerated(), 'm1')).toEqual([{ role: 'user', content: 'hello' }])
   })
 })

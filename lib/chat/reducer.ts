@@ -15,6 +15,12 @@ export interface UserTurn {
   id: string
   index: number
   text: string
+  /**
+   * The answer this message follows, or null for the conversation's first message. Messages
+   * with the same parent are versions of one another (an edit, or a message sent after an
+   * older version of that answer); see versions.ts.
+   */
+  parent: string | null
 }
 
 export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'failed'
@@ -30,7 +36,10 @@ export interface AnswerTurn {
   chunks: Chunk[]
   /** The compacted text, set at the terminal event. */
   text: string
-  /** Which attempt's chunks are shown: a successor's chunks replace a dead attempt's, never mix. */
+  /**
+   * The attempt that wrote the latest chunk. A successor's chunks continue its predecessors'
+   * (one answer across attempts); chunks from an older attempt than this are dropped.
+   */
   attempt: number
   /** The user stopped it, having seen up to this index. */
   cutAt?: number
@@ -43,6 +52,7 @@ export interface AnswerTurn {
 export type Turn = UserTurn | AnswerTurn
 
 export interface ChatState {
+  /** Every turn of every version, in log order: versions.ts picks the branch on screen. */
   turns: Turn[]
 }
 
@@ -54,10 +64,11 @@ export type FoldableEvent = Pick<ChatEvent, 'id' | 'type' | 'payload' | 'index'>
 export function reduceChat(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
     case 'message': {
-      const turns = event.payload.edits ? truncateAt(state.turns, event.payload.edits) : state.turns
-      return { turns: [...turns, { kind: 'user', id: event.id, index: event.index, text: event.payload.text }] }
+      const parent = parentOf(state, event.payload)
+      return { turns: [...state.turns, { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent }] }
     }
     case 'generate': {
+      // A regenerate is one more version of the answer to `for`; the one it follows is kept.
       const answer: AnswerTurn = {
         kind: 'assistant',
         id: event.id,
@@ -68,23 +79,22 @@ export function reduceChat(state: ChatState, event: ChatEvent): ChatState {
         attempt: 0,
         notes: [],
       }
-      const replaced = event.payload.replaces
-      if (replaced && state.turns.some((t) => t.id === replaced)) {
-        return { turns: state.turns.map((t) => (t.id === replaced ? answer : t)) }
-      }
       return { turns: [...state.turns, answer] }
     }
     case 'chunk':
       return updateAnswer(state, event.payload.of, (answer) => {
         // Stragglers that land after the cut, or after the end, vanish.
         if (answer.cutAt !== undefined || isTerminal(answer.status)) return answer
+        // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
         if (event.payload.attempt < answer.attempt) return answer
-        const chunks = event.payload.attempt > answer.attempt ? [] : answer.chunks
+        // A successor continues from the text its predecessors committed (generate sends it to
+        // the model as the answer so far), so every attempt's chunks stay, in log order: text a
+        // reader has seen never disappears, and a cut at lastSeenIndex keeps exactly what they saw.
         return {
           ...answer,
           status: 'streaming',
           attempt: event.payload.attempt,
-          chunks: [...chunks, { index: event.index, delta: event.payload.delta }],
+          chunks: [...answer.chunks, { index: event.index, delta: event.payload.delta }],
         }
       })
     case 'cancelled':
@@ -164,10 +174,45 @@ function updateAnswer(state: ChatState, id: string, update: (answer: AnswerTurn)
   return changed ? { turns } : state
 }
 
-/** Edit-and-resend: the conversation continues from the edited message; what followed it leaves the view. */
-function truncateAt(turns: Turn[], messageId: string): Turn[] {
-  const at = turns.findIndex((t) => t.kind === 'user' && t.id === messageId)
-  return at === -1 ? turns : turns.slice(0, at)
+/**
+ * Where a new message hangs: beside the message it edits (a new version of it), after the
+ * answer it names, or — for logs from before `after` existed — after the latest branch's end.
+ */
+function parentOf(state: ChatState, payload: { edits?: string; after?: string }): string | null {
+  if (payload.edits) {
+    const edited = state.turns.find((t) => t.kind === 'user' && t.id === payload.edits)
+    if (edited?.kind === 'user') return edited.parent
+  }
+  if (payload.after && state.turns.some((t) => t.kind === 'assistant' && t.id === payload.after)) return payload.after
+  const branch = latestBranch(state.turns)
+  const last = branch.at(-1)
+  if (!last) return null
+  return last.kind === 'assistant' ? last.id : last.parent
+}
+
+/** The branch made of every slot's newest version (what a fresh page shows). */
+export function latestBranch(turns: Turn[]): Turn[] {
+  const newest = new Map<string, Turn>()
+  for (const turn of turns) newest.set(slotOf(turn), turn)
+  const branch: Turn[] = []
+  for (let slot = ROOT_SLOT, turn = newest.get(slot); turn; turn = newest.get(slot)) {
+    branch.push(turn)
+    slot = nextSlot(turn)
+  }
+  return branch
+}
+
+/** The slot of the first message. */
+export const ROOT_SLOT = 'u:'
+
+/** Versions share a slot: a message's is its parent answer; an answer's is the message it answers. */
+export function slotOf(turn: Turn): string {
+  return turn.kind === 'user' ? `u:${turn.parent ?? ''}` : `a:${turn.for}`
+}
+
+/** The slot that follows a turn on its branch. */
+export function nextSlot(turn: Turn): string {
+  return turn.kind === 'user' ? `a:${turn.id}` : `u:${turn.id}`
 }
 
 function assertNever(event: never): never {

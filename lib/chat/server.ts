@@ -44,12 +44,12 @@ async function boot(withWorker: boolean): Promise<ChatServer> {
   return { ...built, worker }
 }
 
-/** Graceful shutdown: stop claiming, finish or surrender in-flight attempts, close the database. */
+/** Graceful shutdown: stop claiming, hand in-flight attempts over at once (surrendered, refunded), close the database. */
 export async function shutdownChatServer(): Promise<void> {
   const pending = globalChat.__a2Chat
   if (!pending) return
   globalChat.__a2Chat = undefined
   const chatServer = await pending.catch(() => undefined)
-  await chatServer?.server.stopWorkers({ graceMs: 5_000 })
+  await chatServer?.server.stopWorkers()
   await closeStore()
 }

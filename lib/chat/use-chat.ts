@@ -2,15 +2,18 @@
 /**
  * The chat's hook: useSession with the chat fold, plus the actions a person takes.
  * Each action is a push; Stop pushes `cancelled` with the stream frontier and, being
- * optimistic, cuts the local view at once.
+ * optimistic, cuts the local view at once. A Stop is a durable push: kept in the tab's
+ * outbox (it survives a reload) and retried until the server takes it, never rolled back.
  */
-import { useCallback } from 'react'
+import { useCallback, useMemo } from 'react'
 import { useSession, clientEventId } from '@/lib/a2/react'
 import type { A2Event } from '@/lib/a2'
 import type { ChatEvent } from './contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from './reducer'
 
 const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as ChatEvent)
+/** A Stop is an intent from the press: it must reach the log however long the server is away. */
+const DURABLE_TYPES = ['cancelled']
 
 /** The server's fold of the session so far; the tail continues from its frontier. */
 async function loadSnapshot(sessionId: string): Promise<{ state: ChatState; frontier: number }> {
@@ -25,16 +28,25 @@ export function useChat(sessionId: string) {
     reducer,
     initial: initialChatState,
     snapshot: () => loadSnapshot(sessionId),
+    durableTypes: DURABLE_TYPES,
   })
-  const { push, store } = session
+  const { push, store, outbox } = session
   const active = activeAnswer(session.state)
+  /** Answers whose Stop has not reached the server yet (a send failed): shown as "Stopping". */
+  const stopsUndelivered = useMemo(
+    () =>
+      new Set(outbox.filter((e) => e.event.type === 'cancelled' && e.failures > 0).map((e) => (e.event.payload as { of: string }).of)),
+    [outbox],
+  )
 
   /** Sends a message and asks for its answer, in one push (one transaction). */
   const send = useCallback(
-    (text: string, options: { edits?: string } = {}) => {
+    (text: string, options: { edits?: string; after?: string } = {}) => {
       const messageId = clientEventId()
+      // An edit sits beside the message it edits; a new message follows the answer on screen.
+      const payload = options.edits ? { text, edits: options.edits } : options.after ? { text, after: options.after } : { text }
       return push([
-        { id: messageId, type: 'message', payload: options.edits ? { text, edits: options.edits } : { text } },
+        { id: messageId, type: 'message', payload },
         { type: 'generate', payload: { for: messageId } },
       ])
     },
@@ -48,7 +60,7 @@ export function useChat(sessionId: string) {
     return push({ type: 'cancelled', payload: { of: answer.id, lastSeenIndex: store.getSnapshot().frontier } })
   }, [push, store])
 
-  /** Asks again for the answer to the same message; the new answer takes the old one's place. */
+  /** Asks again for the answer to the same message: a new version, the old one kept. */
   const regenerate = useCallback(
     (answerId: string) => {
       const answer = store.getSnapshot().state.turns.find((t) => t.kind === 'assistant' && t.id === answerId)
@@ -58,8 +70,8 @@ export function useChat(sessionId: string) {
     [push, store],
   )
 
-  /** Edit-and-resend: a new message replacing `messageId`, and a new answer. */
+  /** Edit-and-resend: a new version of message `messageId`, and its answer; the old branch is kept. */
   const edit = useCallback((messageId: string, text: string) => send(text, { edits: messageId }), [send])
 
-  return { ...session, active, send, stop, regenerate, edit }
+  return { ...session, active, stopsUndelivered, send, stop, regenerate, edit }
 }

@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm'
 import type { A2Event } from './contract'
-import { query, type Store } from './store'
+import { query, type Executor, type Store } from './store'
 
 export const CHANNEL = 'a2'
 
@@ -43,6 +43,12 @@ export function toHintEvent(event: A2Event): HintEvent {
 
 export function fromHintEvent(sessionId: string, event: HintEvent): A2Event {
   return { id: event.d, sessionId, index: event.i, type: event.t, payload: event.p, createdAt: new Date(event.c).toISOString() }
+}
+
+/** Wakes every worker's claim loop (a job became claimable without an append: surrendered, released, resolved). */
+export async function wakeWorkers(executor: Executor): Promise<void> {
+  const hint: Hint = { s: '', h: 0, j: 1 }
+  await executor.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
 }
 
 /** 32 cancels × ~60 bytes stays far below NOTIFY's 8000-byte payload limit. */

@@ -20,13 +20,18 @@ export interface ConsumerOptions<C extends Contract, T extends EventTypes<C>> {
   /** How long an attempt holds its claim without renewal. Default 15 s; renewed every third of it. */
   leaseMs?: number
   /**
-   * Settles an effect a dead attempt left DISPATCHED when the job is being drained after a
-   * cancel (no successor will run to ask). Absent: such effects become UNKNOWN.
+   * Did an effect that a dead attempt left DISPATCHED happen? Asked with the effect's
+   * idempotency key (`a2-<job>-<key>`, the one its `fn` received) whenever the runtime must
+   * settle it with no running code to ask: a drain after a Stop, a run ending with a dead
+   * attempt's effect in flight, the last attempt's crash — and by `ctx.effect` when the effect
+   * has no `reconcile` of its own. `{ done: false }` lets it be dispatched again under the
+   * same key; `'unknown'` (or no hook, or a throw) leaves it UNKNOWN for an operator.
    */
-  reconcile?: (key: string) => Promise<ReconcileResult>
+  reconcile?: ConsumerReconcile
 }
 
 export type ReconcileResult = { done: true; result?: unknown } | { done: false } | 'unknown'
+export type ConsumerReconcile = (idempotencyKey: string, effect: { key: string; jobId: number }) => Promise<ReconcileResult>
 
 export interface RunContext<C extends Contract, T extends EventTypes<C>> {
   /** The event that triggered this job. */

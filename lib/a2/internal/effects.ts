@@ -7,19 +7,24 @@
  *   DISPATCHED by a dead attempt ──reconcile──▶ DONE | INTENT (not done: dispatch again)
  *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
  */
+import { wakeWorkers } from './bus'
 import { sql } from 'drizzle-orm'
 import { A2Error } from './errors'
 import { brandOf } from './brand'
 import { RunAborted } from './abort'
-import type { ReconcileResult } from './consumer'
+import type { ConsumerReconcile, ReconcileResult } from './consumer'
 import type { Fence } from './log'
 import { query, type Executor } from './store'
-import { recordTransitions } from './transitions'
+import type { RunStatus, TransitionReason } from './transitions'
 
 export type EffectStatus = 'INTENT' | 'DISPATCHED' | 'DONE' | 'FAILED' | 'CANCELLED_BEFORE_DISPATCH' | 'UNKNOWN'
 
 export interface EffectOptions<R> {
-  /** Asked when a dead attempt left this effect DISPATCHED: did it happen? */
+  /**
+   * Asked, with the effect's idempotency key (`a2-<job>-<key>`), when a dead attempt left this
+   * effect DISPATCHED and a new attempt reaches it: did it happen? Absent: the consumer's own
+   * `reconcile` is asked. Neither: the effect becomes UNKNOWN.
+   */
   reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
 }
 
@@ -46,6 +51,8 @@ export interface EffectRun {
   signal: AbortSignal
   /** Test seam for the race suite: runs after the state was read and before the dispatch CAS. */
   beforeDispatch?: (key: string) => Promise<void>
+  /** The consumer's reconcile hook: asked when the effect has no hook of its own. */
+  reconcile?: ConsumerReconcile
 }
 
 export function idempotencyKey(jobId: number, key: string): string {
@@ -86,8 +93,8 @@ export async function runEffect<R>(
     case 'DISPATCHED':
       if (row.attempt === fence.attempt) throw new A2Error('conflict', `effect "${key}" is already in flight in this attempt`)
       {
-        const settled = await reconcileDispatched(db, fence, key, stableKey, options.reconcile)
-        if (settled) return settled.value
+        const settled = await reconcileDispatched(db, fence, key, stableKey, options.reconcile ?? run.reconcile)
+        if (settled) return settled.value as R
       }
       break
     case 'INTENT':
@@ -101,13 +108,16 @@ export async function runEffect<R>(
   const lost = run.signal.aborted ? run.signal.reason : undefined
   if (lost instanceof RunAborted && lost.isLeaseLoss) throw lost
   // The dispatch compare-and-set: only while the run is ACTIVE, at the attempt and cancel
-  // version this run observed. Zero rows: a cancel (or a successor) got there first.
+  // version this run observed. Zero rows: a cancel (or a successor) got there first. The run's
+  // row is share-locked until this commits, so a run cannot end (finishRun counts effects
+  // under its row lock) between this check and the effect it lets through.
   const dispatched = await query(
     db,
     sql`update a2_effects set status = 'DISPATCHED', attempt = ${fence.attempt}, cancel_version = ${run.cancelVersion}, updated_at = now()
         where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
           and exists (select 1 from a2_jobs where id = ${fence.jobId} and status = 'ACTIVE'
-                        and attempt = ${fence.attempt} and cancel_version = ${run.cancelVersion})
+                        and attempt = ${fence.attempt} and cancel_version = ${run.cancelVersion}
+                      for share)
         returning job_id`,
   )
   if (dispatched.length !== 1) {
@@ -172,33 +182,35 @@ async function recordOutcome(
 }
 
 /**
- * An UNKNOWN run whose effects are all resolved settles: CANCELLED if it was being
- * cancelled, else ACTIVE again (with one more attempt of budget) so a new attempt replays
+ * An UNKNOWN run whose effects are all resolved settles, in one statement under its row
+ * lock: CANCELLED if a Stop was recorded against it (a cancel is honoured whenever it
+ * landed), else ACTIVE again (with one more attempt of budget) so a new attempt replays
  * what was recorded, or dispatches again under the same idempotency key.
  */
-export async function settleIfResolved(db: Executor, jobId: number, reason: string, detail: unknown): Promise<string | undefined> {
-  const [job] = await query<{ status: string; cancelled_by: unknown; attempt: number }>(
+export async function settleIfResolved(db: Executor, jobId: number, reason: TransitionReason, detail: unknown): Promise<RunStatus | undefined> {
+  const [moved] = await query<{ to_status: RunStatus }>(
     db,
-    sql`select status, cancelled_by, attempt from a2_jobs where id = ${jobId} for update`,
+    sql`with run as (
+          select id, attempt, cancelled_by from a2_jobs where id = ${jobId} and status = 'UNKNOWN' for update
+        ), unsettled as (
+          select count(*)::int as n from a2_effects
+          where job_id = ${jobId} and status in ('UNKNOWN', 'DISPATCHED') and exists (select 1 from run)
+        ), moved as (
+          update a2_jobs j
+          set status = case when run.cancelled_by is not null then 'CANCELLED' else 'ACTIVE' end,
+              owner = null, lease_until = null, run_at = now(),
+              max_attempts = greatest(j.max_attempts, j.attempt + 1), updated_at = now()
+          from run where j.id = run.id and (select n from unsettled) = 0
+          returning j.id, j.attempt, j.status
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, attempt, 'UNKNOWN', status, ${reason}, ${JSON.stringify(detail ?? null)}::jsonb from moved
+        returning to_status`,
   )
-  if (!job || job.status !== 'UNKNOWN') return job?.status
-  const [{ open }] = await query<{ open: number }>(
-    db,
-    sql`select count(*)::int as open from a2_effects where job_id = ${jobId} and status in ('UNKNOWN', 'DISPATCHED')`,
-  )
-  if (open > 0) return job.status
-  const to = job.cancelled_by ? 'CANCELLED' : 'ACTIVE'
-  const moved = await query(
-    db,
-    sql`update a2_jobs set status = ${to}, owner = null, lease_until = null, run_at = now(),
-            max_attempts = greatest(max_attempts, attempt + 1), updated_at = now()
-        where id = ${jobId} and status = 'UNKNOWN' returning id`,
-  )
-  if (moved.length === 1) {
-    await recordTransitions(db, [{ jobId, attempt: job.attempt, from: 'UNKNOWN', to, reason, detail }])
-    if (to === 'ACTIVE') await db.execute(sql`select pg_notify('a2', ${JSON.stringify({ s: '', h: 0, j: 1 })})`)
-  }
-  return to
+  if (moved?.to_status === 'ACTIVE') await wakeWorkers(db)
+  if (moved) return moved.to_status
+  const [job] = await query<{ status: RunStatus }>(db, sql`select status from a2_jobs where id = ${jobId}`)
+  return job?.status
 }
 
 async function reconcileDispatched<R>(
@@ -206,9 +218,9 @@ async function reconcileDispatched<R>(
   fence: Fence,
   key: string,
   stableKey: string,
-  reconcile: EffectOptions<R>['reconcile'],
+  reconcile: EffectOptions<R>['reconcile'] | ConsumerReconcile | undefined,
 ): Promise<{ value: R } | undefined> {
-  const verdict = reconcile ? await reconcile(stableKey).catch(() => 'unknown' as const) : 'unknown'
+  const verdict = reconcile ? await reconcile(stableKey, { key, jobId: fence.jobId }).catch(() => 'unknown' as const) : 'unknown'
   return applyVerdict(db, fence.jobId, fence.attempt, key, verdict as ReconcileResult) as Promise<{ value: R } | undefined>
 }
 

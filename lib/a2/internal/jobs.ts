@@ -2,11 +2,12 @@
  * Job state changes, one statement each. Every write made under a lease is fenced on
  * (job, attempt) and checks its row count: a superseded attempt writes nothing.
  */
+import { wakeWorkers } from './bus'
 import { sql, type SQL } from 'drizzle-orm'
 import { FAILED_TYPE } from './contract'
 import type { Fence } from './log'
 import { query, type Executor } from './store'
-import type { RunStatus } from './transitions'
+import { OPEN_STATUSES, type RunStatus, type TransitionReason } from './transitions'
 
 export interface ClaimedJob {
   id: number
@@ -23,11 +24,12 @@ export interface ClaimedJob {
  * Claims up to `limit` runnable jobs in one statement: `for update skip locked` so workers
  * never wait on each other, attempt bumped (the new fencing token), owner and lease set.
  * A laned job is runnable only when no earlier job of its (session, consumer, lane) is
- * still open, so a lane runs in log order; other sessions' jobs are not held up by it.
+ * still open — ACTIVE, CANCELLING or UNKNOWN — so a lane runs in log order and an UNKNOWN
+ * run keeps the next one waiting for the operator; other sessions' jobs are not held up by it.
  */
 export async function claimJobs(
   executor: Executor,
-  args: { consumers: string[]; owner: string; leaseMs: Record<string, number>; limit: number },
+  args: { consumers: string[]; owner: string; ownerKey?: number; leaseMs: Record<string, number>; limit: number },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.consumers.length === 0) return []
   const leases = JSON.stringify(args.leaseMs)
@@ -41,14 +43,14 @@ export async function claimJobs(
             and (j.lane is null or not exists (
               select 1 from a2_jobs e
               where e.session_id = j.session_id and e.consumer = j.consumer and e.lane = j.lane
-                and e.event_index < j.event_index and e.status in ('ACTIVE', 'CANCELLING')))
+                and e.event_index < j.event_index and e.status in ${OPEN_STATUSES}))
           order by j.run_at, j.id
           limit ${args.limit}
           for update skip locked
         ),
         claimed as (
           update a2_jobs j
-          set attempt = j.attempt + 1, owner = ${args.owner},
+          set attempt = j.attempt + 1, owner = ${args.owner}, owner_key = ${args.ownerKey ?? null}::int,
               lease_until = now() + ((${leases}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
               updated_at = now()
           from candidates c where j.id = c.id
@@ -111,33 +113,54 @@ function detailSql(detail: unknown): SQL {
   return detail === undefined ? sql`null::jsonb` : sql`${JSON.stringify(detail)}::jsonb`
 }
 
+/** Where a run goes from each status it may be in when it ends, and why. */
+export type Ending = Partial<Record<RunStatus, { to: 'COMPLETED' | 'CANCELLED' | 'FAILED'; reason: TransitionReason }>>
+
 /**
- * The handler returned: COMPLETED, or CANCELLED when a cancel landed during the run (the
- * stop is the outcome). Fenced on (job, attempt).
+ * The one statement by which a run ends: fenced on (job, attempt), from a status `ending`
+ * names, and decided from the stored state of its effects — while any effect is DISPATCHED
+ * or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a reconcile or an
+ * operator to settle. The job row is locked while the effects are counted, and a dispatch
+ * share-locks it (effects.ts), so no effect can be dispatched between the count and the
+ * change. Zero rows: the attempt no longer holds the run.
  */
-export async function completeJob(executor: Executor, fence: Fence): Promise<RunStatus | undefined> {
-  // The row is locked and read in one step, so the recorded `from` is the status this
-  // update replaced even when a cancel committed while it waited for the lock.
+export async function finishRun(executor: Executor, fence: Fence, ending: Ending, detail?: unknown): Promise<RunStatus | undefined> {
+  const from = Object.keys(ending) as RunStatus[]
+  if (from.length === 0) return undefined
+  const target = sql.join(from.map((status) => sql`when ${status}::text then ${ending[status]!.to}::text`), sql` `)
+  const reason = sql.join(from.map((status) => sql`when ${status}::text then ${ending[status]!.reason}::text`), sql` `)
   const [row] = await query<{ to_status: RunStatus }>(
     executor,
     sql`with prev as (
           select id, status from a2_jobs
-          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ${from}
           for update
+        ), unsettled as (
+          select count(*)::int as n from a2_effects
+          where job_id = ${fence.jobId} and status in ('DISPATCHED', 'UNKNOWN') and exists (select 1 from prev)
         ), moved as (
           update a2_jobs j
-          set status = case when prev.status = 'CANCELLING' then 'CANCELLED' else 'COMPLETED' end,
+          set status = case when (select n from unsettled) > 0 then 'UNKNOWN' else (case prev.status ${target} end) end,
               owner = null, lease_until = null, updated_at = now()
           from prev where j.id = prev.id
           returning j.id, j.status, prev.status as from_status
         )
         insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
         select id, ${fence.attempt}::int, from_status, status,
-               case when status = 'CANCELLED' then 'STOPPED_BY_CANCEL' else 'RETURNED' end, null
+               case when status = 'UNKNOWN' then 'EFFECT_UNKNOWN' else (case from_status ${reason} end) end,
+               ${detailSql(detail)}
         from moved
         returning to_status`,
   )
   return row?.to_status
+}
+
+/** The handler returned: COMPLETED, or CANCELLED when a cancel landed during the run (the stop is the outcome). */
+export function completeJob(executor: Executor, fence: Fence): Promise<RunStatus | undefined> {
+  return finishRun(executor, fence, {
+    ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' },
+    CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' },
+  })
 }
 
 /**
@@ -159,23 +182,22 @@ export async function surrenderJob(executor: Executor, fence: Fence, code: strin
         select id, ${fence.attempt}::int, status, status, 'SURRENDERED', ${detailSql({ code })} from moved
         returning id`,
   )
+  // Wake every worker: the job is claimable now (a shutdown hands it over at once).
+  if (rows.length === 1) await wakeWorkers(executor)
   return rows.length === 1
 }
 
 /**
  * Retry scheduling boundary: a failure is retried only while the run is still ACTIVE
- * (compare-and-set). A cancel that landed first revokes the retry, and that is recorded —
- * by default as RETRY_REVOKED; the worker, settling a throw at the end of an attempt, records
- * STOPPED_BY_CANCEL instead (the cancel landed during that attempt, whether or not its NOTIFY
- * had reached the signal yet), so the outcome never depends on notification timing.
+ * (compare-and-set). 'REVOKED': a cancel landed first; the caller ends the run (settle.ts),
+ * and that is recorded there.
  */
 export async function scheduleRetry(
   executor: Executor,
   fence: Fence,
   delayMs: number,
   error: { message: string; code?: string },
-  revokedReason = 'RETRY_REVOKED',
-): Promise<'RETRY_SCHEDULED' | 'RETRY_REVOKED' | 'FENCED'> {
+): Promise<'RETRY_SCHEDULED' | 'REVOKED'> {
   const retried = await query(
     executor,
     sql`with moved as (
@@ -188,32 +210,7 @@ export async function scheduleRetry(
         select id, ${fence.attempt}::int, 'ACTIVE', 'ACTIVE', 'RETRY_SCHEDULED', ${detailSql({ delayMs, error })} from moved
         returning id`,
   )
-  if (retried.length === 1) return 'RETRY_SCHEDULED'
-  const revoked = await settleJob(executor, fence, 'CANCELLING', 'CANCELLED', revokedReason, { error, retryRevoked: true })
-  return revoked ? 'RETRY_REVOKED' : 'FENCED'
-}
-
-/** A compare-and-set status change fenced on (job, attempt), recorded in the job's history. */
-export async function settleJob(
-  executor: Executor,
-  fence: Fence,
-  from: RunStatus,
-  to: RunStatus,
-  reason: string,
-  detail?: unknown,
-): Promise<boolean> {
-  const rows = await query(
-    executor,
-    sql`with moved as (
-          update a2_jobs set status = ${to}::text, owner = null, lease_until = null, updated_at = now()
-          where id = ${fence.jobId} and attempt = ${fence.attempt} and status = ${from}::text
-          returning id
-        )
-        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
-        select id, ${fence.attempt}::int, ${from}::text, ${to}::text, ${reason}::text, ${detailSql(detail)} from moved
-        returning id`,
-  )
-  return rows.length === 1
+  return retried.length === 1 ? 'RETRY_SCHEDULED' : 'REVOKED'
 }
 
 /** The failure payload the runtime appends so the app can show that a run gave up. */

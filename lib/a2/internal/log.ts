@@ -12,7 +12,7 @@ import { A2Error } from './errors'
 import { CHANNEL, MAX_CANCELS_PER_HINT, toHintEvent, type Hint } from './bus'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
-import { recordTransitions, type Transition } from './transitions'
+import { recordTransitions, type RunStatus, type Transition } from './transitions'
 
 export interface JobRoute {
   consumer: string
@@ -258,8 +258,10 @@ interface OpenJob {
 }
 
 /**
- * Moves every open job that an appended event matches (abortOn) from ACTIVE to CANCELLING
- * and bumps its cancel_version — a compare-and-set on status, in the append's transaction.
+ * Records a cancel against every open job an appended event matches (abortOn): ACTIVE moves
+ * to CANCELLING; an UNKNOWN run stays UNKNOWN (its effect is still undecided) with the cancel
+ * recorded, so resolving it ends the run CANCELLED. Either way cancel_version is bumped and
+ * cancelled_by set — a compare-and-set on status, in the append's transaction.
  */
 async function applyCancellation(
   tx: Executor,
@@ -275,8 +277,8 @@ async function applyCancellation(
       tx,
       sql`select j.id as job_id, j.consumer, j.attempt, e.index as event_index, e.id as event_id, e.type, e.payload, e.created_at
           from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
-          where j.session_id = ${event.sessionId} and j.status = 'ACTIVE'
-            and j.consumer in ${consumers} and j.event_index < ${event.index}`,
+          where j.session_id = ${event.sessionId} and j.consumer in ${consumers} and j.event_index < ${event.index}
+            and (j.status = 'ACTIVE' or (j.status = 'UNKNOWN' and j.cancelled_by is null))`,
     )
     const targets = open.filter((job) => {
       const route = routes.find((r) => r.consumer === job.consumer)!
@@ -294,19 +296,20 @@ async function applyCancellation(
     if (targets.length === 0) continue
     const ids = targets.map((t) => t.job_id)
     const cancelledBy = { id: event.id, index: event.index, type: event.type }
-    const moved = await query<{ id: number; attempt: number; cancel_version: number }>(
+    const moved = await query<{ id: number; attempt: number; cancel_version: number; status: RunStatus }>(
       tx,
       sql`update a2_jobs
-          set status = 'CANCELLING', cancel_version = cancel_version + 1, cancelled_by = ${JSON.stringify(cancelledBy)}::jsonb,
-              cancelling_since = now(), updated_at = now()
-          where id in ${ids} and status = 'ACTIVE'
-          returning id, attempt, cancel_version`,
+          set status = case when status = 'ACTIVE' then 'CANCELLING' else status end,
+              cancel_version = cancel_version + 1, cancelled_by = ${JSON.stringify(cancelledBy)}::jsonb,
+              cancelling_since = case when status = 'ACTIVE' then now() else cancelling_since end, updated_at = now()
+          where id in ${ids} and (status = 'ACTIVE' or (status = 'UNKNOWN' and cancelled_by is null))
+          returning id, attempt, cancel_version, status`,
     )
     const transitions: Transition[] = moved.map((job) => ({
       jobId: Number(job.id),
       attempt: job.attempt,
-      from: 'ACTIVE',
-      to: 'CANCELLING',
+      from: job.status === 'UNKNOWN' ? 'UNKNOWN' : 'ACTIVE',
+      to: job.status,
       reason: 'CANCEL_APPENDED',
       detail: cancelledBy,
     }))

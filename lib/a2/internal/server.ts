@@ -25,7 +25,8 @@ import {
 } from './log'
 import type { Executor, Store } from './store'
 import { tail } from './tail'
-import { Worker, DEFAULT_MAX_ATTEMPTS, type WorkerOptions } from './worker'
+import { Worker, type WorkerOptions } from './worker'
+import { DEFAULT_MAX_ATTEMPTS } from './host'
 import { busFor } from './bus'
 import { operator } from './operator'
 

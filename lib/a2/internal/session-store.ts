@@ -4,8 +4,16 @@
  * ids (retried safely: the id makes a repeat a no-op), the confirmed `events` feed, the
  * stream frontier, and the app's fold over all of it. React binds to it with
  * useSyncExternalStore; tests drive it without React.
+ *
+ * Durable pushes (the types in `durableTypes`, e.g. a Stop) are intents, not requests: they
+ * go into an outbox kept in sessionStorage, stay folded into the view, and are retried
+ * until the server acknowledges them — across a reload, however long the server is away.
+ * Only a final refusal (a 4xx other than 408/429) drops one.
  */
 import type { A2Event } from './contract'
+import { createOutbox, defaultOutboxStorage, type OutboxEntry, type OutboxStorage } from './outbox'
+
+export type { OutboxEntry, OutboxStorage } from './outbox'
 
 export interface PushInput {
   id?: string
@@ -35,6 +43,8 @@ export interface SessionSnapshot<S> {
   error?: PushError
   /** False until the snapshot (if any) is in. */
   loaded: boolean
+  /** Durable pushes the server has not acknowledged yet (also in `pending`), with how many sends failed. */
+  outbox: OutboxEntry[]
 }
 
 export interface SessionStoreOptions<S> {
@@ -49,8 +59,16 @@ export interface SessionStoreOptions<S> {
   after?: number
   /** Events to seed the feed with (e.g. from a snapshot). */
   events?: A2Event[]
-  /** Push retry delays on network errors and 5xx; 4xx are final. */
+  /**
+   * Push retry delays on network errors, 5xx, 408 and 429; other 4xx are final. An ordinary
+   * push gives up after the last one (and is rolled back); a durable push keeps retrying at
+   * the last delay, and at once when the tail reconnects or the browser comes back online.
+   */
   retryDelaysMs?: number[]
+  /** Event types pushed as durable intents: kept in the outbox until acknowledged, never rolled back. */
+  durableTypes?: string[]
+  /** Where the outbox survives a reload. Default: the tab's sessionStorage (none outside a browser). */
+  storage?: OutboxStorage | null
   /**
    * Loads a server-side fold before the tail opens, so a long session (100k events) costs
    * one small state instead of replaying its whole log into the browser.
@@ -78,14 +96,18 @@ export function clientEventId(): string {
 
 export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionStore<S> {
   const base = options.base ?? '/api'
+  const url = `${base}/sessions/${encodeURIComponent(options.sessionId)}/events`
   const doFetch = options.fetch ?? ((...args: Parameters<typeof fetch>) => fetch(...args))
   const retryDelays = options.retryDelaysMs ?? [250, 1000, 3000]
+  const durableTypes = new Set(options.durableTypes ?? [])
+  const outbox = createOutbox(`a2.outbox:${url}`, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()))
   const listeners = new Set<() => void>()
 
   let confirmedState = options.initial
   const events: A2Event[] = [...(options.events ?? [])]
   let frontier = options.after ?? -1
-  let pending: A2Event[] = []
+  // A reloaded page shows its unacknowledged intents at once: the view stays cut.
+  let pending: A2Event[] = outbox.entries().map((e) => e.event)
   const confirmedIds = new Set(events.map((e) => e.id))
   let connection: Connection = 'closed'
   let error: PushError | undefined
@@ -97,10 +119,38 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   let loaded = !options.snapshot
   let queue: Promise<void> = Promise.resolve()
   let loading: Promise<void> | undefined
+  /** Outbox ids with a delivery loop running, and the push() promises waiting on them. */
+  const delivering = new Set<string>()
+  const waiting = new Map<string, Array<{ resolve: (events: A2Event[]) => void; reject: (error: PushError) => void }>>()
+  /** Retry sleeps cut short when the server is known to be back (the tail reopened, the browser went online). */
+  const sleepers = new Set<() => void>()
 
   const emit = () => {
     snapshot = undefined
     for (const listener of listeners) listener()
+  }
+
+  const wake = () => {
+    for (const sleeper of [...sleepers]) sleeper()
+  }
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        sleepers.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      sleepers.add(done)
+    })
+
+  const settle = (id: string, outcome: { events: A2Event[] } | { error: PushError }) => {
+    for (const waiter of waiting.get(id) ?? []) {
+      if ('events' in outcome) waiter.resolve(outcome.events)
+      else waiter.reject(outcome.error)
+    }
+    waiting.delete(id)
   }
 
   const receive = (incoming: A2Event[]) => {
@@ -117,6 +167,11 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       events.push(event)
       confirmedIds.add(event.id)
       confirmedState = options.reducer(confirmedState, event)
+      if (outbox.entries().some((e) => e.event.id === event.id)) {
+        // The tail brought an intent whose answer was lost: it is in the log, so it is acknowledged.
+        outbox.remove(event.id)
+        settle(event.id, { events: [event] })
+      }
       changed = true
     }
     if (changed) {
@@ -125,17 +180,29 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     }
   }
 
+  /** The server answered a push with its events: fold them, and stop showing what the fold now holds. */
+  const acknowledge = (confirmed: A2Event[]) => {
+    for (const event of confirmed) outbox.remove(event.id)
+    // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
+    if (confirmed[0]?.index === frontier + 1) receive(confirmed)
+    // A repeat is answered with the original events, which the feed (or the snapshot) may already hold.
+    const folded = new Set(confirmed.filter((e) => e.index <= frontier).map((e) => e.id))
+    pending = pending.filter((p) => !folded.has(p.id))
+    emit()
+  }
+
   const open = () => {
     if (closed || typeof options.EventSource === 'undefined' && typeof EventSource === 'undefined') return
     const Source = options.EventSource ?? EventSource
     connection = connection === 'open' ? 'reconnecting' : connection === 'closed' ? 'connecting' : connection
     emit()
-    const es = new Source(`${base}/sessions/${encodeURIComponent(options.sessionId)}/events?after=${frontier}`)
+    const es = new Source(`${url}?after=${frontier}`)
     source = es
     es.onopen = () => {
       reconnectDelay = 500
       connection = 'open'
       emit()
+      wake() // the server is back: an intent waiting in the outbox goes now, not at its next retry
     }
     es.onmessage = (message) => {
       try {
@@ -169,35 +236,93 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     if (!closed) reconnectTimer = setTimeout(open, 0)
   }
 
-  const send = async (inputs: PushInput[]): Promise<A2Event[]> => {
-    const url = `${base}/sessions/${encodeURIComponent(options.sessionId)}/events`
+  type Outcome = { kind: 'ok'; events: A2Event[] } | { kind: 'retry' | 'final'; error: PushError }
+
+  /** One POST. Network errors, 5xx, 408 and 429 may pass; any other refusal is final. */
+  const postOnce = async (inputs: PushInput[]): Promise<Outcome> => {
     const body = JSON.stringify(inputs.length === 1 ? inputs[0] : { events: inputs })
-    for (let attempt = 0; ; attempt++) {
-      let response: Response | undefined
-      try {
-        response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-      } catch (networkError) {
-        if (attempt >= retryDelays.length) {
-          throw { code: 'network', message: 'could not reach the server', inputs } satisfies PushError
-        }
-      }
-      if (response) {
-        const json = (await response.json().catch(() => ({}))) as { events?: A2Event[]; error?: { code: string; message: string } }
-        if (response.ok && json.events) return json.events
-        const retryable = response.status >= 500 || response.status === 429
-        if (!retryable || attempt >= retryDelays.length) {
-          throw {
-            code: json.error?.code ?? 'http_' + response.status,
-            message: json.error?.message ?? `the server answered ${response.status}`,
-            status: response.status,
-            inputs,
-          } satisfies PushError
-        }
-      }
-      // Same body, same ids: a retry after a lost answer is answered with the original events.
-      await new Promise((r) => setTimeout(r, retryDelays[attempt]))
+    let response: Response
+    try {
+      response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    } catch {
+      return { kind: 'retry', error: { code: 'network', message: 'could not reach the server', inputs } }
+    }
+    const json = (await response.json().catch(() => ({}))) as { events?: A2Event[]; error?: { code: string; message: string } }
+    if (response.ok && json.events) return { kind: 'ok', events: json.events }
+    const retryable = response.status >= 500 || response.status === 408 || response.status === 429
+    return {
+      kind: retryable ? 'retry' : 'final',
+      error: {
+        code: json.error?.code ?? 'http_' + response.status,
+        message: json.error?.message ?? `the server answered ${response.status}`,
+        status: response.status,
+        inputs,
+      },
     }
   }
+
+  /** An ordinary push: a few retries (same body, same ids: a repeat is one event), then it fails. */
+  const send = async (inputs: PushInput[]): Promise<A2Event[]> => {
+    for (let attempt = 0; ; attempt++) {
+      const outcome = await postOnce(inputs)
+      if (outcome.kind === 'ok') return outcome.events
+      if (outcome.kind === 'final' || attempt >= retryDelays.length) throw outcome.error
+      await sleep(retryDelays[attempt])
+    }
+  }
+
+  /**
+   * Delivers one outbox entry: retried until acknowledged or finally refused. It waits its
+   * turn in the push queue (a Stop must land after the `generate` it names) and holds it
+   * while it retries, so later pushes keep their order behind it. A closed store suspends
+   * the loop; the entry stays in storage and connect() (or the next page) resumes it.
+   */
+  const deliver = (id: string) => {
+    if (delivering.has(id)) return
+    delivering.add(id)
+    const run = queue.then(async () => {
+      for (;;) {
+        const entry = outbox.entries().find((e) => e.event.id === id)
+        if (!entry || closed) return
+        const outcome = await postOnce([{ id, type: entry.event.type, payload: entry.event.payload }])
+        if (outcome.kind === 'ok') {
+          acknowledge(outcome.events)
+          settle(id, { events: outcome.events })
+          return
+        }
+        if (outcome.kind === 'final') {
+          outbox.remove(id)
+          pending = pending.filter((p) => p.id !== id)
+          error = outcome.error
+          emit()
+          settle(id, { error: outcome.error })
+          return
+        }
+        outbox.failed(id)
+        emit()
+        await sleep(retryDelays[Math.min(entry.failures, retryDelays.length - 1)])
+      }
+    })
+    queue = run.finally(() => delivering.delete(id)).then(
+      () => undefined,
+      () => undefined,
+    )
+  }
+
+  const pushDurable = (optimistic: A2Event[]): Promise<A2Event[]> => {
+    const acknowledged = optimistic.map(
+      (event) =>
+        new Promise<A2Event[]>((resolve, reject) => {
+          waiting.set(event.id, [...(waiting.get(event.id) ?? []), { resolve, reject }])
+          outbox.add(event)
+          deliver(event.id)
+        }),
+    )
+    emit()
+    return Promise.all(acknowledged).then((lists) => lists.flat())
+  }
+
+  const onOnline = () => wake()
 
   return {
     getSnapshot() {
@@ -209,6 +334,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         connection,
         error,
         loaded,
+        outbox: outbox.entries(),
       }
       return snapshot
     },
@@ -228,6 +354,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       }))
       pending = [...pending, ...optimistic]
       error = undefined
+      if (inputs.every((i) => durableTypes.has(i.type))) return pushDurable(optimistic)
       emit()
       try {
         // Pushes leave in the order they were made: a Stop pressed right after Send must
@@ -238,8 +365,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
           () => undefined,
         )
         const confirmed = await sending
-        // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
-        if (confirmed[0]?.index === frontier + 1) receive(confirmed)
+        acknowledge(confirmed)
         return confirmed
       } catch (thrown) {
         const ids = new Set(inputs.map((i) => i.id))
@@ -252,6 +378,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     receive,
     connect() {
       closed = false
+      if (typeof window !== 'undefined') window.addEventListener('online', onOnline)
+      for (const entry of outbox.entries()) deliver(entry.event.id)
       if (loaded) {
         if (!source) open()
         return
@@ -286,6 +414,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     },
     close() {
       closed = true
+      if (typeof window !== 'undefined') window.removeEventListener('online', onOnline)
+      wake() // retry loops see `closed` and suspend
       clearTimeout(reconnectTimer)
       source?.close()
       source = undefined

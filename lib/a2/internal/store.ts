@@ -2,7 +2,7 @@
  * The store: a drizzle database on either driver (postgres-js or PGlite) behind one type,
  * plus the one LISTEN connection a process holds. Everything in a2 talks to a Store.
  */
-import type { SQL } from 'drizzle-orm'
+import { sql, type SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { ParameterOrJSON, Sql, UnsafeQueryOptions } from 'postgres'
 
@@ -15,8 +15,26 @@ export interface Store {
   readonly db: Db
   /** Subscribes to a NOTIFY channel. Postgres: one dedicated connection per store, shared by every channel. */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  /**
+   * Liveness (liveness.ts): holds `key` for as long as this process lives, so others can tell
+   * from the database that it died. Absent (a wrapped test store): leases alone decide.
+   */
+  holdLifeLock?(key: number): Promise<LifeLock | undefined>
+  /** SQL that is true when the process that held `ownerKey` is gone. */
+  ownerGone?(ownerKey: SQL): SQL
   close(): Promise<void>
 }
+
+export interface LifeLock {
+  /** How long the lock has been held without a break; undefined while it is not (reconnecting). */
+  heldForMs(): number | undefined
+  release(): Promise<void>
+}
+
+/** pg_advisory_lock(LIFE_LOCK_CLASS, key): the first half of every liveness lock's two-int key ("a2"). */
+export const LIFE_LOCK_CLASS = 0x6132
+/** How often a held liveness connection is checked, and a lost one re-taken. */
+const LIFE_LOCK_CHECK_MS = 500
 
 /** Rows of a raw statement, whichever driver ran it (postgres-js returns an array, PGlite `{ rows }`). */
 export async function query<Row = Record<string, unknown>>(executor: Executor, statement: SQL): Promise<Row[]> {
@@ -48,7 +66,67 @@ export async function openPostgresStore(
       const request = await client.listen(channel, onPayload)
       return () => request.unlisten()
     },
+    holdLifeLock: (key) => holdAdvisoryLock(client, key),
+    // pg_locks shows an advisory lock's two int4 keys as classid and objid (objsubid 2).
+    ownerGone: (ownerKey) =>
+      sql`${ownerKey} not in (select objid::bigint from pg_locks
+                              where locktype = 'advisory' and classid = ${LIFE_LOCK_CLASS} and objsubid = 2 and granted)`,
     close: () => client.end({ timeout: 2 }),
+  }
+}
+
+/**
+ * A session-level advisory lock on a connection reserved for it: Postgres releases it the
+ * moment that connection closes — a killed process's socket closes with it. Checked every
+ * 500 ms; a lost connection (a Postgres restart) is replaced and the lock taken again.
+ * Undefined when the key is taken by another live process (the caller picks another).
+ */
+async function holdAdvisoryLock(client: Sql, key: number): Promise<LifeLock | undefined> {
+  let reserved: Awaited<ReturnType<Sql['reserve']>> | undefined
+  let since: number | undefined
+  let released = false
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const drop = () => {
+    since = undefined
+    reserved?.release()
+    reserved = undefined
+  }
+  const take = async (): Promise<boolean | undefined> => {
+    try {
+      reserved = await client.reserve()
+      const [{ locked }] = await reserved<Array<{ locked: boolean }>>`select pg_try_advisory_lock(${LIFE_LOCK_CLASS}, ${key}) as locked`
+      if (!locked) {
+        drop()
+        return false
+      }
+      since = performance.now()
+      return true
+    } catch {
+      drop()
+      return undefined // unreachable: try again on the next check
+    }
+  }
+  const check = async () => {
+    if (released) return
+    if (since === undefined) await take()
+    else await reserved!`select 1`.catch(drop)
+    schedule()
+  }
+  const schedule = () => {
+    if (released) return
+    timer = setTimeout(check, LIFE_LOCK_CHECK_MS)
+    timer.unref?.() // the lock never keeps a process alive
+  }
+  if ((await take()) === false) return undefined
+  schedule()
+  return {
+    heldForMs: () => (since === undefined ? undefined : performance.now() - since),
+    async release() {
+      released = true
+      clearTimeout(timer)
+      if (reserved) await reserved`select pg_advisory_unlock(${LIFE_LOCK_CLASS}, ${key})`.catch(() => {})
+      drop()
+    },
   }
 }
 
@@ -115,10 +193,21 @@ export async function openPgliteStore(options: { dataDir?: string; migrationsFol
     const { migrate } = await import('drizzle-orm/pglite/migrator')
     await migrate(database, { migrationsFolder: options.migrationsFolder })
   }
+  // One process owns a PGlite database: the keys held here are the live ones, and a key
+  // left in a row by an earlier process (a dev-server restart) belongs to a dead one.
+  const liveKeys = new Set<number>()
   return {
     kind: 'pglite',
     db: database as unknown as Db,
     listen: (channel, onPayload) => pg.listen(channel, onPayload),
+    async holdLifeLock(key) {
+      if (liveKeys.has(key)) return undefined
+      liveKeys.add(key)
+      const since = performance.now()
+      return { heldForMs: () => performance.now() - since, release: async () => void liveKeys.delete(key) }
+    },
+    ownerGone: (ownerKey) =>
+      sql`${ownerKey} not in (select jsonb_array_elements_text(${JSON.stringify([...liveKeys].map(String))}::jsonb)::int)`,
     close: () => pg.close(),
   }
 }

@@ -1,0 +1,218 @@
+/**
+ * One attempt of one job, top to bottom: the lease clock and its renewal, the start
+ * boundary, the handler, and how it ends (settle.ts). `abort` is the one place the run's
+ * signal fires; `cancelled` is the one place a cancel reaches a running attempt, whichever
+ * path found it (the NOTIFY hint, a renewal, the start check).
+ */
+import { sql } from 'drizzle-orm'
+import { RunAborted, abortReason, type EventRef } from './abort'
+import type { A2Event, Contract } from './contract'
+import type { Consumer, RunContext } from './consumer'
+import { runEffect } from './effects'
+import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
+import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
+import { read, type Fence, type ValidInput } from './log'
+import { settleAttempt, settleCancelling } from './settle'
+import { query, type Executor } from './store'
+import type { RunStatus } from './transitions'
+
+export class Attempt {
+  readonly fence: Fence
+  readonly hasAbortOn: boolean
+  /** Settles once the attempt is over and its outcome recorded (or recording failed). */
+  readonly done: Promise<void>
+  private readonly controller = new AbortController()
+  private readonly leaseMs: number
+  /** Local and monotonic: measured from before the claim was sent, so it can only err early. */
+  private deadline: number
+  private expiry?: ReturnType<typeof setTimeout>
+  private renewal?: ReturnType<typeof setInterval>
+  private renewing = false
+  /** Once over, a renewal still in flight must neither re-arm the expiry timer nor abort anything. */
+  private finished = false
+
+  constructor(
+    private readonly host: RuntimeHost,
+    readonly job: ClaimedJob,
+    private readonly consumer: Consumer,
+    private readonly owner: string,
+    claimStartedAt: number,
+    private readonly hooks: WorkerHooks = {},
+  ) {
+    this.fence = { jobId: job.id, attempt: job.attempt }
+    this.hasAbortOn = consumer.options.abortOn !== undefined
+    this.leaseMs = leaseMsOf(consumer)
+    this.deadline = claimStartedAt + this.leaseMs
+    this.armExpiry()
+    this.renewal = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / 3)))
+    this.done = this.run()
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal
+  }
+
+  /** Fires the run's signal once, with a typed reason. */
+  abort(reason: RunAborted): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason)
+  }
+
+  /** A cancel of this run was recorded: the signal fires for consumers that asked (abortOn). */
+  cancelled(by: EventRef): void {
+    if (this.hasAbortOn) this.abort(new RunAborted('CANCELLED', by))
+  }
+
+  /**
+   * Renews the lease now and reads the run's durable status (also how a too-big cancel hint
+   * is checked). Renewal goes on after a Stop fired the signal: a run that unwinds
+   * cooperatively keeps its claim (and its last appends) until it returns or the grace
+   * period forces it out. After a lost claim there is nothing left to renew.
+   */
+  async renew(): Promise<void> {
+    if (this.renewing || this.finished || abortReason(this.signal)?.isLeaseLoss || abortReason(this.signal)?.code === 'FENCED_OUT') return
+    this.renewing = true
+    const sentAt = performance.now()
+    const db = this.host.store.db
+    try {
+      const renewed = await renewLease(db, this.fence, this.owner, this.leaseMs)
+      // The claim was lost meanwhile (e.g. CLAIM_EXPIRED fired while this renewal was in
+      // flight): the attempt is surrendering; its late renewal must not re-arm anything.
+      const lost = abortReason(this.signal)
+      if (this.finished || lost?.isLeaseLoss || lost?.code === 'FENCED_OUT') return
+      if (!renewed.held) this.abort(new RunAborted(await whyNotHeld(db, this.fence)))
+      else {
+        this.deadline = sentAt + this.leaseMs
+        this.armExpiry()
+        if (renewed.status === 'CANCELLING' && renewed.cancelledBy) this.cancelled(renewed.cancelledBy)
+      }
+    } catch {
+      // Unreachable store: the expiry timer decides.
+    } finally {
+      this.renewing = false
+    }
+  }
+
+  /** The lease clock fires while the store is unreachable: no query needed. */
+  private armExpiry(): void {
+    clearTimeout(this.expiry)
+    if (this.finished) return
+    this.expiry = setTimeout(
+      () => this.abort(new RunAborted('CLAIM_EXPIRED')),
+      Math.max(0, this.deadline - performance.now()),
+    )
+  }
+
+  private stopClock(): void {
+    this.finished = true
+    clearInterval(this.renewal)
+    clearTimeout(this.expiry)
+  }
+
+  private async run(): Promise<void> {
+    const { job } = this
+    let returned = false
+    let started = false
+    let error: unknown
+    try {
+      await this.hooks.afterClaim?.({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
+      // The start boundary reads the durable state, not only the NOTIFY: a cancel that
+      // committed after the claim (its hint possibly lost) stops the run before it starts.
+      const start = await startState(this.host.store.db, job)
+      if (!start.held) this.abort(new RunAborted(start.attempt !== job.attempt ? 'SUPERSEDED_ATTEMPT' : 'FENCED_OUT'))
+      else if (start.cancelledBy) this.cancelled(start.cancelledBy)
+      const reason = abortReason(this.signal)
+      if (!reason?.isCancel && reason?.code !== 'SUPERSEDED_ATTEMPT' && reason?.code !== 'FENCED_OUT') {
+        started = true
+        await this.consumer.handler(this.context(start.event) as never)
+        returned = true
+      }
+    } catch (thrown) {
+      error = thrown
+    } finally {
+      this.stopClock()
+    }
+    try {
+      if (started || error !== undefined) await settleAttempt(this.host, job, this.signal, returned, error)
+      else if (abortReason(this.signal)?.isCancel) {
+        // Never started: CANCELLING → CANCELLED (or UNKNOWN while a dead attempt's effect cannot be reconciled).
+        await settleCancelling(this.host, this.fence, job.consumer, 'CANCELLED_BEFORE_START')
+      }
+    } catch (settleError) {
+      console.error(`[a2] could not settle job ${job.id} attempt ${job.attempt}`, describeError(settleError).message)
+    }
+  }
+
+  private context(event: A2Event): RunContext<Contract, string> {
+    const { host, job, fence, hooks } = this
+    const signal = this.signal
+    return {
+      event: event as never,
+      signal,
+      attempt: job.attempt,
+      jobId: job.id,
+      sessionId: job.sessionId,
+      read: (options = {}) => read(host.store.db, job.sessionId, options) as never,
+      append: async (...inputs) => {
+        const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
+        return events as never
+      },
+      effect: (key, fn, options) =>
+        runEffect(
+          host.store.db,
+          {
+            fence,
+            cancelVersion: job.cancelVersion,
+            signal,
+            beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
+            reconcile: this.consumer.options.reconcile,
+          },
+          key,
+          fn,
+          options,
+        ),
+    }
+  }
+}
+
+interface StartState {
+  held: boolean
+  attempt: number
+  cancelledBy?: EventRef
+  event: A2Event
+}
+
+/** The job's state and its trigger event, read once as the attempt starts. */
+async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
+  const [row] = await query<{
+    status: RunStatus
+    attempt: number
+    cancelled_by: EventRef | null
+    id: string
+    session_id: string
+    index: number
+    type: string
+    payload: unknown
+    created_at: string | Date
+  }>(
+    db,
+    sql`select j.status, j.attempt, j.cancelled_by, e.id, e.session_id, e.index, e.type, e.payload, e.created_at
+        from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
+        where j.id = ${job.id}`,
+  )
+  if (!row) throw new Error(`job ${job.id} has no trigger event`)
+  const held = row.attempt === job.attempt && (row.status === 'ACTIVE' || row.status === 'CANCELLING')
+  return {
+    held,
+    attempt: row.attempt,
+    // A Stop recorded against the run is honoured whatever the status it was recorded in.
+    cancelledBy: row.cancelled_by ? { id: row.cancelled_by.id, index: row.cancelled_by.index } : undefined,
+    event: {
+      id: row.id,
+      sessionId: row.session_id,
+      index: row.index,
+      type: row.type,
+      payload: row.payload,
+      createdAt: new Date(row.created_at).toISOString(),
+    },
+  }
+}

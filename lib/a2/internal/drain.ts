@@ -1,0 +1,175 @@
+/**
+ * The controller's drain, run by every worker on every poll tick for its own consumers:
+ *   - CANCELLING runs nobody will finish (never claimed, waiting for a retry, an owner
+ *     gone, or one that ignored its signal past the grace period), and
+ *   - ACTIVE runs whose last attempt died (out of attempts),
+ * are taken like a claim (`for update skip locked`: two drains never settle one run) and
+ * settled through settle.ts, from the stored state of their effects. A drain that takes a
+ * run someone held does so as a new attempt, so the old attempt's writes are fenced out.
+ * A controller that restarts resumes from the durable state: nothing here is in memory.
+ */
+import { wakeWorkers } from './bus'
+import { sql } from 'drizzle-orm'
+import { leaseMsOf, type RuntimeHost } from './host'
+import { describeError } from './jobs'
+import type { Liveness } from './liveness'
+import { failRun, settleCancelling } from './settle'
+import { query, type Executor } from './store'
+import type { TransitionReason } from './transitions'
+
+export interface DrainOptions {
+  /** Who drains: the drain holds a run under this name while it settles it. */
+  owner: string
+  /** This process's liveness: runs whose owner died are released before their lease ends. */
+  liveness?: Liveness
+  /** A cancelled run that keeps going this long after CANCELLING is fenced out. */
+  graceMs: number
+  /** Called for a run this process is running that the drain is about to force out. */
+  forceOut(jobId: number): void
+}
+
+/** At most this many runs per kind and tick: a backlog drains over several ticks, each one bounded. */
+const DRAIN_BATCH = 100
+
+export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promise<void> {
+  const consumers = [...host.consumers.keys()]
+  if (consumers.length === 0) return
+  const leaseMs: Record<string, number> = {}
+  for (const [name, c] of host.consumers) leaseMs[name] = leaseMsOf(c)
+  const claim = { consumers, owner: options.owner, ownerKey: options.liveness?.key, leaseMs, graceMs: options.graceMs }
+  if (options.liveness?.trusted()) await releaseDeadOwners(host.store.db, consumers, options.liveness)
+
+  for (const run of await takeStuckCancelling(host.store.db, claim)) {
+    const fence = { jobId: run.id, attempt: run.attempt }
+    if (run.live) options.forceOut(run.id)
+    const reason: TransitionReason = run.live
+      ? 'FORCED_AFTER_GRACE'
+      : run.previousAttempt === 0
+        ? 'CANCELLED_BEFORE_START'
+        : run.previousOwner === null && run.lastError
+          ? 'RETRY_REVOKED'
+          : run.previousOwner === null
+            ? 'CANCELLED_BETWEEN_ATTEMPTS'
+            : 'DRAINED_AFTER_OWNER_LOST'
+    // A forced-out attempt may still be inside an effect: "not done" is no proof for it.
+    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch(
+      (error) => console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
+    )
+  }
+
+  for (const run of await takeExhausted(host.store.db, claim)) {
+    await failRun(host, run, { jobId: run.id, attempt: run.attempt }, {
+      message: `the worker running attempt ${run.previousAttempt} stopped renewing its lease`,
+      code: 'LEASE_EXPIRED',
+    }, run.previousAttempt).catch((error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message))
+  }
+}
+
+/**
+ * Runs held under a live lease by a process that is gone (liveness.ts) are released at once,
+ * with OWNER_DIED in their history: an ACTIVE run becomes claimable (the next claim takes it
+ * as a new attempt, fenced like any other), a CANCELLING one drainable (its lease is ended).
+ * Returns how many were released.
+ */
+async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness): Promise<number> {
+  const released = await query(
+    db,
+    sql`with gone as (
+          select id, attempt, owner from a2_jobs j
+          where status in ('ACTIVE', 'CANCELLING') and consumer in ${consumers}
+            and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
+            and ${liveness.ownerGone(sql`j.owner_key`)}
+          limit ${DRAIN_BATCH}
+          for update skip locked
+        ), released as (
+          update a2_jobs j
+          set owner = case when j.status = 'ACTIVE' then null else j.owner end,
+              lease_until = case when j.status = 'ACTIVE' then null else now() - interval '1 millisecond' end,
+              owner_key = null, updated_at = now()
+          from gone g where j.id = g.id and j.attempt = g.attempt
+          returning j.id, j.attempt, j.status, g.owner
+        )
+        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+        select id, attempt, status, status, 'OWNER_DIED', jsonb_build_object('owner', owner) from released
+        returning job_id`,
+  )
+  if (released.length > 0) await wakeWorkers(db)
+  return released.length
+}
+
+interface DrainClaim {
+  consumers: string[]
+  owner: string
+  ownerKey?: number
+  leaseMs: Record<string, number>
+  graceMs: number
+}
+
+interface TakenRun {
+  id: number
+  attempt: number
+  consumer: string
+  sessionId: string
+  eventId: string
+  previousAttempt: number
+  previousOwner: string | null
+  live: boolean
+  lastError: unknown
+}
+
+/**
+ * CANCELLING runs with no owner, an owner whose lease ran out, or one past the grace
+ * period. `cancelling_since` is cleared as the drain takes the run, so the grace period
+ * forces out the run's own attempt, never another drain.
+ */
+function takeStuckCancelling(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
+  return take(
+    db,
+    claim,
+    sql`status = 'CANCELLING'
+        and (owner is null or lease_until < now() or cancelling_since < now() - ${claim.graceMs} * interval '1 millisecond')`,
+    sql`cancelling_since nulls last`,
+  )
+}
+
+/** ACTIVE runs out of attempts whose last owner is gone: nobody may claim them again. */
+function takeExhausted(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
+  return take(db, claim, sql`status = 'ACTIVE' and attempt >= max_attempts and (owner is null or lease_until < now())`, sql`id`)
+}
+
+/**
+ * One statement: pick the runs (`for update skip locked`), hold them under the drain's
+ * name for a lease, and give each a new attempt number when someone held it before.
+ */
+async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sql>, order: ReturnType<typeof sql>): Promise<TakenRun[]> {
+  const rows = await query<Record<string, unknown>>(
+    db,
+    sql`with candidates as (
+          select id, attempt, owner, (owner is not null and lease_until >= now()) as live, last_error
+          from a2_jobs
+          where consumer in ${claim.consumers} and ${where}
+          order by ${order}
+          limit ${DRAIN_BATCH}
+          for update skip locked
+        )
+        update a2_jobs j
+        set attempt = j.attempt + case when c.owner is null then 0 else 1 end,
+            owner = ${claim.owner}, owner_key = ${claim.ownerKey ?? null}::int,
+            lease_until = now() + ((${JSON.stringify(claim.leaseMs)}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
+            cancelling_since = null, updated_at = now()
+        from candidates c where j.id = c.id
+        returning j.id, j.attempt, j.consumer, j.session_id, j.event_id,
+                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.last_error`,
+  )
+  return rows.map((r) => ({
+    id: Number(r.id),
+    attempt: Number(r.attempt),
+    consumer: String(r.consumer),
+    sessionId: String(r.session_id),
+    eventId: String(r.event_id),
+    previousAttempt: Number(r.previous_attempt),
+    previousOwner: (r.previous_owner as string | null) ?? null,
+    live: Boolean(r.live),
+    lastError: r.last_error,
+  }))
+}

@@ -1,0 +1,166 @@
+/**
+ * How a run ends. Every path is a fenced compare-and-set on (job, attempt), and every
+ * terminal state is reached through `finishRun` (jobs.ts): one statement that decides from
+ * the stored state of the run's effects. Before it, effects still DISPATCHED are put to the
+ * consumer's reconcile hook. The attempt (attempt.ts) and the drain (drain.ts) settle here
+ * and nowhere else.
+ */
+import { sql } from 'drizzle-orm'
+import { abortReason } from './abort'
+import { EffectNotDispatched, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
+import { isA2Error } from './errors'
+import type { RuntimeHost } from './host'
+import {
+  backoffMs,
+  describeError,
+  failureEvent,
+  finishRun,
+  scheduleRetry,
+  surrenderJob,
+  type ClaimedJob,
+  type Ending,
+} from './jobs'
+import type { Fence } from './log'
+import { query } from './store'
+import type { RunStatus, TransitionReason } from './transitions'
+
+/** The outcome rules: how an attempt whose handler returned or threw ends, by its signal's reason. */
+export async function settleAttempt(
+  host: RuntimeHost,
+  job: ClaimedJob,
+  signal: AbortSignal,
+  returned: boolean,
+  error: unknown,
+): Promise<void> {
+  const fence: Fence = { jobId: job.id, attempt: job.attempt }
+  const reason = abortReason(signal)
+  if (reason?.code === 'FENCED_OUT') return // the drain took the run over and settles it
+  const end = (ending: Ending, detail?: unknown) => endRun(host, job.consumer, fence, ending, { detail, runningAttempt: job.attempt })
+  if (returned) {
+    await end({ ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } })
+    return
+  }
+  if (error instanceof EffectUnknown) {
+    // The effect is stored UNKNOWN, so the run ends UNKNOWN (finishRun decides from it).
+    await end({ ACTIVE: { to: 'FAILED', reason: 'EFFECT_UNKNOWN' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }, describeError(error))
+    return
+  }
+  if (reason?.isCancel || error instanceof EffectNotDispatched) {
+    await end({ CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }, { by: reason?.event })
+    return
+  }
+  if (reason?.code === 'SHUTDOWN') {
+    // Not the run's fault: the attempt is given back with its budget refunded.
+    await surrenderJob(host.store.db, fence, reason.code, { refund: true })
+    return
+  }
+  if (reason?.isLeaseLoss) {
+    if (job.attempt < job.maxAttempts) await surrenderJob(host.store.db, fence, reason.code)
+    else await failRun(host, job, fence, { message: `lost its claim on the last attempt (${reason.code})`, code: reason.code })
+    return
+  }
+  if (isA2Error(error, 'fenced')) return // a successor or the drain owns the job now
+  const failure = describeError(error)
+  if (job.attempt < job.maxAttempts) {
+    // A cancel that landed first revokes the retry: that compare-and-set ends the run, so it
+    // goes through reconcile and finishRun like every other ending.
+    const retried = await scheduleRetry(host.store.db, fence, backoffMs(job.attempt), failure)
+    if (retried === 'REVOKED') await end({ CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }, { error: failure, retryRevoked: true })
+  } else {
+    await failRun(host, job, fence, failure)
+  }
+}
+
+/** Out of attempts: FAILED and an `a2.failed` event in the log, committed together — or UNKNOWN/CANCELLED without the event. */
+export async function failRun(
+  host: RuntimeHost,
+  job: Pick<ClaimedJob, 'id' | 'sessionId' | 'eventId' | 'consumer' | 'attempt'>,
+  fence: Fence,
+  failure: { message: string; code?: string },
+  /** Attempts that ran (a drain failing a dead run holds it as one more). */
+  attempts = job.attempt,
+): Promise<void> {
+  if (!(await reconcileInFlight(host, job.consumer, fence, {}))) return
+  const ending: Ending = {
+    ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' },
+    CANCELLING: { to: 'CANCELLED', reason: 'RETRY_REVOKED' },
+  }
+  let ended: RunStatus | undefined
+  try {
+    await host.append(
+      job.sessionId,
+      // One per (job, attempt): an id seen before would make the append a duplicate and skip `within`.
+      [{ id: `failed-${job.id}-${job.attempt}`, ...failureEvent(job, attempts, failure) }],
+      {
+        within: async (tx) => {
+          ended = await finishRun(tx, fence, ending, failure)
+          if (ended !== 'FAILED') throw new NotFailed()
+        },
+      },
+    )
+  } catch (error) {
+    if (!(error instanceof NotFailed)) throw error
+    // Cancelled, or UNKNOWN: no failure to report; the same ending without the event.
+    if (ended) await finishRun(host.store.db, fence, ending, failure)
+  }
+}
+
+class NotFailed extends Error {}
+
+/** CANCELLING → CANCELLED (or UNKNOWN while an effect of the run cannot be reconciled). */
+export function settleCancelling(
+  host: RuntimeHost,
+  fence: Fence,
+  consumerName: string,
+  reason: TransitionReason,
+  options: { runningAttempt?: number } = {},
+): Promise<RunStatus | undefined> {
+  return endRun(host, consumerName, fence, { CANCELLING: { to: 'CANCELLED', reason } }, options)
+}
+
+async function endRun(
+  host: RuntimeHost,
+  consumerName: string,
+  fence: Fence,
+  ending: Ending,
+  options: { detail?: unknown; runningAttempt?: number },
+): Promise<RunStatus | undefined> {
+  if (!(await reconcileInFlight(host, consumerName, fence, options))) return undefined
+  return finishRun(host.store.db, fence, ending, options.detail)
+}
+
+/**
+ * Puts every effect of the run still DISPATCHED to the consumer's reconcile hook, each
+ * verdict one fenced statement (applyVerdict). An effect dispatched by `runningAttempt` may
+ * still be running (the attempt settling now, or one being forced out): "not done" is not
+ * proof for it, so it becomes UNKNOWN and its late outcome settles it (recordOutcome).
+ * False when this attempt no longer holds the run.
+ */
+async function reconcileInFlight(
+  host: RuntimeHost,
+  consumerName: string,
+  fence: Fence,
+  options: { runningAttempt?: number },
+): Promise<boolean> {
+  const db = host.store.db
+  const inFlight = await query<{ key: string; attempt: number }>(
+    db,
+    sql`select key, attempt from a2_effects where job_id = ${fence.jobId} and status = 'DISPATCHED' order by key`,
+  )
+  const reconcile = host.consumers.get(consumerName)?.options.reconcile
+  for (const effect of inFlight) {
+    const asked = reconcile
+      ? await reconcile(idempotencyKey(fence.jobId, effect.key), { key: effect.key, jobId: fence.jobId }).catch(() => 'unknown' as const)
+      : 'unknown'
+    const mayStillRun = effect.attempt === options.runningAttempt
+    const verdict = asked !== 'unknown' && !asked.done && mayStillRun ? 'unknown' : asked
+    try {
+      await applyVerdict(db, fence.jobId, fence.attempt, effect.key, verdict)
+    } catch (error) {
+      if (error instanceof EffectUnknown) continue
+      if (isA2Error(error, 'fenced')) return false
+      throw error
+    }
+  }
+  return true
+}
