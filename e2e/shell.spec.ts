@@ -152,6 +152,13 @@ test.describe('at 1280×800', () => {
       return next.top - Math.max(text.bottom, marker?.bottom ?? 0)
     })
     expect(gap).toBeLessThanOrEqual(48)
+    // …and between a message and its answer: a hidden Copy/Edit row takes no room either.
+    const userGap = await page.evaluate(() => {
+      const bubble = document.querySelectorAll('[data-testid="message-user"]')[0].firstElementChild!.getBoundingClientRect()
+      const answer = document.querySelectorAll('[data-testid="message-assistant"]')[0].getBoundingClientRect()
+      return answer.top - bubble.bottom
+    })
+    expect(userGap).toBeLessThanOrEqual(48)
   })
 })
 
