@@ -56,3 +56,31 @@ test('a 429 says plainly to slow down and when to try again; Retry works once th
   await chat.waitForStreaming(3)
   await chat.stop()
 })
+
+test('a 429 when starting a chat reads Retry-After, and Retry starts the chat once it has passed', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await page.route('**/api/sessions', (route) =>
+    route.request().method() === 'POST'
+      ? route.fulfill({
+          status: 429,
+          // The seconds come from the header only: the message names none.
+          headers: { 'retry-after': '3', 'content-type': 'application/json' },
+          body: JSON.stringify({ error: { code: 'rate_limited', message: 'slow down' } }),
+        })
+      : route.continue(),
+  )
+  await chat.input.fill(nonce('new chat rate limited'))
+  await chat.sendButton.click()
+  const alert = chat.errorAlert
+  await expect(alert).toBeVisible()
+  await expect(alert).toContainText(/try again in [1-3] seconds?/i)
+  const retry = alert.getByRole('button', { name: /retry/i })
+  await expect(retry).toBeDisabled()
+  await page.unroute('**/api/sessions')
+  await expect(retry).toBeEnabled({ timeout: 10_000 })
+  await retry.click()
+  await page.waitForURL(/\/c\/[^/]+$/)
+  await chat.waitForStreaming(3)
+  await chat.stop()
+})
