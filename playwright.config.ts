@@ -11,6 +11,20 @@ const APP_PORT = Number(process.env.E2E_APP_PORT || 3100)
 const UPSTREAM_PORT = Number(process.env.E2E_UPSTREAM_PORT || 4110)
 const dataDir = `/tmp/a2-e2e-${process.pid}`
 
+/** Limits for the suite: one address (127.0.0.1) makes every identity and push, so these sit far above its use. */
+export const E2E_LIMITS = {
+  A2_RATE_PUSHES_PER_MIN: '600',
+  A2_RATE_GENERATIONS_PER_MIN: '200',
+  A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: '10000',
+  A2_RATE_PUSHES_PER_MIN_PER_ADDRESS: '10000',
+  A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '10000',
+  A2_MAX_RUNNING_GENERATIONS_PER_USER: '64',
+  A2_MAX_RUNNING_GENERATIONS: '1000',
+  A2_MAX_TAILS_PER_USER: '64',
+  /** The operator of the suite: `/runs` for everyone, resolving effects (e2e/operator.spec.ts). */
+  A2_OPERATOR_TOKEN: 'e2e-operator-token-0123456789abcdef0123',
+}
+
 export default defineConfig({
   testDir: './e2e',
   // The chaos suite manages its own processes: playwright.chaos.config.ts.
@@ -45,8 +59,10 @@ export default defineConfig({
         OPENAI_API_KEY: 'e2e',
         OPENAI_BASE_URL: `http://127.0.0.1:${UPSTREAM_PORT}/v1`,
         OPENAI_MODEL: 'upstream-e2e',
-        A2_RATE_PUSHES_PER_MIN: '600',
-        A2_RATE_GENERATIONS_PER_MIN: '200',
+        // `next start` is production: the secret is required (one fixed for the suite).
+        AUTH_SECRET: 'e2e-suite-secret-0123456789abcdef0123456789',
+        // Every spec comes from 127.0.0.1 and makes many identities: limits far above what the suite uses.
+        ...E2E_LIMITS,
       },
       url: `http://127.0.0.1:${APP_PORT}/api/sessions`,
       reuseExistingServer: false,

@@ -1,4 +1,5 @@
 import type { Metadata, Viewport } from 'next'
+import { headers } from 'next/headers'
 import { AppShell } from '@/components/app-shell'
 import { THEME_SCRIPT } from '@/components/theme-script'
 import './globals.css'
@@ -24,12 +25,14 @@ export const viewport: Viewport = {
   ],
 }
 
-export default function RootLayout({ children }: { children: React.ReactNode }) {
+export default async function RootLayout({ children }: { children: React.ReactNode }) {
+  // The CSP's nonce for this response (proxy.ts): the one inline script must carry it.
+  const nonce = (await headers()).get('x-nonce') ?? undefined
   return (
     // The theme script sets the `dark` class before paint, so the server's markup differs on purpose.
     <html lang="en" suppressHydrationWarning>
       <head>
-        <script dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
+        <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
       </head>
       <body>
         <AppShell>{children}</AppShell>

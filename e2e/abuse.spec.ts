@@ -54,10 +54,10 @@ test('another user cannot see, read or push into my chat', async ({ browser }) =
   const otherCookie = (await otherContext.cookies()).find((c) => c.name === 'a2_uid')
   expect(otherCookie?.value).not.toBe(ownerCookie?.value)
 
-  // From their own page, with their own cookie: refused, and told nothing.
+  // From their own page, with their own cookie: refused, and told nothing (404: not even that it exists).
   const seen = await probe(other.page, sessionId)
   expect(Object.fromEntries(Object.entries(seen).map(([k, v]) => [k, v.status]))).toEqual({
-    tail: 403, snapshot: 403, session: 403, pushMessage: 403, pushCancel: 403, pushBatch: 403,
+    tail: 404, snapshot: 404, session: 404, pushMessage: 404, pushCancel: 404, pushBatch: 404,
   })
   for (const { body } of Object.values(seen)) expect(body).not.toContain(secret)
 

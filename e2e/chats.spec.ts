@@ -133,6 +133,7 @@ test('a chat still generating is marked in the sidebar until its answer ends', a
   const answer = snapshot.state.turns.filter((t) => t.kind === 'assistant').at(-1)!
   const stopped = await page.request.post(`/api/sessions/${busy}/events`, {
     data: { type: 'cancelled', payload: { of: answer.id, lastSeenIndex: snapshot.frontier } },
+    headers: { origin: new URL(page.url()).origin }, // as the page's own fetch: the CSRF check wants our origin
   })
   expect(stopped.status()).toBe(201)
   await expect(sidebar.item(busy)).toHaveAttribute('data-generating', 'false', { timeout: 15_000 })

@@ -24,7 +24,7 @@ test('an upstream model error shows the reason, and Retry gets an answer', async
   await chat.waitForStatus('stopped')
 })
 
-test('a 429 says plainly to slow down and when to try again; Retry works once that time has passed', async ({ page }) => {
+test('a 429 says which limit and when to try again; Retry counts down and works once that time has passed', async ({ page }) => {
   const chat = new ChatPage(page)
   await chat.goto('/')
   await page.route('**/api/sessions/*/events', (route) =>
@@ -43,10 +43,11 @@ test('a 429 says plainly to slow down and when to try again; Retry works once th
   const alert = chat.errorAlert
   await expect(alert).toBeVisible({ timeout: 15_000 })
   await expect(alert).toHaveAttribute('data-code', 'rate_limited')
-  await expect(alert).toContainText(/too many messages/i)
-  await expect(alert).toContainText(/try again in \d+ seconds?/i)
+  // The server's words (which limit, and when), and a Retry that counts the wait down.
+  await expect(alert).toContainText('too many requests: try again in 4 s')
   const retry = alert.getByRole('button', { name: /retry/i })
   await expect(retry).toBeDisabled()
+  await expect(retry).toHaveText(/Retry in \d s/)
 
   await page.unroute('**/api/sessions/*/events')
   await expect(retry).toBeEnabled({ timeout: 10_000 })

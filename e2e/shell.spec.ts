@@ -105,7 +105,7 @@ test('the tab title is the chat’s title, and follows navigation', async ({ pag
   await page.goBack()
   await expect(page).toHaveTitle(new RegExp(`^Tab title check.*· a2 chat$`))
   // Pages outside the chat keep their own titles.
-  await page.getByRole('link', { name: 'Runs (operator view)' }).click()
+  await page.getByRole('link', { name: 'Runs', exact: true }).click()
   await page.waitForURL('**/runs')
   await expect(page).toHaveTitle('Runs · a2 chat')
   await page.goBack()
@@ -193,11 +193,13 @@ test('a chat opened by link that is not on the first page of the list still show
   await page.goto('/')
   await page.getByTestId('composer-input').waitFor()
   const title = nonce('An old chat')
-  const old = await page.request.post('/api/sessions', { data: { title } })
+  // As the page's own fetch would: JSON, from our origin (the CSRF check wants both).
+  const headers = { origin: new URL(page.url()).origin }
+  const old = await page.request.post('/api/sessions', { data: { title }, headers })
   expect(old.status()).toBe(201)
   const { session } = (await old.json()) as { session: { id: string } }
   // Fifty newer chats push it off the first page (50 a page).
-  for (let i = 0; i < 50; i++) expect((await page.request.post('/api/sessions', { data: {} })).status()).toBe(201)
+  for (let i = 0; i < 50; i++) expect((await page.request.post('/api/sessions', { data: {}, headers })).status()).toBe(201)
   await page.goto(`/c/${session.id}`)
   await expect(page.getByTestId('chat-title')).toHaveText(title)
   await expect(page).toHaveTitle(`${title} · a2 chat`)

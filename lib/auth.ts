@@ -1,17 +1,28 @@
 /**
  * Identity: an anonymous user per browser, in a signed HttpOnly cookie. The secret comes
- * from AUTH_SECRET, or is generated once into A2_DATA_DIR (so development needs no setup
- * and restarts keep everyone signed in).
+ * from AUTH_SECRET (required in production), or in development is generated once into
+ * A2_DATA_DIR (so development needs no setup and restarts keep everyone signed in).
+ *
+ * Over https the cookie is `__Host-a2_uid` with `Secure`: the prefix makes browsers refuse
+ * it from a sibling origin or with a Domain or Path, so no other site on the same domain
+ * can toss its own identity into ours. Over plain http (development, the loopback test
+ * suites) `__Host-` cannot be used (it requires Secure), so the cookie is `a2_uid`; a
+ * public deployment is https, where only the `__Host-` cookie is read.
  */
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { A2Error } from '@/lib/a2'
 import { env } from '@/lib/env'
+import { isHttps } from '@/lib/http/request-facts'
+import { readCookie } from '@/lib/http/cookies'
 
 export const COOKIE = 'a2_uid'
+export const SECURE_COOKIE = '__Host-a2_uid'
 /** One year: an anonymous identity is the only key to its sessions; losing it loses them. */
 const MAX_AGE_S = 365 * 24 * 3600
+/** What this app mints: anything else in a cookie is not ours, whatever its signature. */
+const USER_ID = /^u_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 let secret: Buffer | undefined
 
@@ -43,25 +54,21 @@ export function encodeIdentity(userId: string): string {
   return `${userId}.${sign(userId)}`
 }
 
-/** The user id in a cookie value, or undefined when it is missing or its signature does not match. */
+/** The user id in a cookie value, or undefined when it is missing, malformed or its signature does not match. */
 export function decodeIdentity(value: string | undefined): string | undefined {
   if (!value) return undefined
   const dot = value.lastIndexOf('.')
   if (dot <= 0) return undefined
   const userId = value.slice(0, dot)
+  if (!USER_ID.test(userId)) return undefined
   const given = Buffer.from(value.slice(dot + 1))
   const expected = Buffer.from(sign(userId))
   return given.length === expected.length && timingSafeEqual(given, expected) ? userId : undefined
 }
 
-function readCookie(request: Request, name: string): string | undefined {
-  const header = request.headers.get('cookie')
-  if (!header) return undefined
-  for (const part of header.split(';')) {
-    const eq = part.indexOf('=')
-    if (eq !== -1 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim())
-  }
-  return undefined
+/** The identity cookie's name for this request: `__Host-` over https. */
+export function cookieName(request: Request): string {
+  return isHttps(request) ? SECURE_COOKIE : COOKIE
 }
 
 export interface Identity {
@@ -70,15 +77,26 @@ export interface Identity {
   setCookie?: string
 }
 
+/** The request's user, or undefined: a missing, malformed, forged or ambiguous cookie is no identity. */
+export function currentUser(request: Request): string | undefined {
+  return decodeIdentity(readCookie(request, cookieName(request)))
+}
+
+/** A new anonymous user and the cookie that carries it. */
+export function newIdentity(request: Request): Required<Identity> {
+  const userId = `u_${randomUUID()}`
+  const name = cookieName(request)
+  const secure = name === SECURE_COOKIE ? '; Secure' : ''
+  return {
+    userId,
+    setCookie: `${name}=${encodeIdentity(userId)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${MAX_AGE_S}${secure}`,
+  }
+}
+
 /** The request's user; with `create`, a new anonymous user when it has none. */
 export function identify(request: Request, options: { create?: boolean } = {}): Identity {
-  const userId = decodeIdentity(readCookie(request, COOKIE))
+  const userId = currentUser(request)
   if (userId) return { userId }
   if (!options.create) throw new A2Error('unauthorized', 'no identity: load the app first')
-  const created = `u_${randomUUID()}`
-  const secure = new URL(request.url).protocol === 'https:' ? '; Secure' : ''
-  return {
-    userId: created,
-    setCookie: `${COOKIE}=${encodeIdentity(created)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${MAX_AGE_S}${secure}`,
-  }
+  return newIdentity(request)
 }

@@ -5,9 +5,9 @@
  * worker cannot share it.
  */
 import { bootChatProcess } from '@/lib/chat/process'
-import { env } from '@/lib/env'
+import { checkEnvAtBoot } from '@/lib/env'
 
-if (!env().DATABASE_URL) {
+if (!checkEnvAtBoot().DATABASE_URL) {
   console.error('[a2] npm run worker needs DATABASE_URL: PGlite lives inside the app process, which runs its own worker.')
   process.exit(2)
 }

@@ -5,25 +5,81 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadRoutes } from '@/test/routes'
-import { RateLimiter } from '@/lib/http/rate-limit'
-import { isA2Error } from '@/lib/a2'
+import { createTestDb, layers, type TestDb } from '@/test/db'
 
-describe('the rate limiter', () => {
-  it('allows a burst, refuses past it with the seconds to wait, and refills', () => {
-    const limiter = new RateLimiter(60) // one a second, burst 60
-    const t0 = 1_000_000
-    for (let i = 0; i < 60; i++) limiter.take('u', 1, t0)
-    const refused = (() => {
-      try {
-        limiter.take('u', 1, t0)
-      } catch (error) {
-        return error
-      }
-    })()
-    expect(isA2Error(refused, 'rate_limited')).toBe(true)
-    expect((refused as { details: { retryAfterS: number } }).details.retryAfterS).toBe(1)
-    limiter.take('other', 1, t0) // per user
-    expect(() => limiter.take('u', 1, t0 + 1_000)).not.toThrow()
+/** A push that asks for an answer: a new message and a generate for it. */
+const ask = (n: number) => JSON.stringify({ events: [{ id: `m${n}`, type: 'message', payload: { text: `q${n}` } }, { type: 'generate', payload: { for: `m${n}` } }] })
+
+describe.each(layers)('limits that hold across identities on %s', (kind) => {
+  let testDb: TestDb
+  let routes: Awaited<ReturnType<typeof loadRoutes>>
+
+  beforeAll(async () => {
+    testDb = await createTestDb(kind)
+    routes = await loadRoutes({
+      databaseUrl: kind === 'postgres' ? testDb.url : undefined,
+      env: {
+        A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: '6',
+        A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '4',
+        A2_MAX_RUNNING_GENERATIONS_PER_USER: '2',
+        A2_MAX_RUNNING_GENERATIONS: '7',
+      },
+    })
+  })
+  afterAll(async () => {
+    await routes.chatServer.shutdownChatServer()
+    await testDb.drop()
+  })
+  const from = (address: string) => ({ 'x-a2-peer': address })
+
+  it('mints at most the configured identities a minute per address, with Retry-After', async () => {
+    const statuses: number[] = []
+    let retryAfter: string | null = null
+    for (let i = 0; i < 8; i++) {
+      const response = await routes.call('GET', '/api/sessions', { headers: from('198.51.100.1') })
+      statuses.push(response.status)
+      if (response.status === 429) retryAfter = response.headers.get('retry-after')
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429])
+    expect(Number(retryAfter)).toBeGreaterThan(0)
+    // Another address is not affected; a visitor with an identity is not minting one.
+    expect((await routes.call('GET', '/api/sessions', { headers: from('198.51.100.2') })).status).toBe(200)
+  })
+
+  it('one address with a fresh identity per request cannot start more than the configured generations a minute', async () => {
+    const address = '198.51.100.3'
+    const statuses: number[] = []
+    for (let i = 0; i < 6; i++) {
+      const user = await routes.newUser(from(`198.51.100.${100 + i}`)) // identities minted elsewhere
+      statuses.push((await routes.push(user.sessionId, user.cookie, ask(i), from(address))).status)
+    }
+    expect(statuses).toEqual([201, 201, 201, 201, 429, 429])
+    const { server } = await routes.chatServer.getChatServer()
+    // The refused pushes wrote nothing: four generations, each with its message, and no more.
+    expect(await server.runs.countOpen({ consumer: 'generate' })).toBe(4)
+  })
+
+  it('caps the answers one user has running, and all users together, with 429 and Retry-After', async () => {
+    const { server } = await routes.chatServer.getChatServer()
+    expect(await server.runs.countOpen({ consumer: 'generate' })).toBe(4) // from the test before; none finish (no worker)
+    const alice = await routes.newUser(from('198.51.100.20'))
+    const statuses: number[] = []
+    let refusal: Response | undefined
+    for (let i = 0; i < 3; i++) {
+      const response = await routes.push(alice.sessionId, alice.cookie, ask(i), from(`198.51.100.${30 + i}`))
+      statuses.push(response.status)
+      if (response.status === 429) refusal = response
+    }
+    expect(statuses).toEqual([201, 201, 429]) // her cap is 2
+    expect(((await refusal!.json()) as { error: { message: string } }).error.message).toMatch(/you have 2 answers running/)
+    expect(Number(refusal!.headers.get('retry-after'))).toBeGreaterThan(0)
+
+    const bob = await routes.newUser(from('198.51.100.21'))
+    expect((await routes.push(bob.sessionId, bob.cookie, ask(1), from('198.51.100.40'))).status).toBe(201) // 7 running: the global cap
+    const crowded = await routes.push(bob.sessionId, bob.cookie, ask(2), from('198.51.100.41'))
+    expect(crowded.status).toBe(429)
+    expect(((await crowded.json()) as { error: { message: string } }).error.message).toMatch(/as many questions as it can/)
+    expect(await server.runs.countOpen({ consumer: 'generate' })).toBe(7)
   })
 })
 
@@ -31,7 +87,7 @@ describe('limits and scale through the routes (PGlite)', () => {
   let routes: Awaited<ReturnType<typeof loadRoutes>>
 
   beforeAll(async () => {
-    routes = await loadRoutes({ env: { A2_RATE_PUSHES_PER_MIN: '30', A2_RATE_GENERATIONS_PER_MIN: '5' } })
+    routes = await loadRoutes({ env: { A2_RATE_PUSHES_PER_MIN: '30', A2_RATE_GENERATIONS_PER_MIN: '5', A2_DAILY_TOKENS_PER_USER: '1000' } })
   })
   afterAll(async () => {
     await routes.chatServer.shutdownChatServer()
@@ -60,6 +116,28 @@ describe('limits and scale through the routes (PGlite)', () => {
     expect(Number(retryAfter)).toBeGreaterThan(0)
     const { server } = await routes.chatServer.getChatServer()
     expect(await server.read(sessionId, userId, { limit: 100 })).toHaveLength(10)
+  })
+
+  it("stops new answers once a user's model tokens of the last 24 hours reach the daily budget", async () => {
+    const { cookie, sessionId } = await user()
+    const { server } = await routes.chatServer.getChatServer()
+    /** An answer that finished with the usage the model reported. */
+    const answered = (n: number, inputTokens: number, outputTokens: number) =>
+      server.append(
+        sessionId,
+        { id: `old-m${n}`, type: 'message', payload: { text: `old ${n}` } },
+        { id: `old-g${n}`, type: 'generate', payload: { for: `old-m${n}` } },
+        { type: 'finished', payload: { of: `old-g${n}`, attempt: 1, reason: 'stop', usage: { inputTokens, outputTokens } } },
+      )
+    const ask = (n: number) => push(sessionId, cookie, { events: [{ id: `m${n}`, type: 'message', payload: { text: `q${n}` } }, { type: 'generate', payload: { for: `m${n}` } }] })
+    await answered(1, 300, 200)
+    expect((await ask(1)).status).toBe(201) // 500 of 1,000 used
+    await answered(2, 400, 100)
+    const refused = await ask(2) // 1,000 of 1,000 used
+    expect(refused.status).toBe(429)
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/model tokens \(1000\)/)
+    // Until the first counted answer is a day old.
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(86_000)
   })
 
   it('pages through thousands of sessions of one user', async () => {

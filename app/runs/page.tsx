@@ -3,7 +3,7 @@ import { RunsView } from '@/components/runs/runs-view'
 
 export const metadata: Metadata = { title: 'Runs · a2 chat' }
 
-/** The operator view: every run of my sessions, its state machine history and its effects. */
+/** Runs: an end user's own history, or every user's runs for an operator (with effect resolution). The API decides who is which. */
 export default function RunsPage() {
   return <RunsView />
 }

@@ -188,9 +188,9 @@ export function ErrorAlert({
       <div className="min-w-0 flex-1">
         <p className="font-medium">{what}</p>
         <p className="break-words text-red-700/90 dark:text-red-300/90">
-          {limited
-            ? `Too many messages in a short time. ${wait > 0 ? `You can try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : 'You can try again now.'}`
-            : error.message}
+          {error.message}
+          {/* The server's words say which limit; when they do not say when, the wait is added. */}
+          {limited && !namesSeconds(error.message) && (wait > 0 ? ` — try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : ' — you can try again now.')}
         </p>
       </div>
       {onRetry && (
@@ -222,8 +222,15 @@ export function ErrorAlert({
  */
 function retryAfterSeconds(error: { message: string; retryAfterS?: number }): number {
   if (typeof error.retryAfterS === 'number' && Number.isFinite(error.retryAfterS)) return Math.max(0, Math.ceil(error.retryAfterS))
-  const named = /(\d+)\s*(?:s|sec|seconds?)\b/i.exec(error.message)
+  const named = NAMED_SECONDS.exec(error.message)
   return named ? Number(named[1]) : 0
+}
+
+/** "try again in 12 s" — how the server's 429 messages name the wait. */
+const NAMED_SECONDS = /(\d+)\s*(?:s|sec|seconds?)\b/i
+
+function namesSeconds(message: string): boolean {
+  return NAMED_SECONDS.test(message)
 }
 
 /** Counts down from `seconds` to 0, once a second; starts again for each new error (`of`). */

@@ -1,8 +1,9 @@
 'use client'
 /**
- * The operator view of runs (jobs): status, attempts, cancel version, the transition
- * history with reasons, and effects. An UNKNOWN effect can be resolved by hand — it
- * happened, or it did not — which settles the run.
+ * Runs (jobs): status, attempts, cancel version, the transition history with reasons, and
+ * effects. An operator sees every user's runs, where they ran, and can resolve an UNKNOWN
+ * effect by hand — it happened, or it did not — which settles the run. An end user sees
+ * their own runs' history only, and can sign in as an operator with the operator token.
  */
 import Link from 'next/link'
 import { useCallback, useEffect, useState } from 'react'
@@ -17,8 +18,9 @@ interface Run {
   maxAttempts: number
   cancelVersion: number
   cancelledBy: { id: string; index: number } | null
-  owner: string | null
-  leaseUntil: string | null
+  /** The worker holding it (host and pid): operators only. */
+  owner?: string | null
+  leaseUntil?: string | null
   lastError: { message: string } | null
   createdAt: string
   updatedAt: string
@@ -64,7 +66,7 @@ function Badge({ status }: { status: string }) {
 }
 
 async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
-  const response = await fetch(url, init)
+  const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init?.headers } })
   const body = (await response.json()) as T & { error?: { message: string } }
   if (!response.ok) throw new Error(body.error?.message ?? `HTTP ${response.status}`)
   return body
@@ -72,12 +74,15 @@ async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
 
 export function RunsView() {
   const [runs, setRuns] = useState<Run[] | undefined>()
+  const [operator, setOperator] = useState(false)
   const [error, setError] = useState<string>()
   const [open, setOpen] = useState<number>()
 
   const load = useCallback(async () => {
     try {
-      setRuns((await getJson<{ runs: Run[] }>('/api/runs')).runs)
+      const answer = await getJson<{ runs: Run[]; operator: boolean }>('/api/runs')
+      setRuns(answer.runs)
+      setOperator(answer.operator)
       setError(undefined)
     } catch (e) {
       setError((e as Error).message)
@@ -91,15 +96,17 @@ export function RunsView() {
   }, [load])
 
   return (
-    <main id="main" className="mx-auto w-full max-w-5xl px-4 py-8 sm:px-6">
+    <main id="main" className="mx-auto w-full max-w-5xl px-3 py-8 sm:px-6" data-testid="runs-page" data-operator={operator}>
       <div className="mb-6 flex flex-wrap items-end justify-between gap-3">
         <div>
           <Link href="/" className="text-sm text-neutral-500 hover:text-neutral-800 dark:hover:text-neutral-200">
             ← Back to chats
           </Link>
-          <h1 className="mt-1 text-2xl font-semibold tracking-tight">Runs</h1>
+          <h1 className="mt-1 text-2xl font-semibold tracking-tight">{operator ? 'Runs · operator' : 'Runs'}</h1>
           <p className="text-sm text-neutral-600 dark:text-neutral-400">
-            Every generation of your chats as the runtime sees it: status, attempts, cancel version, history and effects.
+            {operator
+              ? "Every user's generations as the runtime sees them: status, attempts, workers, history and effects."
+              : 'Every generation of your chats as the runtime sees it: status, attempts, cancel version and history.'}
           </p>
         </div>
         <button
@@ -114,26 +121,35 @@ export function RunsView() {
           {error}
         </p>
       )}
+      <OperatorSignIn operator={operator} onChanged={load} />
       {runs === undefined ? (
         <p className="text-sm text-neutral-500">Loading…</p>
       ) : runs.length === 0 ? (
         <p className="text-sm text-neutral-500">No runs yet: send a message in a chat.</p>
       ) : (
-        <div className="overflow-hidden rounded-xl border border-neutral-200 dark:border-neutral-800">
+        // Scrolls sideways rather than clipping when a phone is narrower than the table.
+        <div className="overflow-x-auto rounded-xl border border-neutral-200 dark:border-neutral-800">
           <table className="w-full text-left text-sm">
             <thead className="bg-neutral-50 text-xs uppercase tracking-wide text-neutral-500 dark:bg-neutral-900">
               <tr>
                 <th className="px-3 py-2">Run</th>
                 <th className="px-3 py-2">Status</th>
-                <th className="px-3 py-2">Attempts</th>
-                <th className="px-3 py-2">Cancel v.</th>
-                <th className="px-3 py-2">Chat</th>
-                <th className="px-3 py-2">Updated</th>
+                <th className="hidden px-3 py-2 sm:table-cell">Attempts</th>
+                <th className="hidden px-3 py-2 sm:table-cell">Cancel v.</th>
+                <th className="px-2 py-2 sm:px-3">Chat</th>
+                <th className="px-2 py-2 sm:px-3">Updated</th>
               </tr>
             </thead>
             <tbody>
               {runs.map((run) => (
-                <RunRow key={run.id} run={run} open={open === run.id} onToggle={() => setOpen(open === run.id ? undefined : run.id)} onChanged={load} />
+                <RunRow
+                  key={run.id}
+                  run={run}
+                  operator={operator}
+                  open={open === run.id}
+                  onToggle={() => setOpen(open === run.id ? undefined : run.id)}
+                  onChanged={load}
+                />
               ))}
             </tbody>
           </table>
@@ -143,7 +159,19 @@ export function RunsView() {
   )
 }
 
-function RunRow({ run, open, onToggle, onChanged }: { run: Run; open: boolean; onToggle: () => void; onChanged: () => void }) {
+function RunRow({
+  run,
+  operator,
+  open,
+  onToggle,
+  onChanged,
+}: {
+  run: Run
+  operator: boolean
+  open: boolean
+  onToggle: () => void
+  onChanged: () => void
+}) {
   return (
     <>
       <tr data-testid="run-row" data-status={run.status} className="border-t border-neutral-200 dark:border-neutral-800">
@@ -155,21 +183,21 @@ function RunRow({ run, open, onToggle, onChanged }: { run: Run; open: boolean; o
         <td className="px-3 py-2">
           <Badge status={run.status} />
         </td>
-        <td className="px-3 py-2 tabular-nums">
+        <td className="hidden px-3 py-2 tabular-nums sm:table-cell">
           {run.attempt} / {run.maxAttempts}
         </td>
-        <td className="px-3 py-2 tabular-nums">{run.cancelVersion}</td>
-        <td className="px-3 py-2">
+        <td className="hidden px-3 py-2 tabular-nums sm:table-cell">{run.cancelVersion}</td>
+        <td className="px-2 py-2 sm:px-3">
           <Link className="text-xs text-sky-700 hover:underline dark:text-sky-300" href={`/c/${run.sessionId}`}>
             open
           </Link>
         </td>
-        <td className="px-3 py-2 text-xs text-neutral-500">{new Date(run.updatedAt).toLocaleTimeString()}</td>
+        <td className="px-2 py-2 text-xs whitespace-nowrap text-neutral-500 sm:px-3">{new Date(run.updatedAt).toLocaleTimeString()}</td>
       </tr>
       {open && (
         <tr className="border-t border-neutral-100 bg-neutral-50/60 dark:border-neutral-800 dark:bg-neutral-900/40">
           <td colSpan={6} className="px-3 py-3">
-            <RunDetail id={run.id} onChanged={onChanged} />
+            <RunDetail id={run.id} operator={operator} onChanged={onChanged} />
           </td>
         </tr>
       )}
@@ -177,7 +205,7 @@ function RunRow({ run, open, onToggle, onChanged }: { run: Run; open: boolean; o
   )
 }
 
-function RunDetail({ id, onChanged }: { id: number; onChanged: () => void }) {
+function RunDetail({ id, operator, onChanged }: { id: number; operator: boolean; onChanged: () => void }) {
   const [detail, setDetail] = useState<{ job: Run; history: Transition[]; effects: Effect[] }>()
   const [error, setError] = useState<string>()
   const load = useCallback(async () => {
@@ -211,6 +239,14 @@ function RunDetail({ id, onChanged }: { id: number; onChanged: () => void }) {
   return (
     <div className="grid gap-4 md:grid-cols-2" data-testid="run-detail">
       <section>
+        <p className="mb-2 text-xs text-neutral-600 sm:hidden dark:text-neutral-400">
+          Attempt {job.attempt} / {job.maxAttempts} · cancel v{job.cancelVersion}
+        </p>
+        {operator && job.owner && (
+          <p className="mb-2 font-mono text-xs text-neutral-600 dark:text-neutral-400" data-testid="run-worker">
+            Worker {job.owner}
+          </p>
+        )}
         <h2 className="mb-2 text-xs font-semibold uppercase tracking-wide text-neutral-500">History</h2>
         <ol className="space-y-1 font-mono text-xs">
           {history.map((t) => (
@@ -238,7 +274,7 @@ function RunDetail({ id, onChanged }: { id: number; onChanged: () => void }) {
                 <p className="mt-1 text-neutral-500">
                   attempt {e.attempt} · observed cancel v{e.cancelVersion}
                 </p>
-                {e.status === 'UNKNOWN' && (
+                {operator && e.status === 'UNKNOWN' && (
                   <div className="mt-2 flex gap-2">
                     <button onClick={() => void resolve(e.key, true)} className="rounded-md bg-emerald-600 px-2 py-1 font-medium text-white hover:bg-emerald-500 focus-visible:outline-2">
                       It happened
@@ -254,5 +290,57 @@ function RunDetail({ id, onChanged }: { id: number; onChanged: () => void }) {
         )}
       </section>
     </div>
+  )
+}
+
+/** An end user can become an operator with the operator token; an operator can sign out. */
+function OperatorSignIn({ operator, onChanged }: { operator: boolean; onChanged: () => void }) {
+  const [token, setToken] = useState('')
+  const [error, setError] = useState<string>()
+  const send = async (method: 'POST' | 'DELETE') => {
+    try {
+      await getJson('/api/operator', { method, body: method === 'POST' ? JSON.stringify({ token }) : '{}' })
+      setToken('')
+      setError(undefined)
+      onChanged()
+    } catch (e) {
+      setError((e as Error).message)
+    }
+  }
+  if (operator) {
+    return (
+      <p className="mb-4 text-xs text-neutral-500">
+        Signed in as an operator.{' '}
+        <button onClick={() => void send('DELETE')} className="underline hover:text-neutral-800 dark:hover:text-neutral-200">
+          Sign out
+        </button>
+      </p>
+    )
+  }
+  return (
+    <details className="mb-4 text-sm">
+      <summary className="cursor-pointer text-xs text-neutral-500">Operator sign-in</summary>
+      <form
+        className="mt-2 flex flex-wrap gap-2"
+        onSubmit={(event) => {
+          event.preventDefault()
+          void send('POST')
+        }}
+      >
+        <input
+          type="password"
+          autoComplete="off"
+          aria-label="Operator token"
+          data-testid="operator-token"
+          value={token}
+          onChange={(event) => setToken(event.target.value)}
+          className="min-w-0 flex-1 rounded-lg border border-neutral-300 px-2 py-1 dark:border-neutral-700 dark:bg-neutral-900"
+        />
+        <button type="submit" data-testid="operator-sign-in" className="rounded-lg border border-neutral-300 px-3 py-1 hover:bg-neutral-100 dark:border-neutral-700 dark:hover:bg-neutral-800">
+          Sign in
+        </button>
+      </form>
+      {error && <p className="mt-1 text-xs text-red-700 dark:text-red-300">{error}</p>}
+    </details>
   )
 }

@@ -296,6 +296,13 @@ export function createRig(suite: string): Rig {
         A2_EMBEDDED_WORKER: embeddedWorker ? '1' : '0',
         A2_RATE_PUSHES_PER_MIN: '600',
         A2_RATE_GENERATIONS_PER_MIN: '200',
+        // Everything comes from 127.0.0.1: per-address limits and running caps far above the suite's use.
+        A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: '10000',
+        A2_RATE_PUSHES_PER_MIN_PER_ADDRESS: '10000',
+        A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '10000',
+        A2_MAX_RUNNING_GENERATIONS_PER_USER: '64',
+        A2_MAX_RUNNING_GENERATIONS: '1000',
+        A2_MAX_TAILS_PER_USER: '64',
         ...modelEnv(upstreamUrl),
       })
       procs.push(proc)

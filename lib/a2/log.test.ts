@@ -131,7 +131,11 @@ describe.each(layers)('the log on %s', (kind) => {
     ['bad_request', 'just a string'],
     ['bad_request', { events: [] }],
     ['unknown_type', { type: '__proto__', payload: {} }],
-    ['invalid_payload', { type: 'message', payload: { text: 'nul \u0000 inside' } }],
+    ['invalid_text', { type: 'message', payload: { text: 'nul \u0000 inside' } }],
+    ['invalid_text', { type: 'message', payload: { text: 'lone \ud800 surrogate' } }],
+    ['invalid_text', { type: 'message', payload: { text: 'a', ['\udfff']: 1 } }],
+    ['too_deep', { type: 'message', payload: { text: 'a', deep: JSON.parse('['.repeat(100) + ']'.repeat(100)) } }],
+    ['bad_request', { events: [{ id: 'same', type: 'message', payload: { text: 'a' } }, { id: 'same', type: 'message', payload: { text: 'b' } }] }],
   ])('refuses %s and writes nothing (%j)', async (code, body) => {
     const { id } = await server.sessions.create('u1')
     const error = await server.push(id, 'u1', body).catch((e) => e)
@@ -149,14 +153,14 @@ describe.each(layers)('the log on %s', (kind) => {
     expect(await countEvents(id)).toBe(0)
   })
 
-  it("refuses someone else's session and a session that does not exist", async () => {
+  it("refuses someone else's session exactly like a session that does not exist (no existence oracle)", async () => {
     const { id } = await server.sessions.create('owner')
     const push = await server.push(id, 'intruder', { type: 'message', payload: { text: 'hi' } }).catch((e) => e)
-    expect(push.code).toBe('forbidden')
+    expect(push.code).toBe('not_found')
     const read = await server.read(id, 'intruder').catch((e) => e)
-    expect(read.code).toBe('forbidden')
+    expect(read.code).toBe('not_found')
     const tail = await server.tail(id, 'intruder', { after: -1, signal: new AbortController().signal }).catch((e) => e)
-    expect(tail.code).toBe('forbidden')
+    expect(tail.code).toBe('not_found')
     const missing = await server.push('no-such-session', 'owner', { type: 'message', payload: { text: 'hi' } }).catch((e) => e)
     expect(missing.code).toBe('not_found')
     expect(await countEvents(id)).toBe(0)

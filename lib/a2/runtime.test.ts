@@ -1,5 +1,5 @@
 /**
- * The consumer runtime (DESIGN rules 2–7), on PGlite and on Postgres, in one process:
+ * The consumer runtime (lib/a2/README.md §2–4, 10), on PGlite and on Postgres, in one process:
  * the cancellation page's three samples, the claim and start boundaries, typed abort
  * reasons, a lease lapsing while the store is unreachable, every outcome rule, lanes,
  * and a leak guard over the whole file.
@@ -459,7 +459,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
     })
   })
 
-  describe('outcomes (DESIGN rule 4)', () => {
+  describe('outcomes (lib/a2/README.md §4)', () => {
     /** Runs attempt 1 until its lease lapses while the store is unreachable, then lets `then` decide. */
     async function lapse(name: string, then: 'return' | 'throw') {
       const seen = new Recorder()

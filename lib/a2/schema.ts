@@ -8,6 +8,7 @@
  */
 import { sql } from 'drizzle-orm'
 import {
+  bigint,
   bigserial,
   index,
   integer,
@@ -27,6 +28,8 @@ export const sessions = pgTable(
     title: text('title').notNull().default(''),
     /** Number of events in the log; the next append gets this index. Updating it takes the per-session row lock. */
     head: integer('head').notNull().default(0),
+    /** Bytes of payload pushed by browsers (not the server's chunks): what a per-session byte cap counts. */
+    pushedBytes: bigint('pushed_bytes', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -51,6 +54,9 @@ export const events = pgTable(
     // Event ids are unique per session, not globally: a client-chosen id can never
     // collide with (or probe for) an event in someone else's session.
     uniqueIndex('a2_events_session_id').on(t.sessionId, t.id),
+    // Terminal events by time, for a per-user budget over recent answers (the chat's daily
+    // token budget); partial, so the insert path of every other event is untouched.
+    index('a2_events_finished_at').on(t.sessionId, t.createdAt).where(sql`type = 'finished'`),
   ],
 )
 export type EventRow = typeof events.$inferSelect

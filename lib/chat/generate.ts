@@ -11,7 +11,7 @@
  */
 import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
-import { abortReason, consumer, EffectNotDispatched, type RunContext } from '@/lib/a2/server'
+import { consumer, isStop, type RunContext } from '@/lib/a2/server'
 import { chat, type Chat, type ChatEvent } from './contract'
 import { chunkWriter } from './chunk-writer'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
@@ -64,7 +64,7 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
     try {
       const history = await readHistory(ctx)
       const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
-      const messages = toModelMessages(history, ctx.event.payload.for, soFar)
+      const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
       const outcome = await ctx.effect(
         'model',
         async (idempotencyKey, signal) => {
@@ -101,7 +101,7 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       // A user's Stop is the outcome, not a failure: what they saw stays, the rest is cut by
       // the reducer; the run ends CANCELLED. Anything else (a lost claim, a model error)
       // propagates so the runtime surrenders or retries it.
-      if (abortReason(ctx.signal)?.isCancel || error instanceof EffectNotDispatched || writer.refused) {
+      if (isStop(ctx.signal, error) || writer.refused) {
         writer.drop()
         await finish('cancelled')
         return

@@ -13,24 +13,21 @@ import { query } from '@/lib/a2/internal/store'
 describe.each(layers)('chat management routes on %s', (kind) => {
   let testDb: TestDb
   let routes: Awaited<ReturnType<typeof loadRoutes>>
-  let one: typeof import('@/app/api/sessions/[id]/route')
 
   beforeAll(async () => {
     testDb = await createTestDb(kind)
     routes = await loadRoutes({ databaseUrl: kind === 'postgres' ? testDb.url : undefined })
-    one = await import('@/app/api/sessions/[id]/route')
   })
   afterAll(async () => {
     await routes.chatServer.shutdownChatServer()
     await testDb.drop()
   })
 
-  const base = 'http://localhost:3000'
-  const params = (id: string) => ({ params: Promise.resolve({ id }) })
+  // A same-origin browser fetch (the CSRF check wants JSON and our Origin even with no body).
   const del = (id: string, cookie: string) =>
-    one.DELETE(new Request(`${base}/api/sessions/${id}`, { method: 'DELETE', headers: { cookie } }), params(id))
+    routes.call('DELETE', `/api/sessions/${id}`, { cookie, headers: { 'content-type': 'application/json' } })
   const list = async (cookie: string, query = '') => {
-    const response = await routes.sessions.GET(new Request(`${base}/api/sessions${query}`, { headers: { cookie } }))
+    const response = await routes.call('GET', `/api/sessions${query}`, { cookie })
     return { status: response.status, body: (await response.json()) as { sessions: Array<{ id: string; title: string; generating?: boolean; snippet?: string }>; error?: { code: string } } }
   }
   const send = async (id: string, cookie: string, text: string, generate = false) => {
@@ -85,7 +82,7 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     // Someone else's chat is untouched.
     expect(await rows(other.sessionId)).toEqual(otherBefore)
     // Gone: reading it is a 404, deleting again is a 404, the list no longer has it.
-    const get = await one.GET(new Request(`${base}/api/sessions/${user.sessionId}`, { headers: { cookie: user.cookie } }), params(user.sessionId))
+    const get = await routes.call('GET', `/api/sessions/${user.sessionId}`, { cookie: user.cookie })
     expect(get.status).toBe(404)
     expect((await del(user.sessionId, user.cookie)).status).toBe(404)
     expect((await list(user.cookie)).body.sessions.map((s) => s.id)).not.toContain(user.sessionId)

@@ -1,7 +1,8 @@
 import { z } from 'zod'
+import { A2Error } from '@/lib/a2'
 import { getChatServer } from '@/lib/chat/server'
-import { parse, route } from '@/lib/http/route'
-import { readJsonBody } from '@/lib/a2/server'
+import { env } from '@/lib/env'
+import { parse, readBody, route } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'
 
@@ -27,11 +28,11 @@ export async function GET(request: Request) {
         const sessions = await server.sessions.search(userId, text, { limit: SEARCH_LIMIT, in: { type: 'message', field: 'text' } })
         return Response.json({ sessions: await markGenerating(server, sessions) })
       }
-      const before = parse(z.string().max(200).optional(), url.searchParams.get('before') ?? undefined, 'before')
+      const before = parse(z.string().min(1).max(200).optional(), url.searchParams.get('before') || undefined, 'before')
       const page = await server.sessions.list(userId, { limit: PAGE, before })
       return Response.json({ ...page, sessions: await markGenerating(server, page.sessions) })
     },
-    { createIdentity: true },
+    { identity: 'create' },
   )
 }
 
@@ -51,12 +52,16 @@ export async function POST(request: Request) {
   return route(
     request,
     async ({ userId }) => {
-      const hasBody = Number(request.headers.get('content-length') ?? 0) > 0
-      const body = parse(createBody, hasBody ? await readJsonBody(request, 4096) : {}, 'body')
+      const body = parse(createBody, (await readBody(request, 4096, { allowEmpty: true })) ?? {}, 'body')
       const { server } = await getChatServer()
+      // A cap, not a rate: waiting does not help, so a 422 (the sidebar pages through up to this many).
+      const max = env().A2_MAX_SESSIONS_PER_USER
+      if ((await server.sessions.count(userId)) >= max) {
+        throw new A2Error('limit_reached', `you have ${max} chats, the most one person may keep`, { details: { maxSessions: max } })
+      }
       const session = await server.sessions.create(userId, { title: body.title })
       return Response.json({ session }, { status: 201 })
     },
-    { createIdentity: true },
+    { identity: 'create' },
   )
 }

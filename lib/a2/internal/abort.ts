@@ -4,6 +4,7 @@
  * (let it propagate: the attempt is surrendered and a successor takes over).
  */
 import { brandOf, hasBrand, mark } from './brand'
+import { isA2Error } from './errors'
 
 export type AbortCode =
   /** an abortOn event was appended: the user stopped this run */
@@ -55,4 +56,13 @@ export class RunAborted extends Error {
 /** The typed reason of an aborted run signal, or undefined while it has not fired. */
 export function abortReason(signal: AbortSignal): RunAborted | undefined {
   return signal.aborted && signal.reason instanceof RunAborted ? signal.reason : undefined
+}
+
+/**
+ * Did this run end because the user stopped it? True when its signal fired for an `abortOn`
+ * event, or when `error` is the runtime refusing work of a stopped run (an effect not
+ * dispatched, a step refused at admission): return normally then — the stop is the outcome.
+ */
+export function isStop(signal: AbortSignal, error?: unknown): boolean {
+  return abortReason(signal)?.isCancel === true || isA2Error(error, 'run_cancelled')
 }

@@ -2,7 +2,7 @@
  * `consumer({...}).run(fn)`: a named handler for some event types of a contract.
  */
 import type { Contract, EventInput, EventOf, EventTypes } from './contract'
-import type { EffectOptions } from './effects'
+import type { ConsumerReconcile, EffectOptions, ReconcileResult } from './types'
 
 export type AbortOn<C extends Contract, T extends EventTypes<C>> =
   | ReadonlyArray<EventTypes<C>>
@@ -30,8 +30,7 @@ export interface ConsumerOptions<C extends Contract, T extends EventTypes<C>> {
   reconcile?: ConsumerReconcile
 }
 
-export type ReconcileResult = { done: true; result?: unknown } | { done: false } | 'unknown'
-export type ConsumerReconcile = (idempotencyKey: string, effect: { key: string; jobId: number }) => Promise<ReconcileResult>
+export type { ConsumerReconcile, ReconcileResult }
 
 export interface RunContext<C extends Contract, T extends EventTypes<C>> {
   /** The event that triggered this job. */

@@ -6,6 +6,11 @@
 import { z } from 'zod'
 import { A2Error } from './errors'
 
+// The page's CSP allows no eval, so zod's compiled ("JIT") object parsers cannot run in a
+// browser; its feature probe (`Function("")`) would still report a CSP violation on every
+// page. Browsers parse jitless; the server keeps the compiled parsers.
+if (typeof window !== 'undefined') z.config({ jitless: true })
+
 export type EventSchema = z.ZodType
 
 export interface EventDefinition<S extends EventSchema = EventSchema> {
@@ -103,13 +108,11 @@ export function validateInput(
   if (origin === 'browser' && !definition.push) {
     throw new A2Error('server_only_type', `"${type}" events are written by the server only`)
   }
+  // Before anything walks the payload recursively (zod, JSON.stringify): depth and text first.
+  checkJsonValue(shape.data.payload)
   const bytes = new TextEncoder().encode(JSON.stringify(shape.data.payload ?? null)).length
   if (bytes > contract.maxPayloadBytes) {
     throw new A2Error('payload_too_large', `payload is ${bytes} bytes; the limit is ${contract.maxPayloadBytes}`)
-  }
-  if (containsNul(shape.data.payload)) {
-    // Postgres text and jsonb cannot store U+0000: refuse it here as bad input, not at insert as a 500.
-    throw new A2Error('invalid_payload', 'strings may not contain the NUL character (U+0000)')
   }
   const payload = definition.schema.safeParse(shape.data.payload)
   if (!payload.success) {
@@ -120,11 +123,38 @@ export function validateInput(
   return { id, type, payload: payload.data }
 }
 
-function containsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (Array.isArray(value)) return value.some(containsNul)
-  if (value && typeof value === 'object') {
-    return Object.entries(value).some(([key, v]) => key.includes('\u0000') || containsNul(v))
+/**
+ * 32 levels: a push (`{ events: [{ payload: { … } }] }`) needs 4; 5,000 levels overflowed the
+ * stack in JSON.stringify (a 500). Checked iteratively, so the check itself cannot overflow.
+ */
+export const MAX_JSON_DEPTH = 32
+
+/**
+ * Refuses what Postgres cannot store or no honest client sends, in every string and key of
+ * a parsed JSON value: NUL (text and jsonb cannot hold U+0000) and lone UTF-16 surrogates
+ * (not valid Unicode: jsonb refuses them with a 500), and nesting deeper than MAX_JSON_DEPTH.
+ */
+export function checkJsonValue(value: unknown, maxDepth = MAX_JSON_DEPTH): void {
+  const stack: Array<[unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!
+    if (typeof current === 'string') checkText(current)
+    else if (current !== null && typeof current === 'object') {
+      if (depth >= maxDepth) throw new A2Error('too_deep', `JSON may nest at most ${maxDepth} levels`)
+      if (Array.isArray(current)) for (const item of current) stack.push([item, depth + 1])
+      else
+        for (const [key, item] of Object.entries(current)) {
+          checkText(key)
+          stack.push([item, depth + 1])
+        }
+    }
   }
-  return false
+}
+
+/** One string: no NUL, no lone surrogate. */
+export function checkText(text: string): void {
+  if (text.includes('\u0000')) throw new A2Error('invalid_text', 'text may not contain the NUL character (U+0000)')
+  if (!(text as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+    throw new A2Error('invalid_text', 'text may not contain a lone UTF-16 surrogate (it is not valid Unicode)')
+  }
 }

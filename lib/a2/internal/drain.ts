@@ -15,7 +15,7 @@ import { describeError } from './jobs'
 import type { Liveness } from './liveness'
 import { failRun, settleCancelling } from './settle'
 import { query, type Executor } from './store'
-import type { TransitionReason } from './transitions'
+import { LEASED, type TransitionReason } from './transitions'
 
 export interface DrainOptions {
   /** Who drains: the drain holds a run under this name while it settles it. */
@@ -76,7 +76,7 @@ async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Li
     db,
     sql`with gone as (
           select id, attempt, owner from a2_jobs j
-          where status in ('ACTIVE', 'CANCELLING') and consumer in ${consumers}
+          where status in ${LEASED} and consumer in ${consumers}
             and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
             and ${liveness.ownerGone(sql`j.owner_key`)}
           limit ${DRAIN_BATCH}

@@ -12,21 +12,11 @@ import { sql } from 'drizzle-orm'
 import { A2Error } from './errors'
 import { brandOf } from './brand'
 import { RunAborted } from './abort'
-import type { ConsumerReconcile, ReconcileResult } from './consumer'
-import type { Fence } from './log'
+import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from './types'
 import { query, type Executor } from './store'
-import type { RunStatus, TransitionReason } from './transitions'
+import { LEASED, type RunStatus, type TransitionReason } from './transitions'
 
-export type EffectStatus = 'INTENT' | 'DISPATCHED' | 'DONE' | 'FAILED' | 'CANCELLED_BEFORE_DISPATCH' | 'UNKNOWN'
-
-export interface EffectOptions<R> {
-  /**
-   * Asked, with the effect's idempotency key (`a2-<job>-<key>`), when a dead attempt left this
-   * effect DISPATCHED and a new attempt reaches it: did it happen? Absent: the consumer's own
-   * `reconcile` is asked. Neither: the effect becomes UNKNOWN.
-   */
-  reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
-}
+export type { EffectOptions, EffectStatus } from './types'
 
 /** Thrown by ctx.effect when the run was cancelled before dispatch: `fn` was not called. */
 export class EffectNotDispatched extends A2Error {
@@ -75,7 +65,7 @@ export async function runEffect<R>(
     sql`insert into a2_effects (job_id, key, status, attempt, cancel_version)
         select ${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion}
         where exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt}
-                        and status in ('ACTIVE', 'CANCELLING'))
+                        and status in ${LEASED})
         on conflict (job_id, key) do nothing`,
   )
   const [row] = await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
@@ -245,7 +235,7 @@ export async function applyVerdict(
     db,
     sql`with run as (
           select id, status from a2_jobs
-          where id = ${jobId} and attempt = ${attempt} and status in ('ACTIVE', 'CANCELLING')
+          where id = ${jobId} and attempt = ${attempt} and status in ${LEASED}
           for share
         ), moved as (
           update a2_effects e set status = ${to}, result = coalesce(${result}::jsonb, e.result), updated_at = now()

@@ -9,6 +9,19 @@ export const errorStatus = {
   invalid_json: 400,
   unknown_type: 400,
   invalid_payload: 400,
+  /** A string Postgres cannot store or a browser should never send: NUL, a lone UTF-16 surrogate. */
+  invalid_text: 400,
+  /** JSON nested deeper than anything a contract needs, refused before anything walks it recursively. */
+  too_deep: 400,
+  cross_origin: 403,
+  request_timeout: 408,
+  unsupported_media_type: 415,
+  /** An event names another (`for`, `of`, `edits`, `replaces`) that is not there or not of the right type. */
+  invalid_reference: 422,
+  /** A count cap (sessions per user) is reached: waiting does not help. */
+  limit_reached: 422,
+  /** The session holds as many events or pushed bytes as it may. */
+  session_full: 413,
   server_only_type: 403,
   unauthorized: 401,
   forbidden: 403,

@@ -5,7 +5,7 @@
  */
 import type { A2Event, Contract } from './contract'
 import type { Consumer } from './consumer'
-import type { Fence } from './log'
+import type { Fence } from './types'
 import type { Executor, Store } from './store'
 
 /** Race-suite seams: each runs at one boundary of an attempt, so a test can hold it there. */

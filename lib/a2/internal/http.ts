@@ -5,25 +5,43 @@
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
 
-/** Reads a JSON body of at most `maxBytes`, counting what actually arrives (Content-Length can lie). */
-export async function readJsonBody(request: Request, maxBytes: number): Promise<unknown> {
+/**
+ * Reads a JSON body of at most `maxBytes`, counting what actually arrives (Content-Length
+ * can lie), within `timeoutMs` when given: a body trickled one byte per 10 s held a
+ * connection for 330 s+ (a 408 now).
+ */
+export async function readJsonBody(request: Request, maxBytes: number, options: { timeoutMs?: number; allowEmpty?: boolean } = {}): Promise<unknown> {
   const declared = Number(request.headers.get('content-length') ?? 0)
   if (declared > maxBytes) throw new A2Error('payload_too_large', `body is over ${maxBytes} bytes`)
-  if (!request.body) throw new A2Error('invalid_json', 'empty body')
+  if (!request.body) {
+    if (options.allowEmpty) return undefined
+    throw new A2Error('invalid_json', 'empty body')
+  }
   const reader = request.body.getReader()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timedOut = new Promise<never>((_, reject) => {
+    if (options.timeoutMs === undefined) return
+    timer = setTimeout(() => reject(new A2Error('request_timeout', `the body did not arrive within ${options.timeoutMs} ms`)), options.timeoutMs)
+  })
+  timedOut.catch(() => {}) // observed below; never an unhandled rejection
   const parts: Uint8Array[] = []
   let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > maxBytes) {
-      await reader.cancel()
-      throw new A2Error('payload_too_large', `body is over ${maxBytes} bytes`)
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), timedOut])
+      if (done) break
+      size += value.byteLength
+      if (size > maxBytes) throw new A2Error('payload_too_large', `body is over ${maxBytes} bytes`)
+      parts.push(value)
     }
-    parts.push(value)
+  } catch (error) {
+    void reader.cancel().catch(() => {})
+    throw error
+  } finally {
+    clearTimeout(timer)
   }
   const text = new TextDecoder().decode(Buffer.concat(parts))
+  if (options.allowEmpty && text.trim() === '') return undefined
   try {
     return JSON.parse(text)
   } catch (error) {
@@ -48,7 +66,7 @@ export function errorResponse(error: unknown, headers: HeadersInit = {}): Respon
 export function sseResponse(
   batches: AsyncGenerator<A2Event[]>,
   signal: AbortSignal,
-  options: { keepAliveMs?: number; headers?: HeadersInit } = {},
+  options: { keepAliveMs?: number; headers?: HeadersInit; onClose?: () => void } = {},
 ): Response {
   const encoder = new TextEncoder()
   let keepAlive: ReturnType<typeof setInterval> | undefined
@@ -56,6 +74,7 @@ export function sseResponse(
     start(controller) {
       const close = () => {
         clearInterval(keepAlive)
+        options.onClose?.()
         void batches.return(undefined)
         try {
           controller.close()
@@ -89,13 +108,14 @@ export function sseResponse(
     },
     cancel() {
       clearInterval(keepAlive)
+      options.onClose?.()
       void batches.return(undefined)
     },
   })
   return new Response(stream, {
     headers: {
       'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
+      'cache-control': 'no-store, no-transform',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
       ...options.headers,

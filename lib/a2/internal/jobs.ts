@@ -5,9 +5,9 @@
 import { wakeWorkers } from './bus'
 import { sql, type SQL } from 'drizzle-orm'
 import { FAILED_TYPE } from './contract'
-import type { Fence } from './log'
+import type { Fence } from './types'
 import { query, type Executor } from './store'
-import { OPEN_STATUSES, type RunStatus, type TransitionReason } from './transitions'
+import { LEASED, OPEN, type RunStatus, type TransitionReason } from './transitions'
 
 export interface ClaimedJob {
   id: number
@@ -43,7 +43,7 @@ export async function claimJobs(
             and (j.lane is null or not exists (
               select 1 from a2_jobs e
               where e.session_id = j.session_id and e.consumer = j.consumer and e.lane = j.lane
-                and e.event_index < j.event_index and e.status in ${OPEN_STATUSES}))
+                and e.event_index < j.event_index and e.status in ${OPEN}))
           order by j.run_at, j.id
           limit ${args.limit}
           for update skip locked
@@ -91,7 +91,7 @@ export async function renewLease(executor: Executor, fence: Fence, owner: string
     executor,
     sql`update a2_jobs set lease_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
         where id = ${fence.jobId} and attempt = ${fence.attempt} and owner = ${owner}
-          and status in ('ACTIVE', 'CANCELLING')
+          and status in ${LEASED}
         returning status, cancel_version, cancelled_by`,
   )
   if (!row) return { held: false }
@@ -175,7 +175,7 @@ export async function surrenderJob(executor: Executor, fence: Fence, code: strin
     executor,
     sql`with moved as (
           update a2_jobs set owner = null, lease_until = null, run_at = now(), updated_at = now(), max_attempts = ${budget}
-          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')
+          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ${LEASED}
           returning id, status
         )
         insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)

@@ -12,7 +12,7 @@ import { A2Error } from './errors'
 import { CHANNEL, MAX_CANCELS_PER_HINT, toHintEvent, type Hint } from './bus'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
-import { recordTransitions, type RunStatus, type Transition } from './transitions'
+import { LEASED, recordTransitions, type RunStatus, type Transition } from './transitions'
 
 export interface JobRoute {
   consumer: string
@@ -30,22 +30,22 @@ export interface Routing {
   cancelsFor(type: string): readonly CancelRoute[]
 }
 
-export interface ValidInput {
-  id?: string
-  type: string
-  payload: unknown
-  stepOf?: string
-}
+import type { Fence, ValidInput } from './types'
+export type { Fence, ValidInput } from './types'
 
-/** An attempt's fencing token: its writes land only while it still holds the job. */
-export interface Fence {
-  jobId: number
-  attempt: number
+/** What one session may hold, checked under its row lock so concurrent pushes cannot overshoot. */
+export interface SessionCaps {
+  /** Events in the log (the server's too): an append past it is refused. */
+  maxEvents: number
+  /** Bytes of pushed payloads. */
+  maxPushedBytes: number
 }
 
 export interface AppendOptions {
   /** Set for pushes: the session must belong to this owner. */
   owner?: string
+  /** Set for pushes: the session's caps (a 413 `session_full` past them). */
+  caps?: SessionCaps
   fence?: Fence
   /**
    * Runs inside the append's transaction, after the session lock and before the insert;
@@ -97,19 +97,21 @@ export async function append(
       // Takes the session's row lock and reserves the indexes in one statement. Only a
       // person's push marks the session active (the list's order); a server append leaves
       // updated_at alone, so a chunk's update stays a heap-only (HOT) update.
-      const [session] = await query<{ start: number; owner: string }>(
+      const bytes = options.caps ? pushedBytes(inputs) : 0
+      const [session] = await query<{ start: number; owner: string; head: number; pushed_bytes: number | string }>(
         tx,
         sql`update a2_sessions
-            set head = head + ${inputs.length}, updated_at = ${options.owner !== undefined ? sql`now()` : sql`updated_at`}
+            set head = head + ${inputs.length}, updated_at = ${options.owner !== undefined ? sql`now()` : sql`updated_at`},
+                pushed_bytes = pushed_bytes + ${bytes}
             where id = ${sessionId}
-            returning head - ${inputs.length} as start, owner`,
+            returning head - ${inputs.length} as start, owner, head, pushed_bytes`,
       )
-      if (!session) throw new A2Error('not_found', 'no such session')
-      if (options.owner !== undefined && session.owner !== options.owner) {
-        throw new A2Error('forbidden', 'this session belongs to someone else')
-      }
+      // Someone else's session answers like a missing one: no existence oracle.
+      if (!session || (options.owner !== undefined && session.owner !== options.owner)) throw new A2Error('not_found', 'no such session')
       const duplicate = await findDuplicates(tx, sessionId, inputs)
       if (duplicate) throw new DuplicatePush(duplicate) // rolls the reserved indexes back
+      // After the duplicate check: a retry of a push that landed is still answered, even in a full session.
+      if (options.caps) checkCaps(options.caps, session.head, Number(session.pushed_bytes)) // a throw rolls the reservation back
       await checkFenceAndAdmission(tx, sessionId, inputs, options.fence)
       await options.within?.(tx)
 
@@ -139,6 +141,24 @@ export async function append(
   } catch (error) {
     if (error instanceof DuplicatePush) return { events: error.events, duplicate: true }
     throw error
+  }
+}
+
+/** What a push adds to the session's pushed bytes: its payloads as JSON. */
+function pushedBytes(inputs: readonly ValidInput[]): number {
+  return inputs.reduce((sum, input) => sum + Buffer.byteLength(JSON.stringify(input.payload ?? null)), 0)
+}
+
+function checkCaps(caps: SessionCaps, head: number, bytes: number): void {
+  if (head > caps.maxEvents) {
+    throw new A2Error('session_full', `this chat holds its limit of ${caps.maxEvents} events: start a new chat`, {
+      details: { maxEvents: caps.maxEvents },
+    })
+  }
+  if (bytes > caps.maxPushedBytes) {
+    throw new A2Error('session_full', `this chat holds its limit of ${caps.maxPushedBytes} bytes of messages: start a new chat`, {
+      details: { maxPushedBytes: caps.maxPushedBytes },
+    })
   }
 }
 
@@ -195,8 +215,28 @@ async function findDuplicates(
     .where(and(eq(events.sessionId, sessionId), sql`${events.id} in ${ids}`))
     .orderBy(asc(events.index))
   if (existing.length === 0) return undefined
-  if (existing.length === inputs.length) return existing.map(toEvent)
-  throw new A2Error('conflict', 'some of these event ids are already in the log and some are not')
+  if (existing.length !== inputs.length) throw new A2Error('conflict', 'some of these event ids are already in the log and some are not')
+  // A repeat is the same events again (a retry after a lost answer); the same id with other
+  // content is a different request, and answering it as a duplicate would drop it silently.
+  const byId = new Map(existing.map((row) => [row.id, row]))
+  for (const input of inputs) {
+    const stored = byId.get(input.id!)
+    if (!stored || stored.type !== input.type || !sameJson(stored.payload, input.payload ?? null)) {
+      throw new A2Error('conflict', `event id "${input.id}" is already in the log with other content`)
+    }
+  }
+  return existing.map(toEvent)
+}
+
+/** Structural equality of two JSON values; object key order does not count (jsonb reorders keys). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, i) => sameJson(item, (b as unknown[])[i]))
+  const keysA = Object.keys(a)
+  const keysB = Object.keys(b)
+  return keysA.length === keysB.length && keysA.every((key) => Object.hasOwn(b, key) && sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
 }
 
 /**
@@ -212,7 +252,7 @@ async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: r
     tx,
     sql`with fence as (
           select id from a2_jobs
-          where ${fence ? sql`id = ${fence.jobId} and attempt = ${fence.attempt} and status in ('ACTIVE', 'CANCELLING')` : sql`false`}
+          where ${fence ? sql`id = ${fence.jobId} and attempt = ${fence.attempt} and status in ${LEASED}` : sql`false`}
           for share
         )
         select (select count(*)::int from fence) as held,
@@ -359,8 +399,8 @@ export async function createSession(
 /** A session's summary, or a typed error when it does not exist or belongs to someone else. */
 export async function getOwnedSession(store: Store, sessionId: string, owner: string): Promise<SessionSummary> {
   const [row] = await store.db.select().from(sessions).where(eq(sessions.id, sessionId))
-  if (!row) throw new A2Error('not_found', 'no such session')
-  if (row.owner !== owner) throw new A2Error('forbidden', 'this session belongs to someone else')
+  // Someone else's session answers like a missing one: no existence oracle.
+  if (!row || row.owner !== owner) throw new A2Error('not_found', 'no such session')
   return summarize(row)
 }
 
@@ -386,14 +426,16 @@ export async function listSessions(
         limit ${limit}`,
   )
   const sessions = rows.map((r) =>
-    summarize({ id: r.id, owner, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
+    summarize({ id: r.id, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
   )
   const last = rows[rows.length - 1]
   return rows.length === limit ? { sessions, nextBefore: `${last.us}.${last.id}` } : { sessions }
 }
 
 function parseCursor(cursor: string): { us: string; id: string } {
-  const match = /^(\d{1,20})\.(.{1,100})$/.exec(cursor)
+  // 16 digits: microseconds since 1970 stay under 10^16 until the year 2286, and a longer
+  // number overflowed bigint in the query (a 500).
+  const match = /^(\d{1,16})\.(.{1,100})$/.exec(cursor)
   if (!match) throw new A2Error('bad_request', 'invalid page cursor')
   return { us: match[1], id: match[2] }
 }
@@ -407,7 +449,7 @@ export async function renameSession(store: Store, sessionId: string, owner: stri
   if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
 }
 
-function summarize(row: typeof sessions.$inferSelect): SessionSummary {
+function summarize(row: Pick<typeof sessions.$inferSelect, 'id' | 'title' | 'head' | 'createdAt' | 'updatedAt'>): SessionSummary {
   return {
     id: row.id,
     title: row.title,
@@ -491,7 +533,7 @@ export async function searchSessions(
         limit ${limit}`,
   )
   return rows.map((r) => ({
-    ...summarize({ id: r.id, owner, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
+    ...summarize({ id: r.id, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
     ...(r.snippet ? { snippet: r.snippet } : {}),
   }))
 }

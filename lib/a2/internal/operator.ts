@@ -32,7 +32,8 @@ export function operator(store: Store) {
       if (!job) throw new A2Error('not_found', 'no such run')
       if (owner !== undefined) {
         const [holder] = await query<{ owner: string }>(db, sql`select owner from a2_sessions where id = ${job.sessionId}`)
-        if (holder?.owner !== owner) throw new A2Error('forbidden', 'this run belongs to someone else')
+        // Someone else's run answers like a missing one: no existence oracle.
+        if (holder?.owner !== owner) throw new A2Error('not_found', 'no such run')
       }
       const history = await db.select().from(jobTransitions).where(eq(jobTransitions.jobId, jobId)).orderBy(asc(jobTransitions.id))
       const effectRows = await db.select().from(effects).where(eq(effects.jobId, jobId)).orderBy(asc(effects.createdAt))

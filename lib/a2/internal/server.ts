@@ -3,8 +3,10 @@
  * the append routing (which jobs an event starts, which runs it cancels), pushes from
  * browsers, reads and tails, and workers.
  */
+import { LEASED } from './transitions'
+import { sql } from 'drizzle-orm'
 import type { Consumer } from './consumer'
-import { validateInput, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
+import { checkJsonValue, validateInput, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
 import { A2Error } from './errors'
 import {
   append,
@@ -21,9 +23,10 @@ import {
   type Fence,
   type JobRoute,
   type Routing,
+  type SessionCaps,
   type ValidInput,
 } from './log'
-import type { Executor, Store } from './store'
+import { query, type Executor, type Store } from './store'
 import { tail } from './tail'
 import { Worker, type WorkerOptions } from './worker'
 import { DEFAULT_MAX_ATTEMPTS } from './host'
@@ -106,14 +109,30 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
      * A browser's push: one event or `{ events: [...] }`, validated against the contract
      * (browser-pushable types only), into a session the owner holds. All or nothing.
      */
-    async push(sessionId: string, owner: string, body: unknown): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
+    async push(
+      sessionId: string,
+      owner: string,
+      body: unknown,
+      pushOptions: {
+        caps?: SessionCaps
+        /**
+         * The app's own admission, after validation and before the append: a throw refuses
+         * the push with nothing written (references to other events, concurrency caps).
+         */
+        admit?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>) => Promise<void>
+      } = {},
+    ): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
+      checkJsonValue(body)
       const list = isBatch(body) ? body.events : [body]
       if (!Array.isArray(list) || list.length === 0) throw new A2Error('bad_request', 'push one event or { events: [...] }')
       if (list.length > MAX_EVENTS_PER_PUSH) {
         throw new A2Error('payload_too_large', `at most ${MAX_EVENTS_PER_PUSH} events per push`)
       }
       const inputs = list.map((input) => prepare(input, 'browser'))
-      const result = await append(store, routing, sessionId, inputs, { owner })
+      const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
+      if (new Set(ids).size !== ids.length) throw new A2Error('bad_request', 'each event in one push needs its own id')
+      await pushOptions.admit?.(inputs)
+      const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps })
       return { events: result.events as Array<EventOf<C>>, duplicate: result.duplicate }
     },
 
@@ -121,6 +140,46 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
     async read(sessionId: string, owner: string, options: { after?: number; before?: number; limit?: number } = {}) {
       await getOwnedSession(store, sessionId, owner)
       return (await read(store.db, sessionId, options)) as Array<EventOf<C>>
+    },
+
+    /** The events with these ids in the owner's session (any order; missing ids are left out). */
+    async eventsById(sessionId: string, owner: string, ids: readonly string[]): Promise<Array<EventOf<C>>> {
+      await getOwnedSession(store, sessionId, owner)
+      if (ids.length === 0) return []
+      const rows = await query<{ id: string; index: number; type: string; payload: unknown; created_at: Date | string }>(
+        store.db,
+        sql`select id, index, type, payload, created_at from a2_events
+            where session_id = ${sessionId} and id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
+      )
+      return rows.map((r) => ({ id: r.id, sessionId, index: r.index, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })) as Array<EventOf<C>>
+    },
+
+    runs: {
+      /**
+       * Runs of `consumer` still running (queued, streaming or being cancelled), with the
+       * event that started each: of one session, of every session an owner holds, or of all.
+       */
+      async open(filter: { consumer: string; sessionId?: string; owner?: string }): Promise<Array<{ jobId: number; eventId: string; payload: unknown }>> {
+        const rows = await query<{ id: number; event_id: string; payload: unknown }>(
+          store.db,
+          sql`select j.id, j.event_id, e.payload
+              from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
+              where j.consumer = ${filter.consumer} and j.status in ${LEASED}
+                ${filter.sessionId !== undefined ? sql`and j.session_id = ${filter.sessionId}` : sql``}
+                ${filter.owner !== undefined ? sql`and j.session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
+        )
+        return rows.map((r) => ({ jobId: Number(r.id), eventId: r.event_id, payload: r.payload }))
+      },
+      /** How many runs of `consumer` are running, of one owner or of everyone: what a concurrency cap counts. */
+      async countOpen(filter: { consumer: string; owner?: string }): Promise<number> {
+        const [row] = await query<{ n: number }>(
+          store.db,
+          sql`select count(*)::int as n from a2_jobs
+              where consumer = ${filter.consumer} and status in ${LEASED}
+                ${filter.owner !== undefined ? sql`and session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
+        )
+        return row.n
+      },
     },
 
     /** A live tail for the session's owner; ends when `signal` aborts. */
@@ -133,6 +192,11 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       create: (owner: string, init: { id?: string; title?: string } = {}) => createSession(store, owner, init),
       get: (sessionId: string, owner: string) => getOwnedSession(store, sessionId, owner),
       list: (owner: string, page: { limit?: number; before?: string } = {}) => listSessions(store, owner, page),
+      /** How many sessions an owner holds: what a per-user cap counts. */
+      count: async (owner: string): Promise<number> => {
+        const [row] = await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_sessions where owner = ${owner}`)
+        return row.n
+      },
       rename: (sessionId: string, owner: string, title: string) => renameSession(store, sessionId, owner, title),
       /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
       delete: (sessionId: string, owner: string) => deleteSession(store, sessionId, owner),

@@ -20,7 +20,7 @@ import {
   type ClaimedJob,
   type Ending,
 } from './jobs'
-import type { Fence } from './log'
+import type { Fence } from './types'
 import { query } from './store'
 import type { RunStatus, TransitionReason } from './transitions'
 

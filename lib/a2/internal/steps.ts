@@ -14,7 +14,7 @@ import { sql } from 'drizzle-orm'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
 import { CHANNEL } from './bus'
-import type { Fence, ValidInput } from './log'
+import type { Fence, ValidInput } from './types'
 import { query, type Store } from './store'
 
 /**

@@ -1,3 +1,4 @@
+import { sql, type SQL } from 'drizzle-orm'
 import { jobTransitions } from '../schema'
 import type { Db, Executor } from './store'
 
@@ -7,6 +8,13 @@ export type RunStatus = 'ACTIVE' | 'CANCELLING' | 'CANCELLED' | 'COMPLETED' | 'F
 export const OPEN_STATUSES = ['ACTIVE', 'CANCELLING', 'UNKNOWN'] as const satisfies readonly RunStatus[]
 /** The statuses an attempt can hold a lease in. */
 export const LEASED_STATUSES = ['ACTIVE', 'CANCELLING'] as const satisfies readonly RunStatus[]
+
+/** A status set as an SQL list literal: `status in ${LEASED}` keeps each statement's text (and its prepared plan) fixed. */
+function statusList(statuses: readonly RunStatus[]): SQL {
+  return sql.raw(`(${statuses.map((s) => `'${s}'`).join(', ')})`)
+}
+export const OPEN = statusList(OPEN_STATUSES)
+export const LEASED = statusList(LEASED_STATUSES)
 
 /**
  * Why a run changed (or why its history gained a line), one word an operator can search

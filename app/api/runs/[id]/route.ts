@@ -1,14 +1,22 @@
-import { z } from 'zod'
 import { getChatServer } from '@/lib/chat/server'
-import { parse, route } from '@/lib/http/route'
+import { operatorOf } from '@/lib/http/operator'
+import { route } from '@/lib/http/route'
+import { A2Error } from '@/lib/a2'
+import { endUserDetail, runId } from '../views'
 
 export const dynamic = 'force-dynamic'
 
-/** One run: its job row, every transition with its reason, and its effects. */
+/** One run: its job row, every transition with its reason, and its effects (an end user: their own, trimmed). */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
-  return route(request, async ({ userId }) => {
-    const id = parse(z.coerce.number().int().positive(), (await params).id, 'run id')
-    const { server } = await getChatServer()
-    return Response.json(await server.operator.runDetail(id, userId))
-  })
+  return route(
+    request,
+    async ({ userId }) => {
+      const id = runId((await params).id)
+      const { server } = await getChatServer()
+      if (operatorOf(request, userId)) return Response.json({ operator: true, ...(await server.operator.runDetail(id)) })
+      if (!userId) throw new A2Error('unauthorized', 'no identity: load the app first')
+      return Response.json({ operator: false, ...endUserDetail(await server.operator.runDetail(id, userId)) })
+    },
+    { identity: 'optional' },
+  )
 }

@@ -1,8 +1,6 @@
 import { z } from 'zod'
 import { getChatServer } from '@/lib/chat/server'
-import { parse, route, sessionIdSchema } from '@/lib/http/route'
-import { readJsonBody } from '@/lib/a2/server'
-import { A2Error } from '@/lib/a2'
+import { parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'
 
@@ -21,7 +19,7 @@ const renameBody = z.object({ title: z.string().trim().min(1).max(200) }).strict
 export async function PATCH(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
-    const { title } = parse(renameBody, await readJsonBody(request, 4096), 'body')
+    const { title } = parse(renameBody, await readBody(request, 4096), 'body')
     const { server } = await getChatServer()
     await server.sessions.get(id, userId)
     await server.sessions.rename(id, userId, title)
@@ -42,9 +40,7 @@ export async function DELETE(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const { server } = await getChatServer()
-    const session = await server.sessions.get(id, userId).catch((error: unknown) => {
-      throw error instanceof A2Error && error.code === 'forbidden' ? new A2Error('not_found', 'no such session') : error
-    })
+    const session = await server.sessions.get(id, userId) // someone else's: not_found, as if missing
     // Runs already CANCELLING were stopped by their Stop; they only need the moment to settle.
     const running = (await server.sessions.openRuns([id])).filter((run) => run.consumer === 'generate')
     const unstopped = running.filter((run) => run.status === 'ACTIVE')

@@ -1,13 +1,17 @@
 /**
  * The session's log over HTTP. POST pushes (validated against the chat contract: browser
- * types only, bounded sizes, all or nothing); GET serves it as server-sent events from
- * `?after=N`, or from `Last-Event-ID` when the browser reconnects.
+ * types only, bounded sizes, all or nothing; then rate limits by address and by user,
+ * references, running answers and the session's caps); GET serves it as server-sent events
+ * from `?after=N`, or from `Last-Event-ID` when the browser reconnects.
  */
-import { z } from 'zod'
-import { readJsonBody, sseResponse } from '@/lib/a2/server'
+import { sseResponse } from '@/lib/a2/server'
 import { getChatServer } from '@/lib/chat/server'
-import { parse, route, sessionIdSchema } from '@/lib/http/route'
-import { limits } from '@/lib/http/limits'
+import { admitChatPush } from '@/lib/chat/admission'
+import { decimal, parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
+import { take } from '@/lib/http/limits'
+import { clientAddress } from '@/lib/http/request-facts'
+import { openTail } from '@/lib/http/tails'
+import { env } from '@/lib/env'
 import { titleFrom } from '@/lib/chat/title'
 
 export const dynamic = 'force-dynamic'
@@ -20,12 +24,20 @@ const MAX_BODY_BYTES = 256 * 1024
 export async function POST(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
-    limits().pushes.take(userId)
-    const body = await readJsonBody(request, MAX_BODY_BYTES)
-    const generations = countType(body, 'generate')
-    if (generations > 0) limits().generations.take(userId, generations)
+    const address = clientAddress(request)
+    await take('pushesByAddress', address)
+    await take('pushesByUser', userId)
+    const body = await readBody(request, MAX_BODY_BYTES)
     const { server } = await getChatServer()
-    const { events, duplicate } = await server.push(id, userId, body)
+    const { events, duplicate } = await server.push(id, userId, body, {
+      caps: { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION },
+      admit: async (inputs) => {
+        await admitChatPush(server, id, userId, inputs)
+        const generations = inputs.filter((input) => input.type === 'generate').length
+        await take('generationsByAddress', address, generations)
+        await take('generationsByUser', userId, generations)
+      },
+    })
     const first = events.find((e) => e.type === 'message')
     if (!duplicate && first && first.index === 0) {
       await server.sessions.rename(id, userId, titleFrom(String((first.payload as { text: string }).text)))
@@ -34,21 +46,24 @@ export async function POST(request: Request, { params }: Params) {
   })
 }
 
-const cursor = z.coerce.number().int().min(-1).max(2 ** 31)
-
 export async function GET(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const url = new URL(request.url)
     // The browser's reconnect sends Last-Event-ID: it wins over the URL it first opened.
-    const after = parse(cursor, request.headers.get('last-event-id') ?? url.searchParams.get('after') ?? -1, 'cursor')
+    // An empty one (or an empty `after=`) is no cursor: read from the start, never from 0.
+    const after =
+      decimal(request.headers.get('last-event-id'), 'Last-Event-ID', -1) ?? decimal(url.searchParams.get('after'), 'after', -1) ?? -1
     const { server } = await getChatServer()
-    const batches = await server.tail(id, userId, { after, signal: request.signal })
-    return sseResponse(batches, request.signal)
+    await server.sessions.get(id, userId) // a 404 before a place is taken
+    const release = openTail(userId)
+    try {
+      request.signal.addEventListener('abort', release, { once: true })
+      const batches = await server.tail(id, userId, { after, signal: request.signal })
+      return sseResponse(batches, request.signal, { onClose: release })
+    } catch (error) {
+      release()
+      throw error
+    }
   })
-}
-
-function countType(body: unknown, type: string): number {
-  const list = typeof body === 'object' && body !== null && 'events' in body ? (body as { events: unknown }).events : [body]
-  return Array.isArray(list) ? list.filter((e) => typeof e === 'object' && e !== null && (e as { type?: unknown }).type === type).length : 0
 }

@@ -1,5 +1,6 @@
 import { getChatServer } from '@/lib/chat/server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
+import { foldingSnapshot } from '@/lib/http/snapshots'
 import { foldChat, initialChatState } from '@/lib/chat/reducer'
 import type { ChatEvent } from '@/lib/chat/contract'
 
@@ -18,13 +19,21 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const { server } = await getChatServer()
     const session = await server.sessions.get(id, userId)
+    // A session is bounded by its caps (events, pushed bytes); folding one still holds its
+    // state in memory, so only so many fold at once (8 concurrent 29 MB snapshots took RSS
+    // from 280 MB to 870 MB before the caps).
+    const release = foldingSnapshot()
     let state = initialChatState
     let frontier = -1
-    while (frontier < session.head - 1) {
-      const page = await server.read(id, userId, { after: frontier, before: session.head, limit: PAGE })
-      if (page.length === 0) break
-      state = foldChat(page as ChatEvent[], state)
-      frontier = page[page.length - 1].index
+    try {
+      while (frontier < session.head - 1) {
+        const page = await server.read(id, userId, { after: frontier, before: session.head, limit: PAGE })
+        if (page.length === 0) break
+        state = foldChat(page as ChatEvent[], state)
+        frontier = page[page.length - 1].index
+      }
+    } finally {
+      release()
     }
     return Response.json({ session, state, frontier })
   })

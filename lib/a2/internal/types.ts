@@ -1,0 +1,36 @@
+/**
+ * Types the runtime's modules share, in a module of their own so that no two of them import
+ * each other for a type (the log and the step batches, a consumer and its effects).
+ */
+
+/** An input that passed the contract: what the log appends. */
+export interface ValidInput {
+  id?: string
+  type: string
+  payload: unknown
+  /** The run this event is a step of (admission refuses steps of a cancelled run). */
+  stepOf?: string
+}
+
+/** An attempt's fencing token: its writes land only while it still holds the job. */
+export interface Fence {
+  jobId: number
+  attempt: number
+}
+
+export type EffectStatus = 'INTENT' | 'DISPATCHED' | 'DONE' | 'FAILED' | 'CANCELLED_BEFORE_DISPATCH' | 'UNKNOWN'
+
+/** A reconcile hook's verdict on an effect a dead attempt left DISPATCHED. */
+export type ReconcileResult = { done: true; result?: unknown } | { done: false } | 'unknown'
+
+/** The consumer's reconcile hook (lib/a2/README.md §6): asked with the effect's idempotency key. */
+export type ConsumerReconcile = (idempotencyKey: string, effect: { key: string; jobId: number }) => Promise<ReconcileResult>
+
+export interface EffectOptions<R> {
+  /**
+   * Asked, with the effect's idempotency key (`a2-<job>-<key>`), when a dead attempt left this
+   * effect DISPATCHED and a new attempt reaches it: did it happen? Absent: the consumer's own
+   * `reconcile` is asked. Neither: the effect becomes UNKNOWN.
+   */
+  reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
+}
