@@ -8,6 +8,8 @@ const nextConfig: NextConfig = {
   // Node's own loader resolves; drizzle-orm stays external with it so both share one copy.
   serverExternalPackages: ['@electric-sql/pglite', 'postgres', 'rate-limiter-flexible', 'drizzle-orm'],
   poweredByHeader: false,
+  // `npm run dev` opened at 127.0.0.1 rather than localhost: Next blocks dev resources for other origins.
+  allowedDevOrigins: ['127.0.0.1'],
   // Test harnesses that build side by side (e2e, chaos, bench) each use their own output directory.
   distDir: process.env.A2_NEXT_DIST_DIR || '.next',
   async headers() {

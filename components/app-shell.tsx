@@ -1,10 +1,10 @@
 'use client'
 import Link from 'next/link'
-import { usePathname } from 'next/navigation'
-import { useEffect, useState } from 'react'
+import { usePathname, useRouter } from 'next/navigation'
+import { useCallback, useEffect, useRef, useState } from 'react'
 import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
-import { sessionTitle, useSessions } from './sessions-store'
+import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
 import { ThemeToggle } from './theme-toggle'
 
 /**
@@ -16,25 +16,78 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   const pathname = usePathname() ?? '/'
   const [drawerOpen, setDrawerOpen] = useState(false)
   const [collapsed, setCollapsed] = useState(false)
-  const { sessions } = useSessions()
+  const { sessions, missing, pendingDelete, opened, status } = useSessions()
+  const menuRef = useRef<HTMLButtonElement>(null)
+  const drawerRef = useRef<HTMLElement>(null)
 
-  // A navigation closes the drawer.
+  /** Closes the drawer; `restoreFocus` gives focus back to the button that opened it. */
+  const closeDrawer = useCallback((restoreFocus: boolean) => {
+    setDrawerOpen(false)
+    if (restoreFocus) requestAnimationFrame(() => menuRef.current?.focus())
+  }, [])
+
+  // Deletes still in their undo window are sent when the page goes away.
+  useEffect(() => {
+    const flush = () => sessionsStore.flushDeletes()
+    window.addEventListener('pagehide', flush)
+    return () => window.removeEventListener('pagehide', flush)
+  }, [])
+
+  // A navigation closes the drawer (focus goes with the new page, not back to the menu).
   useEffect(() => setDrawerOpen(false), [pathname])
 
-  // Escape closes the drawer.
+  // The open drawer is a modal layer: focus moves into it, Tab cycles inside it, and Esc
+  // closes it and nothing else. The listener is on `document`, which sees the key before
+  // the chat's window listener (Esc stops the answer): preventDefault tells that one the
+  // key was used. A field in the drawer that handles Esc itself (rename) prevents it first.
   useEffect(() => {
     if (!drawerOpen) return
+    const drawer = drawerRef.current
+    const focusables = () =>
+      drawer
+        ? [...drawer.querySelectorAll<HTMLElement>('a[href], button:not([disabled]), input:not([disabled]), [tabindex]:not([tabindex="-1"])')].filter(
+            (el) => el.getClientRects().length > 0,
+          )
+        : []
+    const first = focusables()[0]
+    const closeButton = drawer?.querySelector<HTMLElement>('[data-drawer-close]')
+    requestAnimationFrame(() => (closeButton ?? first)?.focus())
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') setDrawerOpen(false)
+      if (e.key === 'Escape') {
+        if (e.defaultPrevented) return
+        e.preventDefault()
+        closeDrawer(true)
+      } else if (e.key === 'Tab') {
+        const list = focusables()
+        if (list.length === 0) return
+        const at = list.indexOf(document.activeElement as HTMLElement)
+        const next = e.shiftKey ? (at <= 0 ? list.length - 1 : at - 1) : at === -1 || at === list.length - 1 ? 0 : at + 1
+        e.preventDefault()
+        list[next].focus()
+      }
     }
-    window.addEventListener('keydown', onKey)
-    return () => window.removeEventListener('keydown', onKey)
-  }, [drawerOpen])
+    document.addEventListener('keydown', onKey)
+    return () => document.removeEventListener('keydown', onKey)
+  }, [drawerOpen, closeDrawer])
 
-  if (!pathname.startsWith('/c/') && pathname !== '/') return <>{children}</>
+  // "/" and "/c/<id>" only: anything deeper is an unknown route (the bare branded 404).
+  const chatPath = /^\/c\/([^/]+)\/?$/.exec(pathname)
+  const inShell = pathname === '/' || chatPath !== null
+  const activeId = chatPath ? safeDecode(chatPath[1]) : undefined
+  const activeSession = activeId ? (sessions.find((s) => s.id === activeId) ?? opened[activeId]) : undefined
+  // An id that cannot exist, or one the server said is not ours, is not "New chat"; one not
+  // in the loaded pages yet shows nothing until it is.
+  const notFound = activeId !== undefined && (!isSessionId(activeId) || missing.includes(activeId))
+  const title = !activeId ? 'a2 chat' : notFound ? 'Chat not found' : activeSession ? sessionTitle(activeSession) : ''
+  useDocumentTitle(inShell ? (activeId && title ? `${title} · a2 chat` : 'a2 chat') : undefined)
 
-  const activeId = pathname.startsWith('/c/') ? safeDecode(pathname.slice(3).split('/')[0]) : undefined
-  const title = activeId ? sessionTitle(sessions.find((s) => s.id === activeId)) : 'a2 chat'
+  // A chat opened by link that the first page of the list does not hold: fetch its title.
+  const needsSummary = status === 'ready' && activeId !== undefined && !notFound && !activeSession
+  useEffect(() => {
+    if (needsSummary && activeId) void sessionsStore.ensure(activeId)
+  }, [needsSummary, activeId])
+
+  if (!inShell) return <>{children}</>
 
   return (
     <div className="flex h-dvh overflow-hidden">
@@ -46,22 +99,32 @@ export function AppShell({ children }: { children: React.ReactNode }) {
       </a>
 
       {drawerOpen && (
-        <div className="fixed inset-0 z-30 bg-black/40 backdrop-blur-[1px] md:hidden" aria-hidden="true" onClick={() => setDrawerOpen(false)} />
+        <div className="fixed inset-0 z-30 bg-black/40 backdrop-blur-[1px] md:hidden" aria-hidden="true" onClick={() => closeDrawer(true)} />
       )}
 
       <aside
+        ref={drawerRef}
         id="sidebar"
         aria-label="Chat history"
+        aria-modal={drawerOpen || undefined}
+        role={drawerOpen ? 'dialog' : undefined}
         className={`fixed inset-y-0 left-0 z-40 w-[272px] shrink-0 border-r border-neutral-200 bg-neutral-50 transition-transform duration-200 ease-out md:static md:z-auto md:translate-x-0 dark:border-neutral-800 dark:bg-neutral-950 ${
           drawerOpen ? 'translate-x-0 shadow-xl' : '-translate-x-full max-md:invisible'
         } ${collapsed ? 'md:hidden' : ''}`}
       >
-        <SessionList activeId={activeId} onClose={() => setDrawerOpen(false)} onCollapse={() => setCollapsed(true)} />
+        <SessionList
+          activeId={activeId}
+          onClose={() => setDrawerOpen(false)}
+          onCloseButton={() => closeDrawer(true)}
+          onCollapse={() => setCollapsed(true)}
+        />
       </aside>
 
-      <div className="flex min-w-0 flex-1 flex-col">
+      {/* Behind the open drawer: out of reach of focus and of screen readers. */}
+      <div className="flex min-w-0 flex-1 flex-col" inert={drawerOpen || undefined}>
         <header className="flex h-14 shrink-0 items-center gap-1 border-b border-neutral-200/70 px-2 sm:px-3 dark:border-neutral-800/70">
           <button
+            ref={menuRef}
             type="button"
             onClick={() => setDrawerOpen(true)}
             aria-label="Open sidebar"
@@ -94,7 +157,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
               </Link>
             </>
           )}
-          <p className="min-w-0 flex-1 truncate px-2 text-[15px] font-medium text-neutral-800 dark:text-neutral-200" title={title}>
+          <p data-testid="chat-title" className="min-w-0 flex-1 truncate px-2 text-[15px] font-medium text-neutral-800 dark:text-neutral-200" title={title}>
             {title}
           </p>
           <Link
@@ -110,8 +173,61 @@ export function AppShell({ children }: { children: React.ReactNode }) {
           {children}
         </main>
       </div>
+      {pendingDelete && <UndoToast key={pendingDelete.id} pending={pendingDelete} />}
     </div>
   )
+}
+
+/** "Chat deleted · Undo", while the delete can be taken back. Takes focus, so Enter undoes. */
+function UndoToast({ pending }: { pending: PendingDelete }) {
+  const router = useRouter()
+  const undoRef = useRef<HTMLButtonElement>(null)
+  useEffect(() => {
+    const undo = undoRef.current
+    undo?.focus()
+    return () => {
+      // The toast leaves with focus on it: put focus somewhere useful, not on <body>.
+      if (undo && document.activeElement === undo) document.getElementById('composer-input')?.focus()
+    }
+  }, [])
+  return (
+    <div
+      data-testid="undo-toast"
+      role="status"
+      className="fixed bottom-24 left-1/2 z-50 flex max-w-[calc(100vw-2rem)] -translate-x-1/2 items-center gap-3 rounded-xl bg-neutral-900 py-2 pr-2 pl-4 text-sm text-white shadow-lg dark:bg-neutral-100 dark:text-neutral-900"
+    >
+      <span className="min-w-0 truncate">
+        Deleted “<span className="font-medium">{pending.title}</span>”
+      </span>
+      <button
+        ref={undoRef}
+        type="button"
+        onClick={() => {
+          if (sessionsStore.undo(pending.id) && pending.wasOpen) router.push(`/c/${encodeURIComponent(pending.id)}`)
+        }}
+        className="shrink-0 rounded-lg px-2.5 py-1 font-semibold text-sky-300 hover:bg-white/10 focus-visible:outline-2 focus-visible:outline-sky-300 dark:text-sky-700 dark:hover:bg-neutral-900/10 dark:focus-visible:outline-sky-700"
+      >
+        Undo
+      </button>
+    </div>
+  )
+}
+
+/**
+ * Sets the tab's title while mounted. Next writes the route's metadata title on navigation,
+ * possibly after this effect ran, so a change to <head> puts ours back.
+ */
+function useDocumentTitle(title: string | undefined) {
+  useEffect(() => {
+    if (title === undefined) return
+    const apply = () => {
+      if (document.title !== title) document.title = title
+    }
+    apply()
+    const observer = new MutationObserver(apply)
+    observer.observe(document.head, { childList: true, subtree: true, characterData: true })
+    return () => observer.disconnect()
+  }, [title])
 }
 
 function safeDecode(value: string): string {

@@ -5,13 +5,8 @@ import { ErrorAlert } from './chat/chat'
 import { Composer, type ComposerHandle } from './chat/composer'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
 import { ApiError, handOffFirstMessage, sessionsStore } from './sessions-store'
+import { STARTERS } from '@/lib/ai/starters'
 
-const SUGGESTIONS = [
-  { title: 'Explain a concept', prompt: 'Explain how cancelling a streaming AI response should work, end to end.' },
-  { title: 'Write some code', prompt: 'Write a TypeScript debounce function with a cancel() method, and show how to use it.' },
-  { title: 'Compare options', prompt: 'Compare Server-Sent Events and WebSockets in a table.' },
-  { title: 'Something fun', prompt: 'Write a short poem about a stop button that really works.' },
-]
 
 /**
  * "/": no session yet. The first message creates one, is handed to the chat page, and is
@@ -20,7 +15,7 @@ const SUGGESTIONS = [
 export function NewChat() {
   const router = useRouter()
   const [sending, setSending] = useState(false)
-  const [error, setError] = useState<{ code: string; message: string } | undefined>()
+  const [error, setError] = useState<{ code: string; message: string; status?: number; retryAfterS?: number } | undefined>()
   const lastText = useRef('')
   const composerRef = useRef<ComposerHandle>(null)
 
@@ -50,7 +45,7 @@ export function NewChat() {
   )
 
   return (
-    <div className="flex min-h-0 flex-1 flex-col overflow-y-auto">
+    <div className="flex min-h-0 flex-1 flex-col overflow-y-auto [scrollbar-gutter:stable_both-edges]">
       <div className="mx-auto flex w-full max-w-3xl flex-1 flex-col justify-center px-4 py-10 sm:px-6">
         <div className="mb-8 flex flex-col items-center text-center">
           <Logo className="size-11 rounded-xl text-base" />
@@ -64,7 +59,7 @@ export function NewChat() {
 
         {error && (
           <ErrorAlert
-            error={{ ...error, message: `Couldn’t start a new chat: ${error.message}` }}
+            error={{ code: error.code, status: error.status, retryAfterS: error.retryAfterS, message: `Couldn’t start a new chat: ${error.message}` }}
             onRetry={() => void start(lastText.current).catch(() => {})}
             onDismiss={() => setError(undefined)}
           />
@@ -72,7 +67,7 @@ export function NewChat() {
         <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" />
 
         <ul className="mt-4 grid gap-2 sm:grid-cols-2" aria-label="Suggestions">
-          {SUGGESTIONS.map((s) => (
+          {STARTERS.map((s) => (
             <li key={s.title}>
               <button
                 type="button"

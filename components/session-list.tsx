@@ -1,8 +1,8 @@
 'use client'
 import Link from 'next/link'
-import { usePathname } from 'next/navigation'
+import { usePathname, useRouter } from 'next/navigation'
 import { useEffect, useRef, useState } from 'react'
-import { ActivityIcon, NewChatIcon, PanelLeftIcon, PencilIcon, SpinnerIcon, XIcon } from './icons'
+import { ActivityIcon, NewChatIcon, PanelLeftIcon, PencilIcon, SearchIcon, SpinnerIcon, TrashIcon, XIcon } from './icons'
 import { sessionsStore, sessionTitle, useSessions, type SessionSummary } from './sessions-store'
 
 /** Asks the "/" page's composer to take focus (New chat while already on "/"). */
@@ -10,13 +10,15 @@ export const FOCUS_COMPOSER_EVENT = 'a2:focus-composer'
 
 interface SessionListProps {
   activeId?: string
-  /** Closes the drawer on narrow screens. */
+  /** Closes the drawer on narrow screens (a navigation: focus goes with the page). */
   onClose: () => void
+  /** The drawer's close button: focus goes back to the button that opened it. */
+  onCloseButton: () => void
   /** Hides the sidebar on wide screens. */
   onCollapse: () => void
 }
 
-export function SessionList({ activeId, onClose, onCollapse }: SessionListProps) {
+export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: SessionListProps) {
   const { sessions, status, nextBefore, loadingMore, error } = useSessions()
   const pathname = usePathname()
 
@@ -30,6 +32,7 @@ export function SessionList({ activeId, onClose, onCollapse }: SessionListProps)
   }, [])
 
   const groups = groupByAge(sessions)
+  const search = useSearch()
 
   return (
     <div className="flex h-full flex-col">
@@ -53,7 +56,8 @@ export function SessionList({ activeId, onClose, onCollapse }: SessionListProps)
         </button>
         <button
           type="button"
-          onClick={onClose}
+          data-drawer-close
+          onClick={onCloseButton}
           className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-200/70 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
           aria-label="Close sidebar"
         >
@@ -74,10 +78,31 @@ export function SessionList({ activeId, onClose, onCollapse }: SessionListProps)
           <NewChatIcon className="size-4" />
           New chat
         </Link>
+        <div role="search" className="relative mt-2">
+          <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-neutral-400 dark:text-neutral-500" />
+          <input
+            type="search"
+            aria-label="Search chats"
+            placeholder="Search chats"
+            value={search.query}
+            maxLength={200}
+            onChange={(e) => search.setQuery(e.target.value)}
+            onKeyDown={(e) => {
+              // Esc clears the search first; only an empty box lets it through (to close the drawer).
+              if (e.key === 'Escape' && search.query) {
+                e.preventDefault()
+                search.setQuery('')
+              }
+            }}
+            className="w-full rounded-lg border border-transparent bg-neutral-200/60 py-1.5 pr-2 pl-8 text-sm outline-none placeholder:text-neutral-500 focus:border-neutral-300 focus:bg-white dark:bg-neutral-800/70 dark:placeholder:text-neutral-400 dark:focus:border-neutral-600 dark:focus:bg-neutral-900 [&::-webkit-search-cancel-button]:hidden"
+          />
+        </div>
       </div>
 
       <nav aria-label="Chats" className="min-h-0 flex-1 overflow-y-auto px-3 pb-3">
-        {status === 'loading' && sessions.length === 0 ? (
+        {search.active ? (
+          <SearchResults search={search} activeId={activeId} onNavigate={onClose} />
+        ) : status === 'loading' && sessions.length === 0 ? (
           <ul aria-hidden="true" className="mt-3 space-y-2 px-2">
             {[70, 85, 55, 75].map((w, i) => (
               <li key={i} className="h-4 animate-pulse rounded bg-neutral-200 dark:bg-neutral-800" style={{ width: `${w}%` }} />
@@ -151,7 +176,89 @@ export function SessionList({ activeId, onClose, onCollapse }: SessionListProps)
   )
 }
 
+interface SearchState {
+  query: string
+  setQuery: (query: string) => void
+  /** A query is typed: results replace the list. */
+  active: boolean
+  results?: { for: string; sessions: SessionSummary[] }
+  error?: string
+}
+
+/** The sidebar's search: the server's, 200 ms after typing stops, the previous request cancelled. */
+function useSearch(): SearchState {
+  const [query, setQuery] = useState('')
+  const [results, setResults] = useState<SearchState['results']>()
+  const [error, setError] = useState<string>()
+  const text = query.trim()
+  useEffect(() => {
+    if (!text) {
+      setResults(undefined)
+      setError(undefined)
+      return
+    }
+    const controller = new AbortController()
+    const timer = setTimeout(() => {
+      sessionsStore.search(text, controller.signal).then(
+        (sessions) => {
+          setResults({ for: text, sessions })
+          setError(undefined)
+        },
+        (e: unknown) => {
+          if (!controller.signal.aborted) setError(e instanceof Error ? e.message : String(e))
+        },
+      )
+    }, 200)
+    return () => {
+      clearTimeout(timer)
+      controller.abort()
+    }
+  }, [text])
+  return { query, setQuery, active: text.length > 0, results, error }
+}
+
+function SearchResults({ search, activeId, onNavigate }: { search: SearchState; activeId?: string; onNavigate: () => void }) {
+  const { results, error } = search
+  if (error) return <p className="mt-3 px-2 text-sm text-red-600 dark:text-red-400">Couldn’t search: {error}</p>
+  if (!results) {
+    return (
+      <p className="mt-3 flex items-center gap-2 px-2 text-sm text-neutral-500 dark:text-neutral-400">
+        <SpinnerIcon className="size-3.5" /> Searching…
+      </p>
+    )
+  }
+  return (
+    <section aria-label="Search results" className="mt-2">
+      <p role="status" className="px-2 pb-1 text-xs font-medium text-neutral-500 dark:text-neutral-400">
+        {results.sessions.length === 0
+          ? `No chats match “${results.for}”`
+          : `${results.sessions.length === 30 ? 'First 30' : results.sessions.length} ${results.sessions.length === 1 ? 'chat' : 'chats'} found`}
+      </p>
+      <ul className="space-y-0.5">
+        {results.sessions.map((session) => (
+          <li key={session.id}>
+            <Link
+              href={`/c/${encodeURIComponent(session.id)}`}
+              data-testid="search-result"
+              data-session-id={session.id}
+              aria-current={session.id === activeId ? 'page' : undefined}
+              onClick={onNavigate}
+              className="block rounded-lg px-2 py-2 text-sm text-neutral-700 hover:bg-neutral-200/50 aria-[current=page]:bg-neutral-200/80 dark:text-neutral-300 dark:hover:bg-neutral-800/60 dark:aria-[current=page]:bg-neutral-800"
+            >
+              <span className="block truncate font-medium text-neutral-900 dark:text-neutral-100">{sessionTitle(session)}</span>
+              {session.snippet && (
+                <span className="mt-0.5 line-clamp-2 block text-xs text-neutral-500 dark:text-neutral-400">{session.snippet}</span>
+              )}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </section>
+  )
+}
+
 function SessionItem({ session, active, onNavigate }: { session: SessionSummary; active: boolean; onNavigate: () => void }) {
+  const router = useRouter()
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState('')
   const [failed, setFailed] = useState(false)
@@ -216,12 +323,18 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         aria-current={active ? 'page' : undefined}
         onClick={onNavigate}
         title={title}
-        className={`block truncate rounded-lg py-2 pr-9 pl-2 text-sm transition ${
+        data-generating={String(session.generating === true)}
+        className={`block truncate rounded-lg py-2 pr-16 pl-2 text-sm transition ${
           active
             ? 'bg-neutral-200/80 font-medium text-neutral-900 dark:bg-neutral-800 dark:text-neutral-50'
             : 'text-neutral-700 hover:bg-neutral-200/50 dark:text-neutral-300 dark:hover:bg-neutral-800/60'
         }`}
       >
+        {session.generating && (
+          <span title="Generating an answer" className="mr-1.5 inline-flex size-2 animate-pulse rounded-full bg-emerald-500 align-middle">
+            <span className="sr-only">Generating: </span>
+          </span>
+        )}
         {title}
         {failed && <span className="sr-only"> (rename failed)</span>}
       </Link>
@@ -233,11 +346,26 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         }}
         aria-label={`Rename “${title}”`}
         title={failed ? 'Rename failed — try again' : 'Rename'}
-        className={`absolute top-1/2 right-1 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 hover:text-neutral-900 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-neutral-100 ${
+        className={`absolute top-1/2 right-8 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 hover:text-neutral-900 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-neutral-100 ${
           active || failed ? 'opacity-100' : ''
         } ${failed ? 'text-red-600 dark:text-red-400' : ''}`}
       >
         <PencilIcon className="size-3.5" />
+      </button>
+      <button
+        type="button"
+        data-testid="delete-chat"
+        onClick={() => {
+          sessionsStore.remove(session.id, { wasOpen: active })
+          if (active) router.push('/')
+        }}
+        aria-label={`Delete “${title}”`}
+        title="Delete"
+        className={`absolute top-1/2 right-1 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 hover:text-red-700 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-red-300 ${
+          active ? 'opacity-100' : ''
+        }`}
+      >
+        <TrashIcon className="size-3.5" />
       </button>
     </li>
   )

@@ -6,6 +6,8 @@
  */
 import { useSyncExternalStore } from 'react'
 
+export { isSessionId } from './session-id'
+
 export interface SessionSummary {
   id: string
   /** Set server-side from the first message; empty until then. */
@@ -13,6 +15,18 @@ export interface SessionSummary {
   head?: number | null
   createdAt: string
   updatedAt: string
+  /** An answer is still being written (server-side: a run not yet settled). */
+  generating?: boolean
+  /** Search results: the message text that matched. */
+  snippet?: string
+}
+
+/** A chat deleted a moment ago, still undoable. */
+export interface PendingDelete {
+  id: string
+  title: string
+  /** It was open when deleted: undo opens it again. */
+  wasOpen: boolean
 }
 
 export interface SessionsState {
@@ -21,6 +35,12 @@ export interface SessionsState {
   status: 'idle' | 'loading' | 'ready' | 'error'
   loadingMore: boolean
   error?: string
+  /** Ids the server said are not this user's (or do not exist): the header says so. */
+  missing: string[]
+  /** The latest delete, while it can still be undone. */
+  pendingDelete?: PendingDelete
+  /** Chats opened by link that are not in the loaded pages (an old one): their summaries, for the header. */
+  opened: Record<string, SessionSummary>
 }
 
 export class ApiError extends Error {
@@ -28,6 +48,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly status?: number,
+    /** A 429's Retry-After, in seconds. */
+    readonly retryAfterS?: number,
   ) {
     super(message)
   }
@@ -47,21 +69,28 @@ async function api<T>(url: string, init?: RequestInit): Promise<T> {
   }
   const json = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } }
   if (!response.ok) {
+    const retryAfter = Number(response.headers.get('retry-after'))
     throw new ApiError(
       json.error?.code ?? `http_${response.status}`,
       json.error?.message ?? `The server answered ${response.status}.`,
       response.status,
+      response.status === 429 && Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
     )
   }
   return json as T
 }
+
+/** How long a delete can be undone before it is sent. */
+export const UNDO_MS = 5_000
+/** While a listed chat is generating, the list is re-read this often to see it finish. */
+const GENERATING_POLL_MS = 3_000
 
 interface Page {
   sessions: SessionSummary[]
   nextBefore?: string | null
 }
 
-const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false }
+const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false, missing: [], opened: {} }
 
 let state: SessionsState = SERVER_SNAPSHOT
 let pagesLoaded = 0
@@ -73,9 +102,41 @@ const listeners = new Set<() => void>()
 /** Titles being saved: a list fetched meanwhile must not put the old title back. */
 const renaming = new Map<string, string>()
 
+/** Deletes waiting out their undo window: the session and where it was in the list. */
+const undoable = new Map<string, { session: SessionSummary; index: number; timer: ReturnType<typeof setTimeout> }>()
+/** Deleted (or being deleted): a list fetched meanwhile must not bring them back. */
+const deleted = new Set<string>()
+let pollTimer: ReturnType<typeof setTimeout> | undefined
+const ensuring = new Set<string>()
+
 function set(patch: Partial<SessionsState>) {
   state = { ...state, ...patch }
   for (const listener of listeners) listener()
+  schedulePoll()
+}
+
+/** A chat answering elsewhere (another chat open, another tab) ends on the server: re-read the list until none is. */
+function schedulePoll() {
+  const busy = state.sessions.some((s) => s.generating)
+  if (!busy) {
+    clearTimeout(pollTimer)
+    pollTimer = undefined
+    return
+  }
+  if (pollTimer || typeof document === 'undefined') return
+  pollTimer = setTimeout(() => {
+    pollTimer = undefined
+    if (document.visibilityState === 'visible') void sessionsStore.refresh()
+    else schedulePoll()
+  }, GENERATING_POLL_MS)
+}
+
+function deleteRequest(id: string, keepalive = false): Promise<unknown> {
+  return api(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive }).catch((error: unknown) => {
+    // Already gone is what we wanted.
+    if (error instanceof ApiError && error.status === 404) return
+    throw error
+  })
 }
 
 function fetchPage(before?: string): Promise<Page> {
@@ -85,6 +146,7 @@ function fetchPage(before?: string): Promise<Page> {
 function dedupe(list: SessionSummary[]): SessionSummary[] {
   const seen = new Set<string>()
   return list
+    .filter((s) => !deleted.has(s.id))
     .filter((s) => (seen.has(s.id) ? false : (seen.add(s.id), true)))
     .map((s) => (renaming.has(s.id) ? { ...s, title: renaming.get(s.id)! } : s))
 }
@@ -171,6 +233,92 @@ export const sessionsStore = {
     const { session } = await api<{ session: SessionSummary }>('/api/sessions', { method: 'POST', body: '{}' })
     set({ sessions: dedupe([session, ...state.sessions]) })
     return session
+  },
+
+  /**
+   * Deletes a chat, undoable for UNDO_MS: it leaves the list at once and the server is told
+   * when the window ends (the server stops a running answer first). A failure puts it back.
+   */
+  remove(id: string, options: { wasOpen?: boolean } = {}) {
+    if (undoable.has(id)) return
+    const index = state.sessions.findIndex((s) => s.id === id)
+    const session = state.sessions[index] ?? { id, title: null, createdAt: '', updatedAt: '' }
+    // A newer delete ends the previous one's undo window: one toast at a time.
+    for (const other of [...undoable.keys()]) void sessionsStore.commitDelete(other)
+    deleted.add(id)
+    const timer = setTimeout(() => void sessionsStore.commitDelete(id), UNDO_MS)
+    undoable.set(id, { session, index: Math.max(index, 0), timer })
+    set({
+      sessions: state.sessions.filter((s) => s.id !== id),
+      pendingDelete: { id, title: sessionTitle(session), wasOpen: options.wasOpen ?? false },
+    })
+  },
+
+  /** Takes a delete back, while its undo window is open. Returns whether it could. */
+  undo(id: string): boolean {
+    const pending = undoable.get(id)
+    if (!pending) return false
+    clearTimeout(pending.timer)
+    undoable.delete(id)
+    deleted.delete(id)
+    const sessions = [...state.sessions]
+    sessions.splice(Math.min(pending.index, sessions.length), 0, pending.session)
+    set({ sessions: dedupe(sessions), pendingDelete: state.pendingDelete?.id === id ? undefined : state.pendingDelete })
+    return true
+  },
+
+  /** Ends a delete's undo window now and tells the server. */
+  async commitDelete(id: string): Promise<void> {
+    const pending = undoable.get(id)
+    if (!pending) return
+    clearTimeout(pending.timer)
+    undoable.delete(id)
+    if (state.pendingDelete?.id === id) set({ pendingDelete: undefined })
+    try {
+      await deleteRequest(id)
+    } catch (error) {
+      deleted.delete(id)
+      const sessions = [...state.sessions]
+      sessions.splice(Math.min(pending.index, sessions.length), 0, pending.session)
+      const reason = error instanceof Error ? error.message : String(error)
+      set({ sessions: dedupe(sessions), error: `Couldn’t delete “${sessionTitle(pending.session)}”: ${reason}` })
+    }
+  },
+
+  /** The page is going away: deletes still in their undo window are sent now (keepalive outlives the page). */
+  flushDeletes() {
+    for (const [id, pending] of undoable) {
+      clearTimeout(pending.timer)
+      undoable.delete(id)
+      void deleteRequest(id, true).catch(() => {})
+    }
+  },
+
+  /** Chats whose title or messages contain `text` (the server's search; one bounded page). */
+  async search(text: string, signal?: AbortSignal): Promise<SessionSummary[]> {
+    const { sessions } = await api<{ sessions: SessionSummary[] }>(`/api/sessions?q=${encodeURIComponent(text)}`, { signal })
+    return sessions.filter((s) => !deleted.has(s.id))
+  },
+
+  /**
+   * The summary of a chat opened by link that the loaded pages do not hold (an old chat), so
+   * the header can show its title; not ours or gone: marked missing. Once per id.
+   */
+  async ensure(id: string): Promise<void> {
+    if (ensuring.has(id) || state.sessions.some((s) => s.id === id) || state.missing.includes(id)) return
+    ensuring.add(id)
+    try {
+      const { session } = await api<{ session: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`)
+      set({ opened: { ...state.opened, [id]: session } })
+    } catch (error) {
+      if (error instanceof ApiError && error.status !== undefined && error.status >= 400 && error.status < 500) sessionsStore.markMissing(id)
+      else ensuring.delete(id) // a network error: try again on the next visit
+    }
+  },
+
+  /** The chat page found no such session of ours. */
+  markMissing(id: string) {
+    if (!state.missing.includes(id)) set({ missing: [...state.missing, id] })
   },
 
   async rename(id: string, title: string): Promise<void> {

@@ -15,6 +15,10 @@ fi
 
 rm -rf reports && mkdir -p reports
 
+# Before anything slow: the e2e tests need a Chromium (e2e/find-chromium.ts says which, or how to install one).
+echo "== browser for the e2e tests"
+npx tsx -e "import('./e2e/find-chromium.ts').then((m) => m.findChromium()).then((path) => console.log(path ?? 'Playwright’s own Chromium'), (e) => { console.error(e.message); process.exit(1) })"
+
 echo "== typecheck"
 npx tsc --noEmit -p .
 
@@ -24,7 +28,7 @@ npx vitest run --reporter=default --reporter=json --outputFile.json=reports/vite
 echo "== build the app"
 npx next build
 
-echo "== end to end (Playwright, Debian's chromium)"
+echo "== end to end (Playwright, real Chromium)"
 if [ -n "$TEST_DATABASE_URL" ]; then
   E2E_DB="a2_e2e_$$"
   E2E_DATABASE_URL="$(npx tsx scripts/e2e-db.ts create "$E2E_DB")"

@@ -162,6 +162,19 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     })
   }
 
+  // A prompt containing `[[fail N]]` is refused with a 503 the first N times that exact prompt
+  // is asked, then answered: how a test shows a model error, and a Retry that then works.
+  const failures = new Map<string, number>()
+  function failOnce(body: { messages?: { role?: string; content?: unknown }[] }): boolean {
+    const last = body.messages?.at(-1)
+    const text = typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
+    const match = /\[\[fail (\d+)\]\]/.exec(text)
+    if (!match) return false
+    const seen = failures.get(text) ?? 0
+    failures.set(text, seen + 1)
+    return seen < Number(match[1])
+  }
+
   const server = createServer(async (req, res) => {
     if (req.method === 'GET' && req.url === '/__requests') {
       // Promises don't serialise; other processes only need the plain fields.
@@ -178,6 +191,9 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     }
     if (typeof body !== 'object' || body === null) {
       return json(res, 400, { error: { message: 'request body must be a JSON object' } })
+    }
+    if (failOnce(body)) {
+      return json(res, 503, { error: { message: 'The model is overloaded right now. Please try again.', type: 'server_error', code: 'overloaded' } })
     }
     const request = record(body, res)
     if (request.body.stream) streamCompletion(res, request)

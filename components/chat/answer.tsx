@@ -27,6 +27,29 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
   const waiting = status === 'waiting'
   const terminal = isTerminal(status)
   const canRegenerate = isLast && !busy && (status === 'done' || status === 'stopped')
+  const actions = (className: string) =>
+    terminal && (text || canRegenerate) ? (
+      <div className={`flex items-center gap-0.5 transition-opacity ${className}`}>
+        {text && <CopyButton text={text} label="Copy answer" />}
+        {canRegenerate && (
+          <button
+            type="button"
+            data-testid="regenerate-button"
+            onClick={() => onRegenerate(answer.id)}
+            aria-label="Regenerate answer"
+            title="Regenerate"
+            className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+          >
+            <RefreshIcon className="size-4" />
+          </button>
+        )}
+        {answer.usage?.outputTokens !== undefined && (
+          <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
+            {answer.usage.outputTokens} tokens
+          </span>
+        )}
+      </div>
+    ) : null
 
   return (
     <article
@@ -43,13 +66,27 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
         <SparkleIcon className="size-4" />
       </div>
 
-      <div className="min-w-0 flex-1 pt-0.5">
-        <div data-testid="answer-text" aria-live="polite" aria-busy={streaming || waiting}>
-          {text ? (
-            <Markdown text={text} streaming={streaming} />
-          ) : streaming ? (
-            <span className="streaming-caret" aria-hidden="true" />
-          ) : null}
+      <div className="relative min-w-0 flex-1 pt-0.5">
+        {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
+        <div aria-live="polite" aria-busy={streaming || waiting}>
+          <div data-testid="answer-text">
+            {text ? (
+              <Markdown text={text} streaming={streaming} />
+            ) : streaming ? (
+              <span className="streaming-caret" aria-hidden="true" />
+            ) : null}
+          </div>
+
+          {status === 'stopped' && (
+            <p
+              data-testid="stopped-marker"
+              data-delivered={!stopUndelivered}
+              className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
+            >
+              <StopCircleIcon className="size-3.5" />
+              {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
+            </p>
+          )}
         </div>
 
         {waiting && <TypingIndicator />}
@@ -57,18 +94,6 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
         {streaming && stalled && (
           <p data-testid="answer-reconnecting" role="status" className="mt-2 text-xs text-neutral-500 dark:text-neutral-400">
             Reconnecting…
-          </p>
-        )}
-
-        {status === 'stopped' && (
-          <p
-            data-testid="stopped-marker"
-            data-delivered={!stopUndelivered}
-            role="status"
-            className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
-          >
-            <StopCircleIcon className="size-3.5" />
-            {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
           </p>
         )}
 
@@ -118,35 +143,13 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           </ul>
         )}
 
+        {/* Versions stay in the flow. The last answer's actions too; an earlier answer's show on
+            hover or focus over the space between turns, so hidden they take no room. */}
         <div className="mt-2 -ml-1.5 flex min-h-0 items-center gap-0.5 empty:hidden">
           {versions}
-          {terminal && (text || canRegenerate) && (
-            <div
-              className={`flex items-center gap-0.5 transition-opacity ${
-                isLast ? '' : 'opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100'
-              }`}
-            >
-              {text && <CopyButton text={text} label="Copy answer" />}
-              {canRegenerate && (
-                <button
-                  type="button"
-                  data-testid="regenerate-button"
-                  onClick={() => onRegenerate(answer.id)}
-                  aria-label="Regenerate answer"
-                  title="Regenerate"
-                  className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-                >
-                  <RefreshIcon className="size-4" />
-                </button>
-              )}
-              {answer.usage?.outputTokens !== undefined && (
-                <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
-                  {answer.usage.outputTokens} tokens
-                </span>
-              )}
-            </div>
-          )}
+          {isLast && actions('')}
         </div>
+        {!isLast && actions('absolute top-full left-0 -ml-1.5 mt-0.5 opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100')}
       </div>
     </article>
   )

@@ -5,6 +5,7 @@ import { titleFrom } from '@/lib/chat/title'
 import { visibleTurns, type Selection } from '@/lib/chat/versions'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
+import { NotFoundView } from '../not-found'
 import { sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
@@ -93,8 +94,10 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const title = sessionTitle(sessions.find((s) => s.id === sessionId))
   // The snapshot (the server's fold so far) arrives before the tail opens.
   const loadingHistory = !loaded
-  // 401: a browser with no identity yet (a link opened cold) owns no chat either.
-  if (!loaded && error && (error.status === 401 || error.status === 403 || error.status === 404)) return <ChatNotFound />
+  // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
+  if (!loaded && error && (error.status === 400 || error.status === 401 || error.status === 403 || error.status === 404)) {
+    return <NotFoundView kind="chat" sessionId={sessionId} />
+  }
 
   return (
     <div className="flex min-h-0 flex-1 flex-col">
@@ -110,12 +113,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
         empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
       />
 
-      <div className="relative shrink-0 px-3 pb-3 sm:px-6 sm:pb-4">
+      <div className="relative shrink-0 pb-3 sm:pb-4">
         <div
           aria-hidden="true"
           className="pointer-events-none absolute inset-x-0 -top-6 h-6 bg-linear-to-t from-white to-transparent dark:from-neutral-900"
         />
-        <div className="mx-auto w-full max-w-3xl">
+        {/* The message column's width and padding (messages.tsx), so the composer lines up with it. */}
+        <div className="mx-auto w-full max-w-3xl px-4 sm:px-6">
           {connection === 'reconnecting' && (
             <div className="mb-2 flex justify-center">
               <p
@@ -144,7 +148,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
             />
           )}
           <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
-          <p className="mt-2 hidden text-center text-xs text-neutral-400 sm:block dark:text-neutral-500">
+          <p className="mt-2 hidden text-center text-xs text-neutral-500 sm:block dark:text-neutral-400">
             <kbd className="font-sans">Enter</kbd> to send · <kbd className="font-sans">Shift</kbd>+<kbd className="font-sans">Enter</kbd> for a new
             line · <kbd className="font-sans">Esc</kbd> stops the answer
           </p>
@@ -159,7 +163,7 @@ export function ErrorAlert({
   onRetry,
   onDismiss,
 }: {
-  error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs'] }
+  error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs']; status?: number; retryAfterS?: number }
   onRetry?: () => void
   onDismiss: () => void
 }) {
@@ -171,6 +175,8 @@ export function ErrorAlert({
       : types.has('generate')
         ? 'The answer couldn’t be requested.'
         : 'Something went wrong.'
+  const limited = error.code === 'rate_limited' || error.status === 429
+  const wait = useCountdown(limited ? retryAfterSeconds(error) : undefined, error)
   return (
     <div
       role="alert"
@@ -181,16 +187,21 @@ export function ErrorAlert({
       <AlertIcon className="mt-0.5 size-4 shrink-0" />
       <div className="min-w-0 flex-1">
         <p className="font-medium">{what}</p>
-        <p className="break-words text-red-700/90 dark:text-red-300/90">{error.message}</p>
+        <p className="break-words text-red-700/90 dark:text-red-300/90">
+          {error.message}
+          {/* The server's words say which limit; when they do not say when, the wait is added. */}
+          {limited && !namesSeconds(error.message) && (wait > 0 ? ` — try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : ' — you can try again now.')}
+        </p>
       </div>
       {onRetry && (
         <button
           type="button"
           onClick={onRetry}
-          className="inline-flex shrink-0 items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 font-medium text-red-800 hover:bg-red-100 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
+          disabled={wait > 0}
+          className="inline-flex shrink-0 items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 font-medium text-red-800 tabular-nums hover:bg-red-100 disabled:cursor-not-allowed disabled:opacity-60 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
         >
           <RefreshIcon className="size-3.5" />
-          Retry
+          {wait > 0 ? `Retry in ${wait} s` : 'Retry'}
         </button>
       )}
       <button
@@ -203,6 +214,41 @@ export function ErrorAlert({
       </button>
     </div>
   )
+}
+
+/**
+ * Seconds until a rate-limited request may be tried again: the server's Retry-After (carried
+ * as `retryAfterS` where the client read the header), else the seconds its message names.
+ */
+function retryAfterSeconds(error: { message: string; retryAfterS?: number }): number {
+  if (typeof error.retryAfterS === 'number' && Number.isFinite(error.retryAfterS)) return Math.max(0, Math.ceil(error.retryAfterS))
+  const named = NAMED_SECONDS.exec(error.message)
+  return named ? Number(named[1]) : 0
+}
+
+/** "try again in 12 s" — how the server's 429 messages name the wait. */
+const NAMED_SECONDS = /(\d+)\s*(?:s|sec|seconds?)\b/i
+
+function namesSeconds(message: string): boolean {
+  return NAMED_SECONDS.test(message)
+}
+
+/** Counts down from `seconds` to 0, once a second; starts again for each new error (`of`). */
+function useCountdown(seconds: number | undefined, of: unknown): number {
+  const [now, setNow] = useState(() => Date.now())
+  const [started, setStarted] = useState(() => ({ of, until: seconds ? now + seconds * 1000 : 0 }))
+  if (started.of !== of) {
+    const at = Date.now()
+    setNow(at)
+    setStarted({ of, until: seconds ? at + seconds * 1000 : 0 })
+  }
+  const until = started.of === of ? started.until : 0
+  useEffect(() => {
+    if (!until || now >= until) return
+    const timer = setTimeout(() => setNow(Date.now()), Math.min(1000, until - now))
+    return () => clearTimeout(timer)
+  }, [until, now])
+  return until ? Math.max(0, Math.ceil((until - now) / 1000)) : 0
 }
 
 function EmptyChat() {
@@ -228,21 +274,6 @@ function HistorySkeleton() {
           <div className="h-3.5 w-3/5 animate-pulse rounded bg-neutral-100 dark:bg-neutral-800" />
         </div>
       </div>
-    </div>
-  )
-}
-
-/** A session that does not exist, or belongs to someone else (the server does not say which). */
-function ChatNotFound() {
-  return (
-    <div data-testid="chat-not-found" className="flex flex-1 flex-col items-center justify-center gap-3 p-8 text-center">
-      <h1 className="text-lg font-semibold">This chat isn’t available</h1>
-      <p className="max-w-sm text-sm text-neutral-600 dark:text-neutral-400">
-        It may have been opened in another browser, or the link is wrong. Chats belong to the browser that started them.
-      </p>
-      <a href="/" className="rounded-lg bg-neutral-900 px-4 py-2 text-sm font-medium text-white hover:bg-neutral-700 focus-visible:outline-2 focus-visible:outline-offset-2 dark:bg-white dark:text-neutral-900">
-        Start a new chat
-      </a>
     </div>
   )
 }

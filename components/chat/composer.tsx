@@ -111,6 +111,9 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         placeholder={placeholder}
         aria-describedby={length >= WARN_AT ? counterId : undefined}
         aria-invalid={tooLong || undefined}
+        // Spell-check and writing extensions restyle text fields before React hydrates
+        // (caret-color, data attributes); that is not a mismatch worth a dev-overlay error.
+        suppressHydrationWarning
         className="max-h-60 min-h-10 flex-1 resize-none bg-transparent py-2 text-[15px] leading-6 text-neutral-900 outline-none placeholder:text-neutral-400 disabled:opacity-60 dark:text-neutral-100 dark:placeholder:text-neutral-500"
       />
 

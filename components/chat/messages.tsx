@@ -95,7 +95,8 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
         onTouchMove={() => {
           stick.current = false
         }}
-        className="min-h-0 flex-1 overflow-y-auto"
+        // A gutter on both edges keeps the column centred (under the composer) with or without a scrollbar.
+        className="min-h-0 flex-1 overflow-y-auto [scrollbar-gutter:stable_both-edges]"
       >
         <div ref={contentRef} className="mx-auto w-full max-w-3xl px-4 pt-6 pb-10 sm:px-6">
           {turns.length === 0 ? (
@@ -255,14 +256,16 @@ const UserMessage = memo(function UserMessage({
 
   // The text first, then its actions and versions: the reading order a screen reader follows.
   return (
-    <article data-testid="message-user" data-message-id={turn.id} aria-label="You" className="group/user flex flex-col items-end gap-1">
+    <article data-testid="message-user" data-message-id={turn.id} aria-label="You" className="group/user relative flex flex-col items-end gap-1">
       <div
         data-testid="message-text"
         className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800"
       >
         {turn.text}
       </div>
-      <div className="flex items-center gap-0.5">
+      {/* On wide screens the row shows on hover, over the space below, so hidden it takes no
+          room; with versions to switch it stays in the flow. Phones always show it. */}
+      <div className="flex items-center gap-0.5 md:absolute md:top-full md:right-0 md:mt-0.5 md:has-[[data-testid=version-switcher]]:static md:has-[[data-testid=version-switcher]]:mt-0">
         <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
           <CopyButton text={turn.text} label="Copy message" />
           <button

@@ -1,6 +1,7 @@
 import { generateText, streamText, type ModelMessage } from 'ai'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createOfflineModel, offlineAnswer } from './offline-model'
+import { STARTERS } from './starters'
 
 const prompt = 'How does pressing Stop cancel the model call on the server?'
 
@@ -42,6 +43,42 @@ describe('offlineAnswer', () => {
   it('varies with the prompt', () => {
     const answers = new Set(Array.from({ length: 20 }, (_, i) => offlineAnswer(`question ${i}`)))
     expect(answers.size).toBeGreaterThan(10)
+  })
+})
+
+/** What Markdown each kind of answer must contain, as the renderer will see it. */
+const shows = {
+  list: (text: string) => (text.match(/^\d+\. \S/gm) ?? []).length >= 3,
+  code: (text: string) => /^```(ts|typescript)\n[\s\S]*\n```$/m.test(text),
+  table: (text: string) => /^\|.*\|\n\|(\s*:?-{3,}:?\s*\|)+\n(\|.*\|\n?){3,}/m.test(text),
+  poem: (text: string) => (text.match(/^[^\n]{10,70}  $/gm) ?? []).length >= 4,
+}
+
+describe('the starters on "/"', () => {
+  it.each(STARTERS.map((s) => [s.title, s] as const))('"%s" is answered with what it promises', (_title, starter) => {
+    const text = offlineAnswer(starter.prompt)
+    expect(shows[starter.shows](text), text).toBe(true)
+    // …and only that: the other kinds are not thrown in.
+    for (const kind of Object.keys(shows) as Array<keyof typeof shows>) {
+      if (kind !== starter.shows && kind !== 'list') expect(shows[kind](text), `${starter.title} shows no ${kind}`).toBe(false)
+    }
+  })
+
+  it('answers the code starter with a debounce that has cancel(), and shows how to use it', () => {
+    const text = offlineAnswer(STARTERS.find((s) => s.shows === 'code')!.prompt)
+    expect(text).toMatch(/function debounce/)
+    expect(text).toMatch(/cancel\(\)/)
+  })
+
+  it('answers the table starter with both technologies as columns', () => {
+    const text = offlineAnswer(STARTERS.find((s) => s.shows === 'table')!.prompt)
+    expect(text).toMatch(/^\|[^\n]*Server-Sent Events[^\n]*WebSockets[^\n]*\|$/m)
+  })
+
+  it('asked for a table, a list or code on any topic, the answer has one', () => {
+    expect(shows.table(offlineAnswer('Put the trade-offs of leases in a table'))).toBe(true)
+    expect(shows.code(offlineAnswer('Show me some code for idempotency keys'))).toBe(true)
+    expect(shows.list(offlineAnswer('List the steps to add retries with backoff'))).toBe(true)
   })
 })
 

@@ -160,9 +160,124 @@ function restate(prompt: string): string {
   return oneLine.length > 80 ? `${oneLine.slice(0, 77).trimEnd()}...` : oneLine
 }
 
+/**
+ * What a prompt asks the answer to show. The starters on "/" (starters.ts) promise a list,
+ * code, a table and a poem; answering with exactly that is how a newcomer without an API key
+ * sees the Markdown rendering.
+ */
+type Shape = 'poem' | 'table' | 'code' | 'list'
+
+function askedFor(prompt: string): Shape | undefined {
+  if (/\b(poem|haiku|verse|limerick)\b/i.test(prompt)) return 'poem'
+  if (/\btables?\b/i.test(prompt)) return 'table'
+  if (/\b(code|function|snippet|implement|implementation)\b/i.test(prompt)) return 'code'
+  if (/\b(list|steps?|checklist)\b/i.test(prompt)) return 'list'
+  return undefined
+}
+
+const DEBOUNCE = `A debounce waits until calls stop arriving for \`waitMs\`, then runs once with the latest arguments. \`cancel()\` drops a pending call, which is what you want when the thing it would update goes away.
+
+\`\`\`ts
+export function debounce<A extends unknown[]>(fn: (...args: A) => void, waitMs: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined
+
+  const debounced = (...args: A) => {
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      timer = undefined
+      fn(...args)
+    }, waitMs)
+  }
+
+  /** Drops the pending call, if any. */
+  debounced.cancel = () => {
+    clearTimeout(timer)
+    timer = undefined
+  }
+
+  return debounced
+}
+\`\`\`
+
+Using it: save a draft half a second after the person stops typing, and never after they left.
+
+\`\`\`ts
+const saveDraft = debounce((text: string) => api.saveDraft(text), 500)
+
+editor.addEventListener('input', () => saveDraft(editor.value))
+
+// Leaving the page: drop the pending save instead of firing it late.
+window.addEventListener('pagehide', () => saveDraft.cancel())
+\`\`\`
+
+Two details matter: the timer is cleared on every call (so only the last one runs), and \`cancel()\` resets it, so a later call starts a fresh wait.`
+
+const SSE_VS_WEBSOCKETS = `Both keep a connection open so the server can send as soon as it has something; they differ in direction and in how much they ask of your infrastructure.
+
+| Aspect | Server-Sent Events | WebSockets |
+| --- | --- | --- |
+| Direction | Server to client only | Both ways, full duplex |
+| Protocol | Plain HTTP response (\`text/event-stream\`) | Upgrade to its own protocol (\`ws://\`, \`wss://\`) |
+| Reconnecting | Built in, resumes with \`Last-Event-ID\` | Up to you |
+| Data | UTF-8 text | Text and binary frames |
+| Proxies and load balancers | Work as for any HTTP request | Need upgrade support and longer idle timeouts |
+| Best for | Streaming answers, feeds, notifications | Chat between people, games, collaborative editing |
+
+For streaming a model's answer, Server-Sent Events are usually enough: the browser sends with an ordinary POST (Stop included) and reads the answer as a stream that resumes after a reconnect.`
+
+const CANCELLATION_STEPS = `Cancelling is only real when it reaches the model call itself, so it is worth following one Stop from the button to the provider:
+
+1. **The press is recorded.** The browser sends a \`cancelled\` event naming the answer and the last part it showed, and keeps it until the server confirms, even across a reload.
+2. **The server appends it to the log.** In the same transaction the run is marked as cancelling, so nothing can start it again.
+3. **The running worker is signalled.** Its abort signal fires and the request to the model is closed, so no more tokens are paid for.
+4. **Late tokens are refused.** Anything the model sent after the Stop is turned away at the log's door.
+5. **Every view cuts at the same place.** The answer ends exactly where the person stopped reading, in every tab and after a reload.
+
+The order matters: the durable record comes first, so a crash in between can only end in "stopped", never in an answer that quietly keeps going.`
+
+const POEM = `**Stop, at last**
+
+I pressed the square and the sentence stopped,  
+mid-word, mid-thought, the last token dropped.  
+No ghost of a stream ran on out of sight,  
+no meter kept ticking on into the night.  
+The log wrote *cancelled*, plain and true,  
+and the server heard it, and stopped there too.  `
+
+/** An answer with the shape the prompt asked for, on the prompt's own subject when there is one written for it. */
+function shapedAnswer(prompt: string, shape: Shape, h: number): string {
+  const topic = TOPICS[h % TOPICS.length]
+  const opening = OPENINGS[(h >>> 7) % OPENINGS.length](restate(prompt))
+  const closing = CLOSINGS[(h >>> 9) % CLOSINGS.length]
+  let body: string
+  switch (shape) {
+    case 'poem':
+      return POEM // a poem needs no preamble
+    case 'table':
+      body = /server-sent|\bsse\b/i.test(prompt) && /websocket/i.test(prompt)
+        ? SSE_VS_WEBSOCKETS
+        : [
+            topic.paragraphs[0],
+            ['| Step | Practice |', '| --- | --- |', ...topic.list.map((item, i) => `| ${i + 1} | ${item} |`)].join('\n'),
+          ].join('\n\n')
+      break
+    case 'code':
+      body = /debounce/i.test(prompt) ? DEBOUNCE : [topic.paragraphs[0], '```ts\n' + topic.code + '\n```', topic.paragraphs[1]].join('\n\n')
+      break
+    case 'list':
+      body = /cancel/i.test(prompt)
+        ? CANCELLATION_STEPS
+        : [topic.paragraphs[0], topic.list.map((item, i) => `${i + 1}. ${item}`).join('\n'), topic.paragraphs[1]].join('\n\n')
+      break
+  }
+  return [opening, body, closing].join('\n\n')
+}
+
 /** The deterministic answer the offline model gives to `prompt`. */
 export function offlineAnswer(prompt: string): string {
   const h = hash(prompt)
+  const shape = askedFor(prompt)
+  if (shape) return shapedAnswer(prompt, shape, h)
   // Independent choices read different bits of the hash so they don't move together.
   const topicIndex = h % TOPICS.length
   const topic = TOPICS[topicIndex]

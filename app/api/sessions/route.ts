@@ -7,19 +7,43 @@ import { parse, readBody, route } from '@/lib/http/route'
 export const dynamic = 'force-dynamic'
 
 const PAGE = 50
+/** Search answers one bounded page: the sidebar shows the best few, not an archive. */
+const SEARCH_LIMIT = 30
+const searchQuery = z.string().trim().min(1).max(200)
 
-/** My sessions, most recently active first, paged by `before` (the opaque `nextBefore` of the previous page). */
+/**
+ * My sessions, most recently active first, paged by `before` (the opaque `nextBefore` of the
+ * previous page), each marked `generating` while an answer is still being written. With
+ * `q`: my sessions whose title or message text contains it (one page, with the matching text).
+ */
 export async function GET(request: Request) {
   return route(
     request,
     async ({ userId }) => {
       const url = new URL(request.url)
-      const before = parse(z.string().min(1).max(200).optional(), url.searchParams.get('before') || undefined, 'before')
+      const q = url.searchParams.get('q')
       const { server } = await getChatServer()
-      return Response.json(await server.sessions.list(userId, { limit: PAGE, before }))
+      if (q !== null) {
+        const text = parse(searchQuery, q, 'search query')
+        const sessions = await server.sessions.search(userId, text, { limit: SEARCH_LIMIT, in: { type: 'message', field: 'text' } })
+        return Response.json({ sessions: await markGenerating(server, sessions) })
+      }
+      const before = parse(z.string().min(1).max(200).optional(), url.searchParams.get('before') || undefined, 'before')
+      const page = await server.sessions.list(userId, { limit: PAGE, before })
+      return Response.json({ ...page, sessions: await markGenerating(server, page.sessions) })
     },
     { identity: 'create' },
   )
+}
+
+/** Sets `generating` on sessions with a `generate` run not yet settled (ids the caller owns). */
+async function markGenerating<S extends { id: string }>(
+  server: Awaited<ReturnType<typeof getChatServer>>['server'],
+  sessions: S[],
+): Promise<Array<S & { generating: boolean }>> {
+  const open = await server.sessions.openRuns(sessions.map((s) => s.id))
+  const busy = new Set(open.filter((run) => run.consumer === 'generate').map((run) => run.sessionId))
+  return sessions.map((s) => ({ ...s, generating: busy.has(s.id) }))
 }
 
 const createBody = z.object({ title: z.string().trim().max(200).optional() }).strict()

@@ -458,3 +458,82 @@ function summarize(row: Pick<typeof sessions.$inferSelect, 'id' | 'title' | 'hea
     updatedAt: new Date(row.updatedAt).toISOString(),
   }
 }
+
+/** A run not yet settled: its job, the event that started it (what a Stop names), and its status. */
+export interface OpenRun {
+  sessionId: string
+  eventId: string
+  consumer: string
+  status: string
+}
+
+/**
+ * The runs of these sessions still running (ACTIVE, or CANCELLING while they unwind): what a
+ * delete stops first, and which chats a list marks as still generating. One query on the
+ * partial index of open jobs (a2_jobs_session_open); callers pass only ids they own. An
+ * UNKNOWN run waits for an operator and is not listed.
+ */
+export async function openRuns(store: Store, sessionIds: readonly string[]): Promise<OpenRun[]> {
+  if (sessionIds.length === 0) return []
+  const rows = await query<{ session_id: string; event_id: string; consumer: string; status: string }>(
+    store.db,
+    sql`select session_id, event_id, consumer, status from a2_jobs
+        where session_id in ${sessionIds} and status in ('ACTIVE', 'CANCELLING')
+        order by session_id, event_index`,
+  )
+  return rows.map((r) => ({ sessionId: r.session_id, eventId: r.event_id, consumer: r.consumer, status: r.status }))
+}
+
+/**
+ * Deletes a session and everything it owns, in one transaction under its row lock (so no
+ * append lands halfway): events and jobs by their foreign keys' cascade, and the jobs'
+ * transitions and effects, which have no foreign key, by job id first. Not the owner's, or
+ * gone: not_found (the caller cannot tell which).
+ */
+export async function deleteSession(store: Store, sessionId: string, owner: string): Promise<void> {
+  await store.db.transaction(async (tx) => {
+    const [row] = await query<{ owner: string }>(tx, sql`select owner from a2_sessions where id = ${sessionId} for update`)
+    if (!row || row.owner !== owner) throw new A2Error('not_found', 'no such session')
+    await tx.execute(sql`delete from a2_effects where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
+    await tx.execute(sql`delete from a2_job_transitions where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
+    await tx.execute(sql`delete from a2_sessions where id = ${sessionId}`)
+  })
+}
+
+/** A session a search found, with the first message text that matched (none when only the title did). */
+export interface SessionMatch extends SessionSummary {
+  snippet?: string
+}
+
+/**
+ * An owner's sessions whose title, or the text of one of their events of type `in.type`
+ * (payload field `in.field`), contains `text`, case-insensitively; most recently active
+ * first, at most `limit` (≤ 50). A substring test with position(), not LIKE, so `%` and
+ * `_` in what a person types are plain characters.
+ */
+export async function searchSessions(
+  store: Store,
+  owner: string,
+  text: string,
+  options: { limit?: number; in: { type: string; field: string } },
+): Promise<SessionMatch[]> {
+  const limit = Math.min(options.limit ?? 20, 50)
+  const needle = text.toLowerCase()
+  const { type, field } = options.in
+  const matches = sql`e.type = ${type} and position(${needle} in lower(e.payload ->> ${field})) > 0`
+  const rows = await query<{ id: string; title: string; head: number; created_at: Date | string; updated_at: Date | string; snippet: string | null }>(
+    store.db,
+    sql`select s.id, s.title, s.head, s.created_at, s.updated_at,
+               (select e.payload ->> ${field} from a2_events e where e.session_id = s.id and ${matches} order by e.index limit 1) as snippet
+        from a2_sessions s
+        where s.owner = ${owner}
+          and (position(${needle} in lower(s.title)) > 0
+               or exists (select 1 from a2_events e where e.session_id = s.id and ${matches}))
+        order by s.updated_at desc, s.id desc
+        limit ${limit}`,
+  )
+  return rows.map((r) => ({
+    ...summarize({ id: r.id, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
+    ...(r.snippet ? { snippet: r.snippet } : {}),
+  }))
+}

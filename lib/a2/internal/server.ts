@@ -11,10 +11,13 @@ import { A2Error } from './errors'
 import {
   append,
   createSession,
+  deleteSession,
   getOwnedSession,
   listSessions,
+  openRuns,
   read,
   renameSession,
+  searchSessions,
   type AppendResult,
   type CancelRoute,
   type Fence,
@@ -195,6 +198,13 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
         return row.n
       },
       rename: (sessionId: string, owner: string, title: string) => renameSession(store, sessionId, owner, title),
+      /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
+      delete: (sessionId: string, owner: string) => deleteSession(store, sessionId, owner),
+      /** The owner's sessions whose title or `in` events' text contains `text`. */
+      search: (owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }) =>
+        searchSessions(store, owner, text, options),
+      /** Runs of these sessions not yet settled. Pass only sessions the caller owns. */
+      openRuns: (sessionIds: readonly string[]) => openRuns(store, sessionIds),
     },
 
     /** Starts a worker in this process for the server's consumers. */

@@ -1,0 +1,71 @@
+/**
+ * An accessibility check with axe-core on the pages a person uses — "/", a chat with a
+ * finished and a stopped answer, /runs and /notes — in light and dark: no serious or
+ * critical violation. (WCAG 2.x A and AA rules, plus axe's best practices.)
+ */
+import AxeBuilder from '@axe-core/playwright'
+import { expect, test, type Page } from '@playwright/test'
+import { ChatPage } from './pages/chat'
+import { nonce } from './helpers/upstream'
+
+async function seriousViolations(page: Page) {
+  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']).analyze()
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) }))
+}
+
+for (const colorScheme of ['light', 'dark'] as const) {
+  test.describe(`${colorScheme}`, () => {
+    test.use({ colorScheme, viewport: { width: 1280, height: 800 } })
+
+    test(`"/" has no serious accessibility violations (${colorScheme})`, async ({ page }) => {
+      await new ChatPage(page).goto('/')
+      await expect(page.getByTestId('session-item').or(page.getByText('No chats yet'))).not.toHaveCount(0)
+      expect(await seriousViolations(page)).toEqual([])
+    })
+
+    test(`a chat with a finished and a stopped answer has no serious accessibility violations (${colorScheme})`, async ({ page }) => {
+      const chat = new ChatPage(page)
+      await chat.goto('/')
+      await chat.send(nonce('a11y stopped'))
+      await chat.waitForText(20)
+      await chat.stop()
+      await chat.send(nonce('a11y streaming'))
+      await chat.waitForStreaming(20)
+      expect(await seriousViolations(page), 'while streaming').toEqual([])
+      await chat.stop()
+      await expect(chat.lastAnswer().getByTestId('stopped-marker')).toBeVisible()
+      expect(await seriousViolations(page), 'stopped').toEqual([])
+    })
+
+    // /runs may become operator-only: then this check signs in as an operator first.
+    test(`/runs has no serious accessibility violations (${colorScheme})`, async ({ page }) => {
+      await page.goto('/runs')
+      await expect(page.getByRole('heading').first()).toBeVisible()
+      expect(await seriousViolations(page)).toEqual([])
+    })
+
+    test(`/notes has no serious accessibility violations (${colorScheme})`, async ({ page }) => {
+      // Opened cold (no identity yet: an error), then as someone who has used the app.
+      await page.goto('/notes')
+      await expect(page.locator('main').getByRole('alert')).toBeVisible()
+      expect(await seriousViolations(page), 'cold').toEqual([])
+      await new ChatPage(page).goto('/')
+      await page.goto('/notes')
+      await expect(page.getByText('No notes yet')).toBeVisible()
+      expect(await seriousViolations(page), 'empty').toEqual([])
+    })
+  })
+}
+
+test.describe('on a phone', () => {
+  test.use({ viewport: { width: 390, height: 844 } })
+
+  test('the open drawer has no serious accessibility violations', async ({ page }) => {
+    await new ChatPage(page).goto('/')
+    await page.getByRole('button', { name: 'Open sidebar' }).click()
+    await expect(page.locator('#sidebar')).toBeVisible()
+    expect(await seriousViolations(page)).toEqual([])
+  })
+})
