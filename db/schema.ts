@@ -46,3 +46,19 @@ export const operatorAudit = pgTable(
   (t) => [index('operator_audit_job').on(t.jobId, t.at)],
 )
 export type OperatorAuditRow = typeof operatorAudit.$inferSelect
+
+/**
+ * Model tokens a user spent in chats they have since deleted, for the day's budget: the
+ * budget counts the usage on `finished` events, and deleting a chat must not give it back.
+ * Written in the delete's own transaction.
+ */
+export const spentTokens = pgTable(
+  'spent_tokens',
+  {
+    owner: text('owner').notNull(),
+    at: timestamp('at', { withTimezone: true }).notNull(),
+    tokens: integer('tokens').notNull(),
+  },
+  (t) => [index('spent_tokens_owner_at').on(t.owner, t.at)],
+)
+

@@ -140,6 +140,23 @@ describe('limits and scale through the routes (PGlite)', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(86_000)
   })
 
+  it('deleting the chat where the tokens were spent gives no budget back', async () => {
+    const { cookie, sessionId, userId } = await user()
+    const { server } = await routes.chatServer.getChatServer()
+    await server.append(
+      sessionId,
+      { id: 'spent-m', type: 'message', payload: { text: 'an expensive question' } },
+      { id: 'spent-g', type: 'generate', payload: { for: 'spent-m' } },
+      { type: 'finished', payload: { of: 'spent-g', attempt: 1, reason: 'stop', usage: { inputTokens: 600, outputTokens: 400 } } },
+    )
+    const deleted = await routes.call('DELETE', `/api/sessions/${sessionId}`, { cookie, headers: { 'content-type': 'application/json' } })
+    expect(deleted.status).toBe(204)
+    const fresh = await server.sessions.create(userId)
+    const asked = await push(fresh.id, cookie, { events: [{ id: 'after-delete', type: 'message', payload: { text: 'again' } }, { type: 'generate', payload: { for: 'after-delete' } }] })
+    expect(asked.status).toBe(429)
+    expect(((await asked.json()) as { error: { message: string } }).error.message).toMatch(/model tokens \(1000\)/)
+  })
+
   it('pages through thousands of sessions of one user', async () => {
     const { cookie, userId } = await user()
     const { server } = await routes.chatServer.getChatServer()

@@ -4,7 +4,7 @@
  */
 export * from './index'
 export { openPostgresStore, openPgliteStore } from './internal/store'
-export type { Store, Db } from './internal/store'
+export type { Store, Db, Executor } from './internal/store'
 export { consumer } from './internal/consumer'
 export type { Consumer, ConsumerOptions, RunContext, ReconcileResult } from './internal/consumer'
 export { createServer, MAX_EVENTS_PER_PUSH } from './internal/server'

@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'
-import type { A2Server } from '@/lib/a2/server'
+import type { A2Server, Executor } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'
 import type { Chat } from './contract'
@@ -75,9 +75,14 @@ async function checkTokenBudget(server: A2Server<Chat>, owner: string): Promise<
   const result = (await server.store.db.execute(sql`
     select coalesce(sum(coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0)), 0)::bigint::text as used,
            (extract(epoch from (min(e.created_at) + interval '1 day' - now())) * 1000)::bigint::text as oldest_ms
-    from a2_events e
-    where e.type = 'finished' and e.created_at > now() - interval '1 day'
-      and e.session_id in (select id from a2_sessions where owner = ${owner})`)) as unknown
+    from (
+      select e.created_at, e.payload from a2_events e
+      where e.type = 'finished' and e.created_at > now() - interval '1 day'
+        and e.session_id in (select id from a2_sessions where owner = ${owner})
+      union all -- tokens spent in chats deleted since: deleting a chat gives no budget back
+      select at, jsonb_build_object('usage', jsonb_build_object('inputTokens', tokens)) from spent_tokens
+      where owner = ${owner} and at > now() - interval '1 day'
+    ) e`)) as unknown
   const [row] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ used: string; oldest_ms: string | null }>
   const used = Number(row.used)
   if (used >= budget) {
@@ -93,3 +98,18 @@ async function checkConcurrency(server: A2Server<Chat>, owner: string, adding: n
   const everyone = await server.runs.countOpen({ consumer: 'generate' })
   if (everyone + adding > total) throw rateLimited('the server is answering as many questions as it can', BUSY_RETRY_MS)
 }
+
+/**
+ * Keeps what a chat's answers spent in the last day when the chat is deleted (inside the
+ * delete's transaction): the daily budget counts it until it is a day old.
+ */
+export async function keepSpentTokens(tx: Executor, sessionId: string, owner: string): Promise<void> {
+  await tx.execute(sql`
+    insert into spent_tokens (owner, at, tokens)
+    select ${owner}, e.created_at,
+           (coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0))::int
+    from a2_events e
+    where e.session_id = ${sessionId} and e.type = 'finished' and e.created_at > now() - interval '1 day'
+      and e.payload ? 'usage'`)
+}
+

@@ -490,10 +490,17 @@ export async function openRuns(store: Store, sessionIds: readonly string[]): Pro
  * transitions and effects, which have no foreign key, by job id first. Not the owner's, or
  * gone: not_found (the caller cannot tell which).
  */
-export async function deleteSession(store: Store, sessionId: string, owner: string): Promise<void> {
+export async function deleteSession(
+  store: Store,
+  sessionId: string,
+  owner: string,
+  options: { within?: (tx: Executor) => Promise<void> } = {},
+): Promise<void> {
   await store.db.transaction(async (tx) => {
     const [row] = await query<{ owner: string }>(tx, sql`select owner from a2_sessions where id = ${sessionId} for update`)
     if (!row || row.owner !== owner) throw new A2Error('not_found', 'no such session')
+    // The app's own bookkeeping about what goes (e.g. tokens already spent), in the same transaction.
+    await options.within?.(tx)
     await tx.execute(sql`delete from a2_effects where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_job_transitions where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_sessions where id = ${sessionId}`)

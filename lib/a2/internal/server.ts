@@ -199,7 +199,8 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       },
       rename: (sessionId: string, owner: string, title: string) => renameSession(store, sessionId, owner, title),
       /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
-      delete: (sessionId: string, owner: string) => deleteSession(store, sessionId, owner),
+      delete: (sessionId: string, owner: string, options: { within?: (tx: Executor) => Promise<void> } = {}) =>
+        deleteSession(store, sessionId, owner, options),
       /** The owner's sessions whose title or `in` events' text contains `text`. */
       search: (owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }) =>
         searchSessions(store, owner, text, options),

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { keepSpentTokens } from '@/lib/chat/admission'
 import { getChatServer } from '@/lib/chat/server'
 import { parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 
@@ -51,7 +52,7 @@ export async function DELETE(request: Request, { params }: Params) {
     while (running.length > 0 && Date.now() < until && (await server.sessions.openRuns([id])).length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
-    await server.sessions.delete(id, userId)
+    await server.sessions.delete(id, userId, { within: (tx) => keepSpentTokens(tx, id, userId) })
     return new Response(null, { status: 204 })
   })
 }
