@@ -1,5 +1,6 @@
 import { defineConfig } from '@playwright/test'
 import { chromiumLaunchOptions } from './e2e/chromium'
+import { E2E_LIMITS } from './e2e/limits'
 
 /**
  * End to end against the built app (`next start`) and a real upstream speaking OpenAI
@@ -11,19 +12,6 @@ const APP_PORT = Number(process.env.E2E_APP_PORT || 3100)
 const UPSTREAM_PORT = Number(process.env.E2E_UPSTREAM_PORT || 4110)
 const dataDir = `/tmp/a2-e2e-${process.pid}`
 
-/** Limits for the suite: one address (127.0.0.1) makes every identity and push, so these sit far above its use. */
-export const E2E_LIMITS = {
-  A2_RATE_PUSHES_PER_MIN: '600',
-  A2_RATE_GENERATIONS_PER_MIN: '200',
-  A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: '10000',
-  A2_RATE_PUSHES_PER_MIN_PER_ADDRESS: '10000',
-  A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '10000',
-  A2_MAX_RUNNING_GENERATIONS_PER_USER: '64',
-  A2_MAX_RUNNING_GENERATIONS: '1000',
-  A2_MAX_TAILS_PER_USER: '64',
-  /** The operator of the suite: `/runs` for everyone, resolving effects (e2e/operator.spec.ts). */
-  A2_OPERATOR_TOKEN: 'e2e-operator-token-0123456789abcdef0123',
-}
 
 export default defineConfig({
   testDir: './e2e',

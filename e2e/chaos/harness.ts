@@ -15,6 +15,7 @@ import path from 'node:path'
 import postgres from 'postgres'
 import type { TestInfo } from '@playwright/test'
 import { startUpstream, type Upstream, type UpstreamOptions } from '../../scripts/upstream-server'
+import { E2E_LIMITS } from '../limits'
 
 export const ROOT = process.cwd()
 export const DIST_DIR = process.env.A2_NEXT_DIST_DIR || '.next-chaos'
@@ -294,15 +295,7 @@ export function createRig(suite: string): Rig {
         DATABASE_URL: databaseUrl,
         AUTH_SECRET,
         A2_EMBEDDED_WORKER: embeddedWorker ? '1' : '0',
-        A2_RATE_PUSHES_PER_MIN: '600',
-        A2_RATE_GENERATIONS_PER_MIN: '200',
-        // Everything comes from 127.0.0.1: per-address limits and running caps far above the suite's use.
-        A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: '10000',
-        A2_RATE_PUSHES_PER_MIN_PER_ADDRESS: '10000',
-        A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '10000',
-        A2_MAX_RUNNING_GENERATIONS_PER_USER: '64',
-        A2_MAX_RUNNING_GENERATIONS: '1000',
-        A2_MAX_TAILS_PER_USER: '64',
+        ...E2E_LIMITS,
         ...modelEnv(upstreamUrl),
       })
       procs.push(proc)
