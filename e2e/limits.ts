@@ -11,6 +11,6 @@ export const E2E_LIMITS = {
   A2_MAX_RUNNING_GENERATIONS_PER_USER: '64',
   A2_MAX_RUNNING_GENERATIONS: '1000',
   A2_MAX_TAILS_PER_USER: '64',
-  /** The operator of the suite: `/runs` for everyone, resolving effects (e2e/operator.spec.ts). */
+  /** The suite's operator (`/runs` across users, resolving effects); end users are still refused. */
   A2_OPERATOR_TOKEN: 'e2e-operator-token-0123456789abcdef0123',
 }
