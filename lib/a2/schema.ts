@@ -10,6 +10,7 @@ import { sql } from 'drizzle-orm'
 import {
   bigint,
   bigserial,
+  boolean,
   index,
   integer,
   jsonb,
@@ -73,6 +74,12 @@ export const jobs = pgTable(
     consumer: text('consumer').notNull(),
     /** Lane key, or null for no lane. Jobs of one (session, consumer, lane) run one at a time in index order. */
     lane: text('lane'),
+    /**
+     * A laned job waiting behind an earlier open job of its lane: not claimable. Set on insert
+     * and cleared when the lane's head closes, by triggers (db/migrations/0007_lane_heads.sql),
+     * in the transaction that changes the lane.
+     */
+    laneBlocked: boolean('lane_blocked').notNull().default(false),
     /** Run status: ACTIVE, CANCELLING, CANCELLED, COMPLETED, FAILED, UNKNOWN. */
     status: text('status').notNull().default('ACTIVE'),
     cancelVersion: integer('cancel_version').notNull().default(0),
@@ -93,7 +100,9 @@ export const jobs = pgTable(
   },
   (t) => [
     uniqueIndex('a2_jobs_event_consumer').on(t.sessionId, t.eventIndex, t.consumer),
-    index('a2_jobs_runnable').on(t.runAt).where(sql`status = 'ACTIVE'`),
+    // The claim's index (jobs.ts, CLAIMABLE): only lane heads, by when they are next free, so
+    // neither a waiting job nor a running one's lease is walked by a claim.
+    index('a2_jobs_claimable').on(sql`greatest(${t.runAt}, coalesce(${t.leaseUntil}, '-infinity'::timestamptz))`, t.id).where(sql`status = 'ACTIVE' and not lane_blocked`),
     // Every open run holds its lane, UNKNOWN ones included.
     index('a2_jobs_session_open').on(t.sessionId, t.consumer).where(sql`status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`),
     // The liveness sweep looks only at runs held under a lease.

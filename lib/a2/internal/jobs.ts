@@ -7,7 +7,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import { FAILED_TYPE } from './contract'
 import type { Fence } from './types'
 import { query, type Executor } from './store'
-import { LEASED, OPEN, type RunStatus, type TransitionReason } from './transitions'
+import { LEASED, type RunStatus, type TransitionReason } from './transitions'
 
 export interface ClaimedJob {
   id: number
@@ -20,39 +20,41 @@ export interface ClaimedJob {
   cancelVersion: number
 }
 
+export interface ClaimArgs {
+  consumers: string[]
+  owner: string
+  ownerKey?: number
+  leaseMs: Record<string, number>
+  limit: number
+  /** False: only runs no attempt has started yet (see WorkerOptions.resumeAfterMs). */
+  resume?: boolean
+}
+
 /**
- * Claims up to `limit` runnable jobs in one statement: `for update skip locked` so workers
- * never wait on each other, attempt bumped (the new fencing token), owner and lease set.
- * A laned job is runnable only when no earlier job of its (session, consumer, lane) is
- * still open — ACTIVE, CANCELLING or UNKNOWN — so a lane runs in log order and an UNKNOWN
- * run keeps the next one waiting for the operator; other sessions' jobs are not held up by it.
+ * When a job is next free to claim: its run_at, or the end of the lease that holds it. The
+ * claim's index (a2_jobs_claimable) is on this very expression, so the claim's range scan
+ * up to now() never walks a running job.
  */
-export async function claimJobs(
-  executor: Executor,
-  args: {
-    consumers: string[]
-    owner: string
-    ownerKey?: number
-    leaseMs: Record<string, number>
-    limit: number
-    /** False: only runs no attempt has started yet (see WorkerOptions.resumeAfterMs). */
-    resume?: boolean
-  },
-): Promise<ClaimedJob[]> {
-  if (args.limit <= 0 || args.consumers.length === 0) return []
+const FREE_AT = sql`greatest(j.run_at, coalesce(j.lease_until, '-infinity'::timestamptz))`
+
+/**
+ * The claim, as one statement (exported for bench/diagnostics/claim-plan.ts, which explains
+ * this very text). `for update skip locked` so workers never wait on each other; attempt
+ * bumped (the new fencing token), owner and lease set. Lanes cost the claim nothing: a laned
+ * job waiting behind an earlier open job of its (session, consumer, lane) — ACTIVE,
+ * CANCELLING or UNKNOWN — is `lane_blocked` and outside the index (0007_lane_heads.sql keeps
+ * the flag), so a lane runs in log order, an UNKNOWN run keeps the next one waiting for the
+ * operator, and other sessions' jobs are not held up by it.
+ */
+export function claimStatement(args: ClaimArgs): SQL {
   const leases = JSON.stringify(args.leaseMs)
-  const rows = await query<Record<string, number | string>>(
-    executor,
-    sql`with candidates as (
+  return sql`with candidates as (
           select j.id, j.owner as previous_owner from a2_jobs j
-          where j.status = 'ACTIVE' and j.run_at <= now() and j.consumer in ${args.consumers}
+          where j.status = 'ACTIVE' and not j.lane_blocked and ${FREE_AT} <= now()
+            and j.consumer in ${args.consumers}
             and (j.lease_until is null or j.lease_until < now())
             and j.attempt < j.max_attempts and (j.attempt = 0 or ${args.resume ?? true}::boolean)
-            and (j.lane is null or not exists (
-              select 1 from a2_jobs e
-              where e.session_id = j.session_id and e.consumer = j.consumer and e.lane = j.lane
-                and e.event_index < j.event_index and e.status in ${OPEN}))
-          order by j.run_at, j.id
+          order by ${FREE_AT}, j.id
           limit ${args.limit}
           for update skip locked
         ),
@@ -72,8 +74,13 @@ export async function claimJobs(
           select id, attempt - 1, 'ACTIVE', 'ACTIVE', 'LEASE_EXPIRED', jsonb_build_object('owner', previous_owner)
           from claimed where previous_owner is not null
         )
-        select id, session_id, event_index, event_id, consumer, attempt, max_attempts, cancel_version from claimed`,
-  )
+        select id, session_id, event_index, event_id, consumer, attempt, max_attempts, cancel_version from claimed`
+}
+
+/** Claims up to `limit` runnable jobs in one statement (claimStatement). */
+export async function claimJobs(executor: Executor, args: ClaimArgs): Promise<ClaimedJob[]> {
+  if (args.limit <= 0 || args.consumers.length === 0) return []
+  const rows = await query<Record<string, number | string>>(executor, claimStatement(args))
   return rows.map((r) => ({
     id: Number(r.id),
     sessionId: String(r.session_id),

@@ -336,14 +336,23 @@ async function applyCancellation(
     if (targets.length === 0) continue
     const ids = targets.map((t) => t.job_id)
     const cancelledBy = { id: event.id, index: event.index, type: event.type }
+    // Locked in id order first, as everywhere (0007_lane_heads.sql): a lane head that closes
+    // now holds its row and then locks the lane's next job, which a Stop may also be cancelling.
     const moved = await query<{ id: number; attempt: number; cancel_version: number; status: RunStatus }>(
       tx,
-      sql`update a2_jobs
-          set status = case when status = 'ACTIVE' then 'CANCELLING' else status end,
-              cancel_version = cancel_version + 1, cancelled_by = ${JSON.stringify(cancelledBy)}::jsonb,
-              cancelling_since = case when status = 'ACTIVE' then now() else cancelling_since end, updated_at = now()
-          where id in ${ids} and (status = 'ACTIVE' or (status = 'UNKNOWN' and cancelled_by is null))
-          returning id, attempt, cancel_version, status`,
+      sql`with locked as (
+            select id from a2_jobs
+            where id in ${ids} and (status = 'ACTIVE' or (status = 'UNKNOWN' and cancelled_by is null))
+            order by id
+            for no key update
+          )
+          update a2_jobs j
+          set status = case when j.status = 'ACTIVE' then 'CANCELLING' else j.status end,
+              cancel_version = j.cancel_version + 1, cancelled_by = ${JSON.stringify(cancelledBy)}::jsonb,
+              cancelling_since = case when j.status = 'ACTIVE' then now() else j.cancelling_since end, updated_at = now()
+          from locked
+          where j.id = locked.id and (j.status = 'ACTIVE' or (j.status = 'UNKNOWN' and j.cancelled_by is null))
+          returning j.id, j.attempt, j.cancel_version, j.status`,
     )
     const transitions: Transition[] = moved.map((job) => ({
       jobId: Number(job.id),
@@ -501,6 +510,9 @@ export async function deleteSession(
     if (!row || row.owner !== owner) throw new A2Error('not_found', 'no such session')
     // The app's own bookkeeping about what goes (e.g. tokens already spent), in the same transaction.
     await options.within?.(tx)
+    // The jobs in id order before the cascade deletes them in no set order: a lane head
+    // closing now holds its row and then locks the lane's next job (0007_lane_heads.sql).
+    await tx.execute(sql`select id from a2_jobs where session_id = ${sessionId} order by id for update`)
     await tx.execute(sql`delete from a2_effects where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_job_transitions where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_sessions where id = ${sessionId}`)
