@@ -67,3 +67,7 @@ FOR EACH ROW WHEN (
 DROP INDEX "a2_jobs_runnable";--> statement-breakpoint
 CREATE INDEX "a2_jobs_claimable" ON "a2_jobs" USING btree (greatest("run_at", coalesce("lease_until", '-infinity'::timestamptz)), "id")
 WHERE status = 'ACTIVE' AND NOT lane_blocked;
+--> statement-breakpoint
+-- The drain's runs out of attempts (drain.ts, takeExhausted) read a2_jobs_runnable before: a
+-- partial index of just those, usually empty, keeps that off a scan of every job ever run.
+CREATE INDEX "a2_jobs_exhausted" ON "a2_jobs" USING btree ("id") WHERE status = 'ACTIVE' AND attempt >= max_attempts;

@@ -103,6 +103,8 @@ export const jobs = pgTable(
     // The claim's index (jobs.ts, CLAIMABLE): only lane heads, by when they are next free, so
     // neither a waiting job nor a running one's lease is walked by a claim.
     index('a2_jobs_claimable').on(sql`greatest(${t.runAt}, coalesce(${t.leaseUntil}, '-infinity'::timestamptz))`, t.id).where(sql`status = 'ACTIVE' and not lane_blocked`),
+    // The drain's runs whose last attempt was claimed (drain.ts, takeExhausted): usually none.
+    index('a2_jobs_exhausted').on(t.id).where(sql`status = 'ACTIVE' and attempt >= max_attempts`),
     // Every open run holds its lane, UNKNOWN ones included.
     index('a2_jobs_session_open').on(t.sessionId, t.consumer).where(sql`status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`),
     // The liveness sweep looks only at runs held under a lease.
