@@ -8,7 +8,8 @@
 --   - on insert, a laned job is blocked when an earlier job of its lane is open;
 --   - when a lane's head leaves the open statuses, the lane's next open job is unblocked.
 -- A blocked job never runs, and only the head's close moves the head (a waiting job that is
--- cancelled and settled leaves the head where it is). The flag goes from true to false once.
+-- cancelled and settled leaves the head where it is). The flag goes from true to false once,
+-- and means nothing once a job is settled (a waiting job cancelled keeps it).
 --
 -- Lock order, everywhere: the session's row, then job rows in id order (within a session, id
 -- order is log order). The insert trigger share-locks its lane's open jobs in id order (so a

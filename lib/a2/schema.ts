@@ -77,7 +77,7 @@ export const jobs = pgTable(
     /**
      * A laned job waiting behind an earlier open job of its lane: not claimable. Set on insert
      * and cleared when the lane's head closes, by triggers (db/migrations/0007_lane_heads.sql),
-     * in the transaction that changes the lane.
+     * in the transaction that changes the lane. Meaningful while the job is open.
      */
     laneBlocked: boolean('lane_blocked').notNull().default(false),
     /** Run status: ACTIVE, CANCELLING, CANCELLED, COMPLETED, FAILED, UNKNOWN. */
