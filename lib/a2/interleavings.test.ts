@@ -18,7 +18,11 @@
  *   4. at most one live (unsignalled, not dead) attempt per job and per lane;
  *   5. every log stays gapless;
  *   6. every status change has its transition row (the history replays to the status), and a
- *      terminal status never changes again.
+ *      terminal status never changes again;
+ *   7. a lane runs in log order, one open run at a time: a claim takes a job only once every
+ *      earlier job of its lane is settled, never one earlier than a job already started; and
+ *      an open job's lane_blocked flag (all the claim reads) says exactly that an earlier job
+ *      of its lane is open.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
@@ -43,6 +47,7 @@ const PATH = process.env.FC_PATH
 /** Leases no timer reaches within a run: time passes only when a command says so. */
 const LEASE_MS = 600_000
 const TERMINAL = new Set(['COMPLETED', 'CANCELLED', 'FAILED'])
+const OPEN = new Set(['ACTIVE', 'CANCELLING', 'UNKNOWN'])
 
 type Action = 'dispatch' | 'return' | 'throw'
 
@@ -316,6 +321,16 @@ describe.each(layers)('interleavings on %s', (kind) => {
         limit: 1,
       })
       if (!job) return
+      const earlierOpen = await query<{ id: number; status: string }>(
+        w.base.db,
+        sql`select id, status from a2_jobs
+            where consumer = ${w.name} and session_id = ${job.sessionId} and lane = 'gen'
+              and event_index < ${job.eventIndex} and status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`,
+      )
+      // Settled never reopens: a job open now was open at the claim.
+      for (const e of earlierOpen) w.violations.push(`7: job ${job.id} claimed while job ${Number(e.id)}, earlier in its lane, is ${e.status}`)
+      const later = w.attempts.find((a) => a.jobId > job.id)
+      if (later) w.violations.push(`7: job ${job.id} claimed after job ${later.jobId}, later in its lane, had started`)
       const run = new Driven(worker, job.id, job.attempt, 'gen')
       w.attempts.push(run)
       const attempt = new Attempt(sim.host, job, sim.host.consumers.get(w.name)!, sim.id, startedAt)
@@ -461,12 +476,16 @@ describe.each(layers)('interleavings on %s', (kind) => {
   // ---- invariants --------------------------------------------------------------------------
   async function checkInvariants(w: World, after: string): Promise<void> {
     const db = w.base.db
-    const jobs = await query<{ id: number; status: string; lane: string | null; event_index: number }>(
+    const jobs = await query<{ id: number; status: string; lane: string | null; event_index: number; lane_blocked: boolean }>(
       db,
-      sql`select id, status, lane, event_index from a2_jobs where consumer = ${w.name} order by id`,
+      sql`select id, status, lane, event_index, lane_blocked from a2_jobs where consumer = ${w.name} order by id`,
     )
     for (const job of jobs) {
       const id = Number(job.id)
+      if (OPEN.has(job.status)) {
+        const behind = jobs.some((e) => e.lane === job.lane && e.event_index < job.event_index && OPEN.has(e.status))
+        if (job.lane_blocked !== behind) w.violations.push(`7: open job ${id} has lane_blocked ${job.lane_blocked}, an earlier job of its lane ${behind ? 'is' : 'is not'} open`)
+      }
       if (TERMINAL.has(job.status)) {
         const open = await query<{ key: string; status: string }>(db, sql`select key, status from a2_effects where job_id = ${id} and status in ('DISPATCHED', 'UNKNOWN')`)
         if (open.length > 0) w.violations.push(`2: job ${id} is ${job.status} with effects ${JSON.stringify(open)}`)
