@@ -541,6 +541,31 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
     })
 
+    it('a first attempt that called no ctx.effect settles without reading effects; one that did reconciles first', async () => {
+      const reads: string[] = []
+      const counted = interceptStore(store, {
+        before: (text) => {
+          if (text.includes('from a2_effects where job_id') && text.includes("'DISPATCHED'")) reads.push(text)
+        },
+      })
+      const plain = consumer({ contract: chat, name: 'no-effects', types: ['generate'] }).run(async () => {})
+      const effectful = consumer({ contract: chat, name: 'one-effect', types: ['generate'] }).run(async (ctx) => {
+        await ctx.effect('tool', async () => 'x')
+      })
+      const server = serve([plain], counted)
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      await waitForJob(store, g.id, 'no-effects', (j) => j.status === 'COMPLETED')
+      expect(reads).toEqual([])
+      await server.stopWorkers({ graceMs: 0 })
+      const other = serve([effectful], counted)
+      await work(other)
+      const [h] = await other.append(session, { type: 'generate', payload: {} })
+      await waitForJob(store, h.id, 'one-effect', (j) => j.status === 'COMPLETED')
+      expect(reads).toHaveLength(1)
+    })
+
     it('return after the lease lapsed, with no successor → COMPLETED', async () => {
       const { seen, g } = await lapse('lapsed-returns', 'return')
       const job = await waitForJob(store, g.id, 'lapsed-returns', (j) => j.status === 'COMPLETED')

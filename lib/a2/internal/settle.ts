@@ -31,11 +31,14 @@ export async function settleAttempt(
   signal: AbortSignal,
   returned: boolean,
   error: unknown,
+  /** No effect of the job can exist (its first attempt, which called no ctx.effect): nothing to reconcile. */
+  options: { effectFree?: boolean } = {},
 ): Promise<void> {
   const fence: Fence = { jobId: job.id, attempt: job.attempt }
   const reason = abortReason(signal)
   if (reason?.code === 'FENCED_OUT') return // the drain took the run over and settles it
-  const end = (ending: Ending, detail?: unknown) => endRun(host, job.consumer, fence, ending, { detail, runningAttempt: job.attempt })
+  const end = (ending: Ending, detail?: unknown) =>
+    endRun(host, job.consumer, fence, ending, { detail, runningAttempt: job.attempt, effectFree: options.effectFree })
   if (returned) {
     await end({ ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } })
     return
@@ -123,9 +126,10 @@ async function endRun(
   consumerName: string,
   fence: Fence,
   ending: Ending,
-  options: { detail?: unknown; runningAttempt?: number },
+  options: { detail?: unknown; runningAttempt?: number; effectFree?: boolean },
 ): Promise<RunStatus | undefined> {
-  if (!(await reconcileInFlight(host, consumerName, fence, options))) return undefined
+  // finishRun still decides from the stored effects, under the run's row lock.
+  if (!options.effectFree && !(await reconcileInFlight(host, consumerName, fence, options))) return undefined
   return finishRun(host.store.db, fence, ending, options.detail)
 }
 
