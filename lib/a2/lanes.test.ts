@@ -79,6 +79,13 @@ describe.each(layers)('lane heads on %s', (kind) => {
     expect(second.jobId).toBeGreaterThan(first.jobId)
   })
 
+  it('two jobs of one lane appended in one append: the first is the head, the second waits', async () => {
+    const l = await lane()
+    await l.server.append(l.sessionId, { type: 'generate', payload: {} }, { type: 'generate', payload: {} })
+    expect(await l.jobs()).toEqual(['ACTIVE', 'ACTIVE (waits)'])
+    expect(await l.claim()).toHaveLength(1)
+  })
+
   it('the head moves when it COMPLETES', async () => {
     const l = await lane()
     await l.append()
