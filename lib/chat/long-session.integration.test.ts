@@ -74,12 +74,10 @@ describe.each(layers)('a long session on %s', (kind) => {
           { id: 'g-new', type: 'generate', payload: { for: 'm-new' } },
         ],
       })
-      await waitUntil(
-        async () => (await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_events where session_id = ${id} and type = 'finished' and payload->>'of' = 'g-new'`))[0].n > 0,
-        'the new answer to finish',
-        90_000,
-      )
-      const [run] = await query<{ status: string; attempt: number }>(store.db, sql`select status, attempt from a2_jobs where session_id = ${id} and event_id = 'g-new'`)
+      const run = await waitUntil(async () => {
+        const [row] = await query<{ status: string; attempt: number }>(store.db, sql`select status, attempt from a2_jobs where session_id = ${id} and event_id = 'g-new'`)
+        return row && row.status !== 'ACTIVE' ? row : undefined
+      }, 'the new answer\'s run to end', 90_000)
       expect(run).toEqual({ status: 'COMPLETED', attempt: 1 })
 
       // The model saw the long history's tail (trimmed to the context budget) and the new question last.

@@ -3,6 +3,7 @@
  * server (which folds history into model messages) and the browser (which renders it).
  * Adding an event type to the contract breaks the compile here until it is handled.
  */
+import type { Fold } from '@/lib/a2'
 import type { ChatEvent } from './contract'
 
 export interface Chunk {
@@ -234,6 +235,17 @@ class ChatDraft {
 function compact(answer: AnswerTurn): void {
   answer.text = answer.chunks.map((c) => c.delta).join('')
   answer.chunks = []
+}
+
+/**
+ * The fold as the server checkpoints it (lib/a2 keeps its state after every ~1,000 events).
+ * Bump the version whenever ChatState's shape or the fold's meaning changes: checkpoints of
+ * an older version are then never read.
+ */
+export const chatFold: Fold<ChatState> = {
+  name: 'chat@1',
+  initial: initialChatState,
+  fold: (events, state) => foldChat(events as ChatEvent[], state),
 }
 
 /** The text an answer shows: compacted at its end, joined from its chunks before. */
