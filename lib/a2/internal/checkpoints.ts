@@ -35,14 +35,9 @@ const KEEP = 3
 /** The fold of the session's events before `before` (default: all), from the newest usable checkpoint. */
 export async function foldSession<S>(store: Store, sessionId: string, reducer: Fold<S>, options: { before?: number } = {}): Promise<Folded<S>> {
   const before = options.before ?? (await headOf(store, sessionId))
-  const [checkpoint] = await query<{ at_index: number; state: string }>(
-    store.db,
-    sql`select at_index, state from a2_checkpoints
-        where session_id = ${sessionId} and fold = ${reducer.name} and at_index < ${before}
-        order by at_index desc limit 1`,
-  )
-  let state: S = checkpoint ? (JSON.parse(checkpoint.state) as S) : reducer.initial
-  let frontier = checkpoint ? checkpoint.at_index : -1
+  const loaded = await loadCheckpoint<S>(store, sessionId, reducer.name, before)
+  let state: S = loaded ? loaded.state : reducer.initial
+  let frontier = loaded ? loaded.atIndex : -1
   let folded = 0
   while (frontier < before - 1) {
     const page = await read(store.db, sessionId, { after: frontier, before, limit: PAGE })
@@ -55,6 +50,52 @@ export async function foldSession<S>(store: Store, sessionId: string, reducer: F
   return { state, frontier }
 }
 
+/**
+ * Parsed checkpoints this process read or wrote, newest use last, up to 64 MiB of their JSON.
+ * A checkpoint never changes, so a hit skips moving and parsing its text: a 100k-event chat's
+ * state is ~3 MB of JSON, ~15 ms of JSON.parse on the worker's thread at every answer.
+ */
+const parsed = new Map<string, { state: unknown; bytes: number }>()
+const PARSED_BUDGET = 64 * 1024 * 1024
+let parsedBytes = 0
+
+function remember(key: string, state: unknown, bytes: number): void {
+  if (bytes > PARSED_BUDGET / 4) return
+  parsed.delete(key)
+  parsed.set(key, { state, bytes })
+  parsedBytes += bytes
+  for (const [oldest, entry] of parsed) {
+    if (parsedBytes <= PARSED_BUDGET) break
+    parsed.delete(oldest)
+    parsedBytes -= entry.bytes
+  }
+}
+
+async function loadCheckpoint<S>(store: Store, sessionId: string, fold: string, before: number): Promise<{ atIndex: number; state: S } | undefined> {
+  const [newest] = await query<{ at_index: number }>(
+    store.db,
+    sql`select at_index from a2_checkpoints
+        where session_id = ${sessionId} and fold = ${fold} and at_index < ${before}
+        order by at_index desc limit 1`,
+  )
+  if (!newest) return undefined
+  const key = `${sessionId}\u0000${fold}\u0000${newest.at_index}`
+  const hit = parsed.get(key)
+  if (hit) {
+    parsed.delete(key)
+    parsed.set(key, hit)
+    return { atIndex: newest.at_index, state: hit.state as S }
+  }
+  const [row] = await query<{ state: string }>(
+    store.db,
+    sql`select state from a2_checkpoints where session_id = ${sessionId} and fold = ${fold} and at_index = ${newest.at_index}`,
+  )
+  if (!row) return undefined // pruned between the two reads: fold from the start
+  const state = JSON.parse(row.state) as S
+  remember(key, state, row.state.length)
+  return { atIndex: newest.at_index, state }
+}
+
 async function headOf(store: Store, sessionId: string): Promise<number> {
   const [row] = await query<{ head: number }>(store.db, sql`select head from a2_sessions where id = ${sessionId}`)
   return row?.head ?? 0
@@ -62,11 +103,12 @@ async function headOf(store: Store, sessionId: string): Promise<number> {
 
 async function saveCheckpoint(store: Store, sessionId: string, fold: string, atIndex: number, state: unknown): Promise<void> {
   try {
+    const json = JSON.stringify(state)
     await query(
       store.db,
       sql`with saved as (
             insert into a2_checkpoints (session_id, fold, at_index, state)
-            values (${sessionId}, ${fold}, ${atIndex}, ${JSON.stringify(state)})
+            values (${sessionId}, ${fold}, ${atIndex}, ${json})
             on conflict do nothing
           )
           delete from a2_checkpoints
@@ -74,6 +116,7 @@ async function saveCheckpoint(store: Store, sessionId: string, fold: string, atI
             and at_index < (select at_index from a2_checkpoints where session_id = ${sessionId} and fold = ${fold}
                             order by at_index desc offset ${KEEP - 2} limit 1)`,
     )
+    remember(`${sessionId}\u0000${fold}\u0000${atIndex}`, state, json.length)
   } catch (error) {
     // The session was deleted meanwhile (the foreign key), or the store blinked: the next
     // reader folds a little further. Never worth failing the read that got this far.

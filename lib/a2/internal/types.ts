@@ -45,7 +45,10 @@ export interface Fold<S> {
    */
   name: string
   initial: S
-  /** Pure; must not change `state` (a checkpoint's state is folded on by later readers). */
+  /**
+   * Pure; must not change `state`: a checkpoint's state is folded on by later readers, and the
+   * state a fold returns may be shared with them (treat it as read-only).
+   */
   fold: (events: A2Event[], state: S) => S
 }
 
