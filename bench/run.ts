@@ -6,7 +6,8 @@
  *                                 dropped at the end; workers on another process.
  *   npm run bench -- --pglite     what fits one process, on an in-memory PGlite.
  *   npm run bench -- --only=1,4   some figures only (1 stop, 2 tokens, 3 append, 4 claim,
- *                                 5 memory, 6 scale, 7 takeover; 7 is Postgres only).
+ *                                 5 memory, 6 scale, 7 takeover, 8 long sessions; 7 is
+ *                                 Postgres only).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
@@ -33,6 +34,7 @@ import { appendFigure, type AppendFigure } from './figures/append'
 import { claimFigure, type ClaimFigure } from './figures/claim'
 import { memoryFigure, type MemoryFigure } from './figures/memory'
 import { takeoverFigure, type TakeoverFigure, type TakeoverPart } from './figures/takeover'
+import { longSessionFigure, type LongSessionLevel } from './figures/long-sessions'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -66,6 +68,7 @@ interface Results {
     claim?: ClaimFigure
     memory?: MemoryFigure
     takeover?: TakeoverFigure
+    longSessions?: LongSessionLevel[]
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -149,7 +152,7 @@ async function main(): Promise<number> {
   }
 
   // Figures 1, 2, 6: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6)) {
+  if (wants(1) || wants(2) || wants(6) || wants(8)) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -181,6 +184,20 @@ async function main(): Promise<number> {
           Date.now() + 90_000,
           kind === 'postgres' ? 15_000 : 10_000,
         ),
+      )
+    }
+    if (wants(8)) {
+      results.figures.longSessions = await phase('8 long sessions', () =>
+        longSessionFigure(rig!, {
+          levels: [
+            { label: '1k events', answers: 45 },
+            { label: '10k events', answers: 455 },
+            { label: '100k events', answers: 4_545 },
+            { label: '50k user messages', answers: 50_000, messagesOnly: true },
+          ],
+          rounds: 5,
+          deadline: Date.now() + 120_000,
+        }),
       )
     }
     const closing = rig
@@ -309,6 +326,13 @@ function rowsOf(r: Results): Row[] {
     out.push(row(`6 stop p99 ${at}`, 'ms', level.stop.ours.p99, level.stop.baseline.p99))
     out.push(row(`6 token p50 ${at}`, 'ms', level.token.ours.p50, level.token.baseline.p50))
     out.push(row(`6 token p99 ${at}`, 'ms', level.token.ours.p99, level.token.baseline.p99))
+  }
+  for (const level of f.longSessions ?? []) {
+    const fresh = { baselineLabel: '(fresh session)' }
+    const lag = level.cpu.workerLag ?? level.cpu.parentLag
+    out.push(row(`8 page open p50 @${level.label}`, 'ms', level.open.ours.p50, level.open.baseline.p50, { ...fresh, note: `snapshot ${Math.round(level.snapshotBytes / 1024)} KiB; first open (no checkpoint) ${Math.round(level.coldOpenMs)} ms` }))
+    out.push(row(`8 first token p50 @${level.label}`, 'ms', level.firstToken.ours.p50, level.firstToken.baseline.p50, { ...fresh, note: `${level.firstToken.ours.n} answers` }))
+    out.push(row(`8 worker loop delay p99 @${level.label}`, 'ms', lag.p99))
   }
   if (f.takeover) {
     const t = f.takeover

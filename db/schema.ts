@@ -1,7 +1,7 @@
 /** The app's database schema: the a2 tables plus the app's own. drizzle-kit reads this file. */
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 
-export { sessions, events, jobs, jobTransitions, effects } from '../lib/a2/schema'
+export { sessions, events, jobs, jobTransitions, effects, checkpoints } from '../lib/a2/schema'
 
 /** The assistant's "save a note" tool writes here, through ctx.effect, keyed by its idempotency key. */
 export const notes = pgTable(

@@ -75,7 +75,8 @@ test('stops, a regenerate and a full answer in one session: each answer keeps it
     { id: second, status: 'done', text: fullAnswer() },
     { id: third, status: 'stopped', text: cutThird },
   ]
-  await page.waitForTimeout(500) // stragglers in flight would land now
+  // Every run's terminal event has reached the page: nothing more of them can land.
+  for (const { id } of expected) await expect(chat.answer(id)).toHaveAttribute('data-ended', /.+/)
   expect(await chat.answersNow()).toEqual(expected)
   for (const { id, text } of expected) {
     expect(tokenSequenceProblem(text)).toBeUndefined()

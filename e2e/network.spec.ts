@@ -90,7 +90,7 @@ test('Stop pressed while the network is down: the cut holds locally, reaches the
 
     // The tail brought the chunks written during the drop (true history), and none of
     // them showed: from the moment of Stop the page held exactly the cut.
-    await page.waitForTimeout(500)
+    await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
     expect(await chat.answerText(answerId)).toBe(shown)
     const history = await recordedFor(page, answerId)
     const stoppedFrom = history.texts.indexOf(shown)

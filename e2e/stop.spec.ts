@@ -24,7 +24,8 @@ test('Stop cuts exactly at what was shown, closes the upstream request, and surv
   const shown = await new ChatPage(page).stopAndReadShown() // read and Stop in one task: no token lands between
   await expect(answer(page)).toHaveAttribute('data-status', 'stopped')
   await expect(answer(page).getByTestId('stopped-marker')).toBeVisible()
-  await page.waitForTimeout(500) // stragglers in flight would land now
+  // The run's terminal event has reached the page: every chunk it wrote is in, and none showed.
+  await expect(answer(page)).toHaveAttribute('data-ended', 'cancelled')
   expect((await answer(page).getByTestId('answer-text').innerText()).trim()).toBe(shown)
 
   // The upstream model server saw its request close early.

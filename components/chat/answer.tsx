@@ -56,6 +56,9 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
       data-testid="message-assistant"
       data-status={status}
       data-answer-id={answer.id}
+      // Set once the run's terminal event is folded in: after it the log holds nothing more
+      // of this answer, so tests wait on it instead of waiting a while for stragglers.
+      data-ended={answer.finishReason ?? (answer.error ? 'error' : undefined)}
       aria-label="Assistant"
       className="group/answer flex gap-3 sm:gap-4"
     >

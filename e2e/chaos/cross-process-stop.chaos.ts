@@ -11,8 +11,7 @@ import { expect, test } from '@playwright/test'
 import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
 import {
-  BASE_DATABASE_URL,
-  SKIP_REASON,
+  chaosSuiteHooks,
   createRig,
   gapProblem,
   generateJobs,
@@ -21,7 +20,6 @@ import {
   sleep,
   transitions,
   waitUntil,
-  reportOnFailure,
   type App,
   type Rig,
   type Worker,
@@ -33,10 +31,8 @@ const TOKEN_MS = 50 // 20 s if nobody stops it
 const UPSTREAM_CLOSES_WITHIN_MS = 5_000
 
 test.describe('chaos: Stop on instance A, the run on a worker process', () => {
-  test.skip(!BASE_DATABASE_URL, SKIP_REASON)
-  test.describe.configure({ timeout: 120_000 })
-
   let rig: Rig
+  chaosSuiteHooks(120_000, () => rig)
   let upstream: Upstream
   let databaseUrl: string
   let appA: App
@@ -52,12 +48,6 @@ test.describe('chaos: Stop on instance A, the run on a worker process', () => {
       rig.startApp('appB', { databaseUrl, upstreamUrl: upstream.url }),
       rig.startWorker('worker', { databaseUrl, upstreamUrl: upstream.url }),
     ])
-  })
-
-  test.afterEach(reportOnFailure(() => rig))
-
-  test.afterAll(async () => {
-    await rig?.teardown()
   })
 
   test('the upstream request closes early, and A, B and a reload show the same cut', async ({ page, context }) => {

@@ -13,7 +13,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import postgres from 'postgres'
-import type { TestInfo } from '@playwright/test'
+import { test, type TestInfo } from '@playwright/test'
 import { startUpstream, type Upstream, type UpstreamOptions } from '../../scripts/upstream-server'
 import { E2E_LIMITS } from '../limits'
 
@@ -466,3 +466,18 @@ export function reportOnFailure(rig: () => Rig | undefined) {
     await testInfo.attach('processes', { body: report })
   }
 }
+
+/**
+ * What every chaos suite does around its tests, called first in its describe block: skipped
+ * (with the reason) without Postgres, its time budget, the processes' report attached when a
+ * test fails, and the rig torn down after the last test.
+ */
+export function chaosSuiteHooks(timeoutMs: number, rig: () => Rig | undefined): void {
+  test.skip(!BASE_DATABASE_URL, SKIP_REASON)
+  test.describe.configure({ timeout: timeoutMs })
+  test.afterEach(reportOnFailure(rig))
+  test.afterAll(async () => {
+    await rig()?.teardown()
+  })
+}
+

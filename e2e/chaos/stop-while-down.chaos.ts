@@ -20,13 +20,11 @@ import { expect, test } from '@playwright/test'
 import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
 import {
-  BASE_DATABASE_URL,
-  SKIP_REASON,
+  chaosSuiteHooks,
   createRig,
   gapProblem,
   generateJobs,
   normalize,
-  reportOnFailure,
   sessionLog,
   upstreamText,
   waitUntil,
@@ -56,10 +54,8 @@ const topologies = [
 
 for (const topology of topologies) {
   test.describe(`chaos: Stop while the server is down (${topology.name})`, () => {
-    test.skip(!BASE_DATABASE_URL, SKIP_REASON)
-    test.describe.configure({ timeout: 150_000 })
-
     let rig: Rig
+    chaosSuiteHooks(150_000, () => rig)
     let upstream: Upstream
     let databaseUrl: string
     let app: App
@@ -70,12 +66,6 @@ for (const topology of topologies) {
       databaseUrl = await rig.createDatabase()
       app = await rig.startApp('app', { databaseUrl, upstreamUrl: upstream.url, embeddedWorker: topology.embeddedWorker })
       if (!topology.embeddedWorker) await rig.startWorker('worker', { databaseUrl, upstreamUrl: upstream.url })
-    })
-
-    test.afterEach(reportOnFailure(() => rig))
-
-    test.afterAll(async () => {
-      await rig?.teardown()
     })
 
     test('the Stop is kept and delivered after the restart; the view stays cut at what was on screen; the run ends CANCELLED', async ({ page }) => {

@@ -18,8 +18,7 @@ import { expect, test } from '@playwright/test'
 import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
 import {
-  BASE_DATABASE_URL,
-  SKIP_REASON,
+  chaosSuiteHooks,
   createRig,
   gapProblem,
   generateJobs,
@@ -29,7 +28,6 @@ import {
   transitions,
   upstreamText,
   waitUntil,
-  reportOnFailure,
   type App,
   type Rig,
   type Worker,
@@ -44,10 +42,8 @@ const LEASE_MS = 15_000
 const LIVENESS_SETTLE_MS = 3_000
 
 test.describe('chaos: kill -9 of the worker mid-stream', () => {
-  test.skip(!BASE_DATABASE_URL, SKIP_REASON)
-  test.describe.configure({ timeout: 150_000 })
-
   let rig: Rig
+  chaosSuiteHooks(150_000, () => rig)
   let upstream: Upstream
   let databaseUrl: string
   let appA: App
@@ -69,12 +65,6 @@ test.describe('chaos: kill -9 of the worker mid-stream', () => {
     appB = started[0]
     workers = [started[1], started[2]]
     workersUpAt = performance.now()
-  })
-
-  test.afterEach(reportOnFailure(() => rig))
-
-  test.afterAll(async () => {
-    await rig?.teardown()
   })
 
   test('the other worker takes the run over within seconds of the kill, not a lease; the successor continues the answer; nothing the reader saw is lost', async ({

@@ -6,3 +6,4 @@ export { defineContract, FAILED_TYPE, checkJsonValue, checkText, MAX_JSON_DEPTH 
 export type { A2Event, Contract, EventDefinition, EventInput, EventOf, EventTypes, PayloadOf } from './internal/contract'
 export { A2Error, isA2Error, errorStatus } from './internal/errors'
 export type { A2ErrorCode } from './internal/errors'
+export type { Fold, Folded } from './internal/types'

@@ -152,3 +152,25 @@ export const effects = pgTable(
   (t) => [primaryKey({ columns: [t.jobId, t.key] })],
 )
 export type EffectRow = typeof effects.$inferSelect
+
+/**
+ * Checkpoints of a fold (an app's reducer) over a session's log: the state after folding
+ * events 0..at_index, stored as JSON text (text, not jsonb: jsonb refuses the \u0000 a log's
+ * text may hold). The log is append-only, so a checkpoint stays true forever; a fold that
+ * changes its meaning changes its name. Opening a session or starting an answer folds only
+ * the events after the newest one (a 110k-event session: from ~1 s of reading and folding to
+ * a few ms).
+ */
+export const checkpoints = pgTable(
+  'a2_checkpoints',
+  {
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    fold: text('fold').notNull(),
+    atIndex: integer('at_index').notNull(),
+    state: text('state').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.fold, t.atIndex] })],
+)

@@ -14,6 +14,7 @@ import { z } from 'zod'
 import { consumer, isStop, type RunContext } from '@/lib/a2/server'
 import { chat, type Chat, type ChatEvent } from './contract'
 import { chunkWriter } from './chunk-writer'
+import { chatFold } from './reducer'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
 import type { NoteRow } from '@/db/schema'
@@ -62,7 +63,10 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, ...(usage ? { usage } : {}) } })
 
     try {
-      const history = await readHistory(ctx)
+      // The conversation before this generation, from the newest checkpoint of the fold: a
+      // session of 100k events costs what a short one does (folding them all held the
+      // worker's loop past the 15 s lease).
+      const { state: history } = await ctx.fold(chatFold)
       const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
       const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
       const outcome = await ctx.effect(
@@ -109,19 +113,6 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       throw error
     }
   })
-}
-
-/** The session's log before this generation, read in pages (a long session can hold 100k events). */
-async function readHistory(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
-  const history: ChatEvent[] = []
-  let after = -1
-  while (after < ctx.event.index - 1) {
-    const page = await ctx.read({ after, before: ctx.event.index, limit: 5_000 })
-    if (page.length === 0) break
-    history.push(...page)
-    after = page[page.length - 1].index
-  }
-  return history
 }
 
 /** The session's log after this generation, read in pages: where earlier attempts' chunks are. */

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest'
 import type { ChatEvent } from './contract'
 import { estimateTokens, SYSTEM_PROMPT, toModelMessages } from './history'
+import { foldChat } from './reducer'
 
 /** A session of `turns` exchanges, each a ~2,000-character question and answer. */
 function session(turns: number): ChatEvent[] {
@@ -22,7 +23,7 @@ describe('the model history', () => {
   it('keeps the newest turns that fit the budget, and never more', () => {
     const history = session(200) // ~400k characters, ~100k tokens
     const budget = 8_000
-    const messages = toModelMessages(history, 'm199', { budgetTokens: budget })
+    const messages = toModelMessages(foldChat(history), 'm199', { budgetTokens: budget })
     const used = messages.reduce((sum, m) => sum + estimateTokens(String(m.content)), estimateTokens(SYSTEM_PROMPT))
     expect(used).toBeLessThanOrEqual(budget)
     expect(messages.length).toBeGreaterThan(5) // it fills the budget, not just the last message
@@ -34,11 +35,11 @@ describe('the model history', () => {
   })
 
   it('keeps the message being answered even when it alone is over the budget', () => {
-    const messages = toModelMessages(session(3), 'm2', { budgetTokens: 10 })
+    const messages = toModelMessages(foldChat(session(3)), 'm2', { budgetTokens: 10 })
     expect(messages).toEqual([{ role: 'user', content: expect.stringContaining('question 2') }])
   })
 
   it('sends the whole of a short conversation', () => {
-    expect(toModelMessages(session(2), 'm1', { budgetTokens: 100_000 }).map((m) => m.role)).toEqual(['user', 'assistant', 'user'])
+    expect(toModelMessages(foldChat(session(2)), 'm1', { budgetTokens: 100_000 }).map((m) => m.role)).toEqual(['user', 'assistant', 'user'])
   })
 })

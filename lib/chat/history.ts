@@ -6,7 +6,7 @@
 import type { ModelMessage } from 'ai'
 import { env } from '@/lib/env'
 import type { ChatEvent } from './contract'
-import { answerText, foldChat, latestBranch } from './reducer'
+import { answerText, foldChat, latestBranch, type ChatState } from './reducer'
 import { pathTo } from './versions'
 
 /** A short system prompt; the chat is about whatever the user asks. */
@@ -39,12 +39,11 @@ export function estimateTokens(text: string): number {
  * model to continue.
  */
 export function toModelMessages(
-  history: ChatEvent[],
+  state: ChatState,
   forMessage: string,
   options: { answerSoFar?: string; budgetTokens?: number } = {},
 ): ModelMessage[] {
   const { answerSoFar = '', budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
-  const state = foldChat(history)
   const relevant = state.turns.some((t) => t.id === forMessage) ? pathTo(state, forMessage) : latestBranch(state.turns)
   const all: Array<{ role: 'user' | 'assistant'; content: string }> = []
   for (const turn of relevant) {
@@ -71,9 +70,10 @@ export function toModelMessages(
 /**
  * The text a generation's earlier attempts committed, as the chat's fold shows it (every
  * attempt's chunks in log order): exactly what a reader may have seen of this answer.
+ * `history` is the fold of the log before the generation; `later` what the log holds after it.
  */
-export function committedAnswer(history: ChatEvent[], generation: ChatEvent, later: ChatEvent[]): string {
+export function committedAnswer(history: ChatState, generation: ChatEvent, later: ChatEvent[]): string {
   const ownChunks = later.filter((e) => e.type === 'chunk' && e.payload.of === generation.id)
-  const turn = foldChat([...history, generation, ...ownChunks]).turns.find((t) => t.id === generation.id)
+  const turn = foldChat([generation, ...ownChunks], history).turns.find((t) => t.id === generation.id)
   return turn?.kind === 'assistant' ? answerText(turn) : ''
 }

@@ -183,8 +183,8 @@ describe('versions: regenerate and edit keep every version', () => {
     expect(versionOf(state, 'm3')).toBe('2/2')
     expect(ids(state, { 'u:': { id: 'm1', of: 2 } })).toEqual(['m1', 'g1', 'm2', 'g2'])
     // The model is sent the branch it answers, nothing from the other one.
-    expect(toModelMessages(log, 'm3')).toEqual([{ role: 'user', content: 'hello, edited' }])
-    expect(toModelMessages(log, 'm2').map((m) => m.content)).toEqual(['hello', 'more'])
+    expect(toModelMessages(foldChat(log), 'm3')).toEqual([{ role: 'user', content: 'hello, edited' }])
+    expect(toModelMessages(foldChat(log), 'm2').map((m) => m.content)).toEqual(['hello', 'more'])
   })
 
   it('a message follows the answer it was sent after, even an older version', () => {
@@ -193,10 +193,10 @@ describe('versions: regenerate and edit keep every version', () => {
     // The latest version of m1's answer is g2, which has no follow-up; g1's branch has m2.
     expect(ids(state)).toEqual(['m1', 'g2'])
     expect(ids(state, { 'a:m1': { id: 'g1', of: 2 } })).toEqual(['m1', 'g1', 'm2', 'g3'])
-    expect(toModelMessages(log, 'm2').map((m) => m.content)).toEqual(['hello', 'First ', 'about the first'])
+    expect(toModelMessages(foldChat(log), 'm2').map((m) => m.content)).toEqual(['hello', 'First ', 'about the first'])
   })
 
   it('a regenerate sends the model the conversation up to its message, not the version it replaces', () => {
-    expect(toModelMessages(regenerated(), 'm1')).toEqual([{ role: 'user', content: 'hello' }])
+    expect(toModelMessages(foldChat(regenerated()), 'm1')).toEqual([{ role: 'user', content: 'hello' }])
   })
 })

@@ -12,6 +12,7 @@ import { runEffect } from './effects'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
 import { read } from './log'
+import { foldSession } from './checkpoints'
 import type { Fence, ValidInput } from './types'
 import { settleAttempt, settleCancelling } from './settle'
 import { query, type Executor } from './store'
@@ -158,6 +159,7 @@ export class Attempt {
       jobId: job.id,
       sessionId: job.sessionId,
       read: (options = {}) => read(host.store.db, job.sessionId, options) as never,
+      fold: (reducer, options = {}) => foldSession(host.store, job.sessionId, reducer, { before: options.before ?? event.index }),
       append: async (...inputs) => {
         const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
         return events as never

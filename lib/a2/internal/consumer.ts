@@ -2,7 +2,7 @@
  * `consumer({...}).run(fn)`: a named handler for some event types of a contract.
  */
 import type { Contract, EventInput, EventOf, EventTypes } from './contract'
-import type { ConsumerReconcile, EffectOptions, ReconcileResult } from './types'
+import type { ConsumerReconcile, EffectOptions, Fold, Folded, ReconcileResult } from './types'
 
 export type AbortOn<C extends Contract, T extends EventTypes<C>> =
   | ReadonlyArray<EventTypes<C>>
@@ -43,6 +43,11 @@ export interface RunContext<C extends Contract, T extends EventTypes<C>> {
   readonly sessionId: string
   /** The session's log, from `after` (default: the start), up to `limit` events. */
   read(options?: { after?: number; before?: number; limit?: number }): Promise<Array<EventOf<C>>>
+  /**
+   * The session folded by `reducer` from its newest checkpoint, up to `before` — by default
+   * the trigger's index: the history this run answers, at a cost independent of its length.
+   */
+  fold<S>(reducer: Fold<S>, options?: { before?: number }): Promise<Folded<S>>
   /** Appends events, fenced: rejected (A2Error 'fenced') once this attempt no longer holds the job. */
   append(...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>>
   /**

@@ -28,6 +28,7 @@ import {
 } from './log'
 import { query, type Executor, type Store } from './store'
 import { tail } from './tail'
+import { foldSession, type Fold, type Folded } from './checkpoints'
 import { Worker, type WorkerOptions } from './worker'
 import { DEFAULT_MAX_ATTEMPTS } from './host'
 import { busFor } from './bus'
@@ -140,6 +141,15 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
     async read(sessionId: string, owner: string, options: { after?: number; before?: number; limit?: number } = {}) {
       await getOwnedSession(store, sessionId, owner)
       return (await read(store.db, sessionId, options)) as Array<EventOf<C>>
+    },
+
+    /**
+     * The owner's session folded by `reducer` up to `before` (default: its head), from the
+     * newest checkpoint: a session of 100k events costs the events since it, not 100k.
+     */
+    async fold<S>(sessionId: string, owner: string, reducer: Fold<S>, options: { before?: number } = {}): Promise<Folded<S>> {
+      const session = await getOwnedSession(store, sessionId, owner)
+      return foldSession(store, sessionId, reducer, { before: Math.min(options.before ?? session.head, session.head) })
     },
 
     /** The events with these ids in the owner's session (any order; missing ids are left out). */

@@ -3,6 +3,8 @@
  * each other for a type (the log and the step batches, a consumer and its effects).
  */
 
+import type { A2Event } from './contract'
+
 /** An input that passed the contract: what the log appends. */
 export interface ValidInput {
   id?: string
@@ -33,4 +35,25 @@ export interface EffectOptions<R> {
    * `reconcile` is asked. Neither: the effect becomes UNKNOWN.
    */
   reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
+}
+
+/** An app's reducer as the library folds it. */
+export interface Fold<S> {
+  /**
+   * Names the fold and the meaning of its state, e.g. `chat@1`. Change it whenever the
+   * reducer or the state's shape changes: checkpoints of another name are never read.
+   */
+  name: string
+  initial: S
+  /**
+   * Pure; must not change `state`: a checkpoint's state is folded on by later readers, and the
+   * state a fold returns may be shared with them (treat it as read-only).
+   */
+  fold: (events: A2Event[], state: S) => S
+}
+
+export interface Folded<S> {
+  state: S
+  /** The index of the last event folded in: -1 for none. A tail continues after it. */
+  frontier: number
 }

@@ -1,0 +1,130 @@
+/**
+ * Figure 8 — Long sessions: what opening a chat (the snapshot: the fold and its JSON) and
+ * starting an answer (push → first chunk on the tail) cost in a session of 1k, 10k and 100k
+ * events (answers of 20 chunks each) and of 50k user messages, beside a fresh session in the
+ * same run; with the worker's event-loop delay while it answers there. The histories are
+ * written straight into the log (appending 100k events one by one would take minutes).
+ */
+import { performance } from 'node:perf_hooks'
+import { sql } from 'drizzle-orm'
+import type { ChatRig, CpuSample } from '../lib/rig'
+import { OWNER, openSse } from '../lib/http'
+import { rows } from '../lib/db'
+import { prompt } from '../lib/upstream'
+import { within } from '../lib/time'
+import { summarize, type Summary } from '../lib/stats'
+import { chatFold } from '@/lib/chat/reducer'
+
+export interface LongSessionLevel {
+  label: string
+  events: number
+  /** The first open: no checkpoint yet, every event folded (and a checkpoint written). */
+  coldOpenMs: number
+  open: { ours: Summary; baseline: Summary }
+  snapshotBytes: number
+  firstToken: { ours: Summary; baseline: Summary }
+  cpu: CpuSample
+}
+
+const EVENTS_PER_ANSWER = 22 // message, generate, 19 chunks, finished
+
+/** Writes `answers` answered messages (or, with `messagesOnly`, that many user messages) into a new session. */
+async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promise<{ id: string; head: number; lastAnswer?: string }> {
+  const { id } = await rig.chat.sessions.create(OWNER)
+  if (messagesOnly) {
+    await rows(rig.store, sql`insert into a2_events (session_id, index, id, type, payload)
+      select ${id}, g, 'e' || g, 'message', jsonb_build_object('text', 'message ' || g) from generate_series(0, ${answers - 1}) g`)
+    await rows(rig.store, sql`update a2_sessions set head = ${answers} where id = ${id}`)
+    return { id, head: answers }
+  }
+  const total = answers * EVENTS_PER_ANSWER
+  await rows(
+    rig.store,
+    sql`insert into a2_events (session_id, index, id, type, payload)
+        select ${id}, g, 'e' || g,
+          case when g % 22 = 0 then 'message' when g % 22 = 1 then 'generate' when g % 22 = 21 then 'finished' else 'chunk' end,
+          case
+            when g % 22 = 0 and g = 0 then jsonb_build_object('text', 'question ' || g / 22)
+            when g % 22 = 0 then jsonb_build_object('text', 'question ' || g / 22, 'after', 'e' || (g - 21))
+            when g % 22 = 1 then jsonb_build_object('for', 'e' || (g - 1))
+            when g % 22 = 21 then jsonb_build_object('of', 'e' || (g - 20), 'attempt', 1, 'reason', 'stop')
+            else jsonb_build_object('of', 'e' || (g - g % 22 + 1), 'attempt', 1, 'delta', 'a token of some answer ')
+          end
+        from generate_series(0, ${total - 1}) g`,
+  )
+  await rows(rig.store, sql`update a2_sessions set head = ${total} where id = ${id}`)
+  return { id, head: total, lastAnswer: `e${total - 21}` }
+}
+
+/** Opening the chat as the snapshot route does it: the fold and its JSON. */
+async function open(rig: ChatRig, id: string): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now()
+  const session = await rig.chat.sessions.get(id, OWNER)
+  const folded = await rig.chat.fold(id, OWNER, chatFold, { before: session.head })
+  const body = JSON.stringify({ session, ...folded })
+  return { ms: performance.now() - started, bytes: body.length }
+}
+
+let seq = 0
+
+/** Push a message and its generate; the time until its first chunk reaches a tail; then Stop it. */
+async function firstToken(rig: ChatRig, id: string, after: string | undefined, timeoutMs: number): Promise<number> {
+  const session = await rig.chat.sessions.get(id, OWNER)
+  const n = ++seq
+  let lastIndex = session.head - 1
+  let markFirst!: (at: number) => void
+  const first = new Promise<number>((resolve) => (markFirst = resolve))
+  const client = openSse(`${rig.http.url}/a2/${id}?after=${session.head - 1}`, ({ data, at }) => {
+    lastIndex = data.index
+    if (data.type === 'chunk' && data.payload.of === `g${n}`) markFirst(at)
+  })
+  try {
+    await within(client.opened, timeoutMs, 'SSE tail to open')
+    const started = performance.now()
+    await rig.chat.push(id, OWNER, {
+      events: [
+        { id: `m${n}`, type: 'message', payload: { text: prompt(`long${process.pid}x${n}`, 40), ...(after ? { after } : {}) } },
+        { id: `g${n}`, type: 'generate', payload: { for: `m${n}` } },
+      ],
+    })
+    const at = await within(first, timeoutMs, 'the first token')
+    await rig.chat.push(id, OWNER, { id: `c${n}`, type: 'cancelled', payload: { of: `g${n}`, lastSeenIndex: lastIndex } })
+    return at - started
+  } finally {
+    client.close()
+    await rig.settled(20_000)
+  }
+}
+
+export async function longSessionFigure(
+  rig: ChatRig,
+  options: { levels: Array<{ label: string; answers: number; messagesOnly?: boolean }>; rounds: number; deadline: number; timeoutMs?: number },
+): Promise<LongSessionLevel[]> {
+  const timeoutMs = options.timeoutMs ?? 30_000
+  const out: LongSessionLevel[] = []
+  for (const level of options.levels) {
+    if (Date.now() > options.deadline) break
+    const long = await seed(rig, level.answers, level.messagesOnly ?? false)
+    await rig.cpu()
+    const cold = await open(rig, long.id)
+    const opens = { ours: [] as number[], baseline: [] as number[] }
+    const tokens = { ours: [] as number[], baseline: [] as number[] }
+    for (let round = 0; round < options.rounds; round++) {
+      const fresh = await seed(rig, 1, false)
+      opens.baseline.push((await open(rig, fresh.id)).ms)
+      opens.ours.push((await open(rig, long.id)).ms)
+      tokens.baseline.push(await firstToken(rig, fresh.id, fresh.lastAnswer, timeoutMs))
+      tokens.ours.push(await firstToken(rig, long.id, long.lastAnswer, timeoutMs))
+    }
+    out.push({
+      label: level.label,
+      events: long.head,
+      coldOpenMs: cold.ms,
+      snapshotBytes: cold.bytes,
+      open: { ours: summarize(opens.ours), baseline: summarize(opens.baseline) },
+      firstToken: { ours: summarize(tokens.ours), baseline: summarize(tokens.baseline) },
+      cpu: await rig.cpu(),
+    })
+  }
+  return out
+}

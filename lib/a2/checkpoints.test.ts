@@ -1,0 +1,139 @@
+/**
+ * Folding a session from checkpoints (`server.fold`, `ctx.fold`): the same state as folding
+ * every event, at the cost of the events since the newest usable checkpoint.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sql } from 'drizzle-orm'
+import { consumer, createServer, isA2Error, type A2Event, type Fold, type Store } from '@/lib/a2/server'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+import { testContract } from '@/test/contract'
+import { waitUntil } from '@/test/runtime'
+import { query } from './internal/store'
+
+interface Texts {
+  texts: string[]
+  last: number
+}
+
+/** A fold that keeps every message's text and counts the events it was given (what a fold costs). */
+function textsFold(name = 'texts@1') {
+  const counter = { seen: 0 }
+  const fold: Fold<Texts> = {
+    name,
+    initial: { texts: [], last: -1 },
+    fold: (events: A2Event[], state: Texts) => {
+      counter.seen += events.length
+      const texts = [...state.texts]
+      for (const e of events) if (e.type === 'message') texts.push(kept((e.payload as { text: string }).text))
+      return { texts, last: events.at(-1)?.index ?? state.last }
+    },
+  }
+  return { fold, counter }
+}
+
+/** Text the log accepts that JSON and SQL must carry unchanged: RTL override, astral symbols, quotes and backslashes, separators. */
+const HOSTILE = ['\u202Eevil', '𝄞🙂', '"}]\\', '\u2028line', "'; drop table a2_events; --"]
+
+/**
+ * What the fold keeps of a message: its text with a NUL and a lone surrogate after it. The log
+ * refuses both, but a fold's state may hold anything JSON does (jsonb would refuse the NUL).
+ */
+const kept = (text: string) => `${text}\u0000\uD800`
+
+describe.each(layers)('folding from checkpoints on %s', (kind) => {
+  let testDb: TestDb
+  let store: Store
+  let server: ReturnType<typeof createServer<typeof testContract>>
+
+  beforeAll(async () => {
+    testDb = await createTestDb(kind)
+    store = await testDb.open()
+    server = createServer({ contract: testContract, consumers: [], store })
+  })
+  afterAll(async () => {
+    await testDb.drop()
+  })
+
+  async function sessionWith(count: number, owner = 'ann'): Promise<{ id: string; texts: string[] }> {
+    const { id } = await server.sessions.create(owner)
+    const texts = Array.from({ length: count }, (_, i) => HOSTILE[i % HOSTILE.length] + i)
+    for (let i = 0; i < count; i += 500) {
+      await server.append(id, ...texts.slice(i, i + 500).map((text) => ({ type: 'message' as const, payload: { text } })))
+    }
+    return { id, texts }
+  }
+  const checkpointsOf = async (id: string) =>
+    (await query<{ fold: string; at_index: number }>(store.db, sql`select fold, at_index from a2_checkpoints where session_id = ${id} order by at_index`))
+
+  it('folds to the same state as every event, then only the events since its checkpoint', async () => {
+    const { id, texts } = await sessionWith(2_500)
+    const { fold, counter } = textsFold()
+
+    const first = await server.fold(id, 'ann', fold)
+    expect(first).toEqual({ state: { texts: texts.map(kept), last: 2_499 }, frontier: 2_499 })
+    expect(counter.seen).toBe(2_500)
+    expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 2_499 }])
+
+    counter.seen = 0
+    expect(await server.fold(id, 'ann', fold)).toEqual(first)
+    expect(counter.seen).toBe(0)
+
+    await server.append(id, { type: 'message', payload: { text: 'one more' } }, { type: 'message', payload: { text: 'and another' } })
+    counter.seen = 0
+    const later = await server.fold(id, 'ann', fold)
+    expect(later.state.texts).toEqual([...texts, 'one more', 'and another'].map(kept))
+    expect(later.frontier).toBe(2_501)
+    expect(counter.seen).toBe(2)
+  })
+
+  it('never reads a checkpoint at or past `before`, nor one of another fold name', async () => {
+    const { id, texts } = await sessionWith(2_200)
+    const { fold } = textsFold()
+    await server.fold(id, 'ann', fold) // a checkpoint at 2,199
+
+    const { fold: early, counter } = textsFold()
+    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toEqual({ state: { texts: texts.slice(0, 1_200).map(kept), last: 1_199 }, frontier: 1_199 })
+    expect(counter.seen).toBe(1_200)
+
+    const { fold: renamed, counter: renamedCounter } = textsFold('texts@2')
+    expect((await server.fold(id, 'ann', renamed)).state.texts).toEqual(texts.map(kept))
+    expect(renamedCounter.seen).toBe(2_200)
+  })
+
+  it('keeps the newest three checkpoints of a fold, and none once the session is deleted', async () => {
+    const { id } = await sessionWith(1_000)
+    const { fold } = textsFold()
+    for (let round = 0; round < 4; round++) {
+      await server.fold(id, 'ann', fold)
+      await server.append(id, ...Array.from({ length: 1_000 }, (_, i) => ({ type: 'message' as const, payload: { text: `r${round}-${i}` } })))
+    }
+    await server.fold(id, 'ann', fold)
+    expect((await checkpointsOf(id)).map((c) => c.at_index)).toEqual([2_999, 3_999, 4_999])
+    await server.sessions.delete(id, 'ann')
+    expect(await checkpointsOf(id)).toEqual([])
+  })
+
+  it("refuses another owner's session, like every read", async () => {
+    const { id } = await sessionWith(3)
+    const error = await server.fold(id, 'mallory', textsFold().fold).catch((e: unknown) => e)
+    expect(isA2Error(error) && error.code).toBe('not_found')
+  })
+
+  it('gives a run the history before its trigger', async () => {
+    const { fold } = textsFold()
+    const seen: Texts[] = []
+    const reader = consumer({ contract: testContract, name: 'reader', types: ['generate'] }).run(async (ctx) => {
+      seen.push((await ctx.fold(fold)).state)
+    })
+    const withReader = createServer({ contract: testContract, consumers: [reader], store })
+    const { id } = await withReader.sessions.create('ann')
+    await withReader.append(id, { type: 'message', payload: { text: 'before' } }, { type: 'generate', payload: {} }, { type: 'message', payload: { text: 'after' } })
+    await withReader.startWorker({ pollMs: 20 })
+    try {
+      await waitUntil(() => seen.length > 0, 'the run to fold its history')
+      expect(seen[0]).toEqual({ texts: [kept('before')], last: 0 })
+    } finally {
+      await withReader.stopWorkers()
+    }
+  })
+})

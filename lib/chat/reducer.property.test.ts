@@ -1,0 +1,120 @@
+/**
+ * The fast fold is the simple fold, faster: on generated logs — hostile ones included —
+ * `foldChat` equals the one-event-at-a-time reference, returns the very same state when an
+ * event changes nothing, and resumes exactly from a JSON checkpoint at any index (what the
+ * server stores in a2_checkpoints). Seeded: a failure prints its seed and path to replay.
+ */
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import type { ChatEvent } from './contract'
+import { foldChat, type ChatState } from './reducer'
+import { referenceReduce } from './reducer.reference'
+
+const SEED = 20261201
+const RUNS = Number(process.env.FC_RUNS || 300)
+
+/** Text a log may hold: plain, empty-ish, lone surrogates, NUL and control characters, astral symbols, markup. */
+const hostileText = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'binary', maxLength: 8 }),
+  fc.constantFrom('\uD800', 'a\uDFFFb', '\u0000', 'x\u0000y', '\u202E', '𝄞🙂', '<script>', '"}]', '\\', ' ', '\n\n'),
+)
+
+/** An event's references: ids that exist (of any kind), ids that never will, and edge strings. */
+const reference = (ids: readonly string[]) =>
+  fc.oneof(
+    { weight: 4, arbitrary: ids.length ? fc.constantFrom(...ids) : fc.constant('e0') },
+    { weight: 1, arbitrary: fc.constantFrom('', 'nope', 'e999', '__proto__', 'constructor', 'e0\u0000') },
+  )
+
+type Draft = { type: ChatEvent['type']; pick: (ids: string[], index: number) => fc.Arbitrary<unknown> }
+
+const drafts: Draft[] = [
+  {
+    type: 'message',
+    pick: (ids) =>
+      fc.record({ text: hostileText, edits: fc.option(reference(ids), { nil: undefined }), after: fc.option(reference(ids), { nil: undefined }) }, { requiredKeys: ['text'] }),
+  },
+  { type: 'generate', pick: (ids) => fc.record({ for: reference(ids), replaces: fc.option(reference(ids), { nil: undefined }) }, { requiredKeys: ['for'] }) },
+  { type: 'chunk', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },
+  { type: 'chunk', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },
+  {
+    type: 'cancelled',
+    pick: (ids, index) => fc.record({ of: reference(ids), lastSeenIndex: fc.oneof(fc.integer({ min: -1, max: index + 2 }), fc.constant(Number.MAX_SAFE_INTEGER)) }),
+  },
+  {
+    type: 'finished',
+    pick: (ids) =>
+      fc.record(
+        {
+          of: reference(ids),
+          attempt: fc.integer({ min: 1, max: 4 }),
+          reason: fc.constantFrom('stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other'),
+          usage: fc.option(fc.record({ inputTokens: fc.option(fc.nat(), { nil: undefined }), outputTokens: fc.option(fc.nat(), { nil: undefined }) }), { nil: undefined }),
+        },
+        { requiredKeys: ['of', 'attempt', 'reason'] },
+      ),
+  },
+  { type: 'note.saved', pick: (ids) => fc.record({ of: reference(ids), note: hostileText, key: fc.string({ maxLength: 6 }) }) },
+  { type: 'a2.failed', pick: (ids) => fc.record({ of: reference(ids), error: fc.record({ code: fc.constant('X'), message: hostileText }) }) },
+]
+
+/** A log of up to `max` events with unique ids (the log guarantees them) whose payloads refer back to earlier ones. */
+function chatLog(max: number): fc.Arbitrary<ChatEvent[]> {
+  return fc.array(fc.tuple(fc.nat({ max: drafts.length - 1 }), fc.nat()), { maxLength: max }).chain((shape) => {
+    const ids = shape.map((_, i) => `e${i}`)
+    return fc.tuple(...shape.map(([kind], i) => drafts[kind].pick(ids.slice(0, i + 2), i))).map((payloads) =>
+      payloads.map((payload, i) => ({ id: ids[i], sessionId: 's', index: i, type: drafts[shape[i][0]].type, payload, createdAt: '2026-12-01T00:00:00.000Z' }) as ChatEvent),
+    )
+  })
+}
+
+/** What a checkpoint stores and loads: JSON (undefined fields drop out, which the fold treats alike). */
+const viaJson = (state: ChatState): ChatState => JSON.parse(JSON.stringify(state))
+
+describe('foldChat against the reference fold', () => {
+  it('folds every generated log to the same state', () => {
+    fc.assert(
+      fc.property(chatLog(80), (log) => {
+        const expected = log.reduce(referenceReduce, { turns: [] } as ChatState)
+        expect(viaJson(foldChat(log))).toEqual(viaJson(expected))
+      }),
+      { seed: SEED, numRuns: RUNS },
+    )
+  })
+
+  it('returns the same state object exactly when the reference changes nothing', () => {
+    fc.assert(
+      fc.property(chatLog(40), (log) => {
+        let fast: ChatState = { turns: [] }
+        let slow: ChatState = { turns: [] }
+        for (const event of log) {
+          const nextFast = foldChat([event], fast)
+          const nextSlow = referenceReduce(slow, event)
+          expect(nextFast === fast).toBe(nextSlow === slow)
+          fast = nextFast
+          slow = nextSlow
+        }
+        expect(viaJson(fast)).toEqual(viaJson(slow))
+      }),
+      { seed: SEED + 1, numRuns: RUNS },
+    )
+  })
+
+  it('resumes from a JSON checkpoint at any index, never changing the state it started from', () => {
+    fc.assert(
+      fc.property(chatLog(80), fc.nat(), fc.nat(), (log, a, b) => {
+        const [first, second] = [a % (log.length + 1), b % (log.length + 1)].sort((x, y) => x - y)
+        const whole = viaJson(foldChat(log))
+        const atFirst = foldChat(log.slice(0, first))
+        const frozen = JSON.stringify(atFirst)
+        const atSecond = foldChat(log.slice(first, second), viaJson(atFirst))
+        expect(viaJson(foldChat(log.slice(second), viaJson(atSecond)))).toEqual(whole)
+        // Folding on from a state (a page after a page) leaves that state as it was.
+        foldChat(log.slice(first), atFirst)
+        expect(JSON.stringify(atFirst)).toBe(frozen)
+      }),
+      { seed: SEED + 2, numRuns: RUNS },
+    )
+  })
+})

@@ -1,0 +1,126 @@
+/**
+ * The chat fold as it was first written: one event at a time, every change a fresh copy.
+ * Quadratic, and simple enough to read at a glance: the oracle the fast fold in reducer.ts
+ * is checked against (reducer.property.test.ts). Test-only.
+ */
+import type { ChatEvent } from './contract'
+import { isTerminal, nextSlot, ROOT_SLOT, slotOf, type AnswerTurn, type ChatState, type Turn } from './reducer'
+
+export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
+  switch (event.type) {
+    case 'message': {
+      const parent = parentOf(state, event.payload)
+      return { turns: [...state.turns, { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent }] }
+    }
+    case 'generate': {
+      // A regenerate is one more version of the answer to `for`; the one it follows is kept.
+      const answer: AnswerTurn = {
+        kind: 'assistant',
+        id: event.id,
+        for: event.payload.for,
+        status: 'waiting',
+        chunks: [],
+        text: '',
+        attempt: 0,
+        notes: [],
+      }
+      return { turns: [...state.turns, answer] }
+    }
+    case 'chunk':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        // Stragglers that land after the cut, or after the end, vanish.
+        if (answer.cutAt !== undefined || isTerminal(answer.status)) return answer
+        // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
+        if (event.payload.attempt < answer.attempt) return answer
+        // A successor continues from the text its predecessors committed (generate sends it to
+        // the model as the answer so far), so every attempt's chunks stay, in log order: text a
+        // reader has seen never disappears, and a cut at lastSeenIndex keeps exactly what they saw.
+        return {
+          ...answer,
+          status: 'streaming',
+          attempt: event.payload.attempt,
+          chunks: [...answer.chunks, { index: event.index, delta: event.payload.delta }],
+        }
+      })
+    case 'cancelled':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        if (isTerminal(answer.status)) return answer // it had already ended: nothing to cut
+        const { lastSeenIndex } = event.payload
+        return {
+          ...answer,
+          status: 'stopped',
+          cutAt: lastSeenIndex,
+          chunks: answer.chunks.filter((c) => c.index <= lastSeenIndex),
+        }
+      })
+    case 'finished':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        if (isTerminal(answer.status) && answer.status !== 'stopped') return answer
+        if (answer.status === 'stopped' && answer.text) return answer
+        return {
+          ...answer,
+          status: answer.cutAt !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done',
+          finishReason: event.payload.reason,
+          usage: event.payload.usage,
+          text: answer.chunks.map((c) => c.delta).join(''),
+          chunks: [],
+        }
+      })
+    case 'note.saved':
+      return updateAnswer(state, event.payload.of, (answer) => ({ ...answer, notes: [...answer.notes, event.payload.note] }))
+    case 'a2.failed':
+      return updateAnswer(state, event.payload.of, (answer) =>
+        isTerminal(answer.status) && answer.status !== 'stopped'
+          ? answer
+          : {
+              ...answer,
+              status: answer.cutAt !== undefined ? 'stopped' : 'failed',
+              error: event.payload.error.message,
+              text: answer.chunks.map((c) => c.delta).join(''),
+              chunks: [],
+            },
+      )
+    default:
+      throw new Error(`unhandled event type: ${JSON.stringify((event as { type?: string }).type)}`)
+  }
+}
+
+function updateAnswer(state: ChatState, id: string, update: (answer: AnswerTurn) => AnswerTurn): ChatState {
+  let changed = false
+  const turns = state.turns.map((turn) => {
+    if (turn.kind !== 'assistant' || turn.id !== id) return turn
+    const next = update(turn)
+    changed ||= next !== turn
+    return next
+  })
+  return changed ? { turns } : state
+}
+
+/**
+ * Where a new message hangs: beside the message it edits (a new version of it), after the
+ * answer it names, or — for logs from before `after` existed — after the latest branch's end.
+ */
+function parentOf(state: ChatState, payload: { edits?: string; after?: string }): string | null {
+  if (payload.edits) {
+    const edited = state.turns.find((t) => t.kind === 'user' && t.id === payload.edits)
+    if (edited?.kind === 'user') return edited.parent
+  }
+  if (payload.after && state.turns.some((t) => t.kind === 'assistant' && t.id === payload.after)) return payload.after
+  const branch = latestBranch(state.turns)
+  const last = branch.at(-1)
+  if (!last) return null
+  return last.kind === 'assistant' ? last.id : last.parent
+}
+
+/** The branch made of every slot's newest version (what a fresh page shows). */
+function latestBranch(turns: Turn[]): Turn[] {
+  const newest = new Map<string, Turn>()
+  for (const turn of turns) newest.set(slotOf(turn), turn)
+  const branch: Turn[] = []
+  for (let slot = ROOT_SLOT, turn = newest.get(slot); turn; turn = newest.get(slot)) {
+    branch.push(turn)
+    slot = nextSlot(turn)
+  }
+  return branch
+}
+
