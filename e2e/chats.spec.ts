@@ -128,11 +128,11 @@ test('a chat still generating is marked in the sidebar until its answer ends', a
   // …and loses it when its answer ends there, unseen (stopped from elsewhere: another tab, say).
   const snapshot = (await (await page.request.get(`/api/sessions/${busy}/snapshot`)).json()) as {
     state: { turns: Array<{ kind: string; id: string }> }
-    frontier: number
+    lastSeenIndex: number
   }
   const answer = snapshot.state.turns.filter((t) => t.kind === 'assistant').at(-1)!
   const stopped = await page.request.post(`/api/sessions/${busy}/events`, {
-    data: { type: 'cancelled', payload: { of: answer.id, lastSeenIndex: snapshot.frontier } },
+    data: { type: 'cancelled', payload: { of: answer.id, lastSeenIndex: snapshot.lastSeenIndex } },
     headers: { origin: new URL(page.url()).origin }, // as the page's own fetch: the CSRF check wants our origin
   })
   expect(stopped.status()).toBe(201)

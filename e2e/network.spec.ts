@@ -1,6 +1,6 @@
 /**
  * The network drops mid-stream. The answer keeps being written into the log on the
- * server; when the browser reconnects (Last-Event-ID, or its own frontier) its view
+ * server; when the browser reconnects (Last-Event-ID, or its own lastSeenIndex) its view
  * converges to the log: the full answer, every token once, in order.
  */
 import { expect, test, type Page } from '@playwright/test'

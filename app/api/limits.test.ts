@@ -202,8 +202,8 @@ describe('limits and scale through the routes (PGlite)', () => {
       params: Promise.resolve({ id: sessionId }),
     })
     const text = await response.text()
-    const body = JSON.parse(text) as { frontier: number; state: { turns: Array<{ kind: string; status?: string; text?: string }> } }
-    expect(body.frontier).toBe(99_999)
+    const body = JSON.parse(text) as { lastSeenIndex: number; state: { turns: Array<{ kind: string; status?: string; text?: string }> } }
+    expect(body.lastSeenIndex).toBe(99_999)
     const answers = body.state.turns.filter((t) => t.kind === 'assistant')
     expect(answers).toHaveLength(100)
     expect(answers.every((a) => a.status === 'done' && a.text === 'x'.repeat(997))).toBe(true)

@@ -8,6 +8,7 @@
  * writers, with a LISTENer connected (as the a2 bus always is).
  */
 import postgres from 'postgres'
+import { encodeHint, JOBS_CHANNEL } from '@/lib/a2/internal/wire'
 import { createBenchDb } from '../lib/db'
 import { summarize } from '../lib/stats'
 
@@ -17,11 +18,11 @@ const listener = postgres(db.url, { max: 1, onnotice: () => {} })
 try {
   await client`create table notify_probe (x int)`
   let received = 0
-  await listener.listen('a2', () => received++)
+  await listener.listen(JOBS_CHANNEL, () => received++)
   const once = (notify: boolean, i: number) =>
     client.begin(async (tx) => {
       await tx`insert into notify_probe values (${i})`
-      if (notify) await tx`select pg_notify('a2', ${'{"s":"probe","h":1}'})`
+      if (notify) await tx`select pg_notify(${JOBS_CHANNEL}, ${encodeHint({ sessionId: 'probe', head: 1 })})`
     })
   for (const notify of [false, true, false, true]) {
     const latencies: number[] = []

@@ -18,6 +18,7 @@
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import { createServer, type Store } from '@/lib/a2/server'
+import { encodeHint, JOBS_CHANNEL } from '@/lib/a2/internal/wire'
 import { OWNER } from '../lib/http'
 import { sleep, until, wallNow, randomBetween, within } from '../lib/time'
 import { summarize, trials, type Summary, type Trials } from '../lib/stats'
@@ -73,7 +74,7 @@ async function queueJobs(store: Store, count: number, laned: boolean): Promise<v
                select '${prefix}-' || (g % ${sessions}), g / ${sessions}, 'e' || g, '${name}', ${laned ? `'L'` : 'null'}, 3
                from generate_series(0, ${count - 1}) g`),
     )
-    await tx.execute(sql.raw(`select pg_notify('a2', '{"s":"${prefix}","h":0,"j":1}')`))
+    await tx.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${encodeHint({ sessionId: prefix, head: 0, newJobs: true })})`)
   })
 }
 

@@ -70,7 +70,7 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     const { fold, counter } = textsFold()
 
     const first = await server.fold(id, 'ann', fold)
-    expect(first).toEqual({ state: { texts: texts.map(kept), last: 2_499 }, frontier: 2_499 })
+    expect(first).toEqual({ state: { texts: texts.map(kept), last: 2_499 }, lastSeenIndex: 2_499 })
     expect(counter.seen).toBe(2_500)
     expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 2_499 }])
 
@@ -82,7 +82,7 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     counter.seen = 0
     const later = await server.fold(id, 'ann', fold)
     expect(later.state.texts).toEqual([...texts, 'one more', 'and another'].map(kept))
-    expect(later.frontier).toBe(2_501)
+    expect(later.lastSeenIndex).toBe(2_501)
     expect(counter.seen).toBe(2)
   })
 
@@ -92,7 +92,7 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     await server.fold(id, 'ann', fold) // a checkpoint at 2,199
 
     const { fold: early, counter } = textsFold()
-    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toEqual({ state: { texts: texts.slice(0, 1_200).map(kept), last: 1_199 }, frontier: 1_199 })
+    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toEqual({ state: { texts: texts.slice(0, 1_200).map(kept), last: 1_199 }, lastSeenIndex: 1_199 })
     expect(counter.seen).toBe(1_200)
 
     const { fold: renamed, counter: renamedCounter } = textsFold('texts@2')

@@ -20,6 +20,7 @@ import {
 import { isA2Error } from '@/lib/a2'
 import { completeJob } from './internal/jobs'
 import { query } from './internal/store'
+import { decodeHint } from './internal/wire'
 import { createTestDb, layers, POSTGRES_URL, type TestDb } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
 import { createLeakGuard, type LeakGuard } from '@/test/guard'
@@ -198,7 +199,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const cancelHints: string[] = []
       const { server: chatServer } = serveCounted([generate], store, {
         notified: (payload) => {
-          if (payload.includes('"c":')) cancelHints.push(payload)
+          if (decodeHint(payload).cancels) cancelHints.push(payload)
         },
       })
       await work(chatServer)
@@ -763,7 +764,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       let jobHints = 0
       const { server: watchedServer, ticks } = serveCounted([c], store, {
         notified: (payload) => {
-          if (/"j":\s*1/.test(payload)) jobHints++
+          if (decodeHint(payload).newJobs) jobHints++
         },
         after: async (text) => {
           if (!armed || !text.includes('with candidates')) return

@@ -36,7 +36,7 @@ describe('the session store', () => {
     expect(store.getSnapshot().pending).toHaveLength(1)
     release()
     const [confirmed] = await pushed
-    expect(store.getSnapshot()).toMatchObject({ state: ['note:a'], pending: [], frontier: 0 })
+    expect(store.getSnapshot()).toMatchObject({ state: ['note:a'], pending: [], lastSeenIndex: 0 })
     // The tail delivers the same event again: ignored.
     store.receive([confirmed])
     expect(store.getSnapshot().state).toEqual(['note:a'])
@@ -48,7 +48,7 @@ describe('the session store', () => {
     store.receive([event(0, 'a'), event(1, 'b')])
     store.receive([event(0, 'a'), event(1, 'b'), event(2, 'c')])
     expect(store.getSnapshot().state).toEqual(['note:a', 'note:b', 'note:c'])
-    expect(store.getSnapshot().frontier).toBe(2)
+    expect(store.getSnapshot().lastSeenIndex).toBe(2)
   })
 
   it('retries a push on a 5xx with the same event id, so the server sees one event', async () => {
@@ -149,7 +149,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     expect(JSON.parse(up.calls[0]).id).toBe('stop-1')
     acknowledge()
     await until(() => after.getSnapshot().outbox.length === 0, 'the acknowledgement')
-    expect(after.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [], frontier: 0 })
+    expect(after.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [], lastSeenIndex: 0 })
     expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
   })
 

@@ -8,6 +8,10 @@ import { defineContract, type EventOf } from '@/lib/a2'
 /** 16k characters: a long pasted document fits; the payload bound (64 KiB) still holds with JSON escaping. */
 export const MAX_MESSAGE_CHARS = 16_000
 
+/** Why an answer ended: the model's own reasons, plus `cancelled` (a Stop). The `finished` event's `reason`. */
+export const FINISH_REASONS = ['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other'] as const
+export type FinishReason = (typeof FINISH_REASONS)[number]
+
 const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional() })
 
 export const chat = defineContract({
@@ -41,7 +45,7 @@ export const chat = defineContract({
         .object({
           of: z.string(),
           attempt: z.number().int().min(1),
-          reason: z.enum(['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other']),
+          reason: z.enum(FINISH_REASONS),
           usage: usage.optional(),
         })
         .strict(),

@@ -11,15 +11,14 @@
  */
 import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
-import { consumer, isStop, type RunContext } from '@/lib/a2/server'
-import { chat, type Chat, type ChatEvent } from './contract'
+import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
+import { chat, FINISH_REASONS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter } from './chunk-writer'
 import { chatFold } from './reducer'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
 import type { NoteRow } from '@/db/schema'
 
-type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-calls' | 'cancelled' | 'error' | 'other'
 
 export interface GenerateOptions {
   model: LanguageModel
@@ -116,14 +115,8 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
 }
 
 /** The session's log after this generation, read in pages: where earlier attempts' chunks are. */
-async function readOwnSteps(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
-  const later: ChatEvent[] = []
-  for (let after = ctx.event.index; ; ) {
-    const page = await ctx.read({ after, limit: 5_000 })
-    if (page.length === 0) return later
-    later.push(...page)
-    after = page[page.length - 1].index
-  }
+function readOwnSteps(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
+  return readAll<ChatEvent>(ctx.read, { after: ctx.event.index })
 }
 
 /** The assistant's one tool: saving a note to the user's outbox, exactly once per tool call. */
@@ -141,7 +134,7 @@ function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
   })
 }
 
+/** The model's reason, if the contract knows it; 'cancelled' is ours to say (a Stop), never the model's. */
 function normalizeReason(reason: string): FinishReason {
-  const known: FinishReason[] = ['stop', 'length', 'content-filter', 'tool-calls', 'error', 'other']
-  return (known as string[]).includes(reason) ? (reason as FinishReason) : 'other'
+  return reason !== 'cancelled' && (FINISH_REASONS as readonly string[]).includes(reason) ? (reason as FinishReason) : 'other'
 }

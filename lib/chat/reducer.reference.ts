@@ -29,7 +29,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
     case 'chunk':
       return updateAnswer(state, event.payload.of, (answer) => {
         // Stragglers that land after the cut, or after the end, vanish.
-        if (answer.cutAt !== undefined || isTerminal(answer.status)) return answer
+        if (answer.lastSeenIndex !== undefined || isTerminal(answer.status)) return answer
         // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
         if (event.payload.attempt < answer.attempt) return answer
         // A successor continues from the text its predecessors committed (generate sends it to
@@ -49,7 +49,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         return {
           ...answer,
           status: 'stopped',
-          cutAt: lastSeenIndex,
+          lastSeenIndex,
           chunks: answer.chunks.filter((c) => c.index <= lastSeenIndex),
         }
       })
@@ -59,7 +59,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         if (answer.status === 'stopped' && answer.text) return answer
         return {
           ...answer,
-          status: answer.cutAt !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done',
+          status: answer.lastSeenIndex !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done',
           finishReason: event.payload.reason,
           usage: event.payload.usage,
           text: answer.chunks.map((c) => c.delta).join(''),
@@ -74,7 +74,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           ? answer
           : {
               ...answer,
-              status: answer.cutAt !== undefined ? 'stopped' : 'failed',
+              status: answer.lastSeenIndex !== undefined ? 'stopped' : 'failed',
               error: event.payload.error.message,
               text: answer.chunks.map((c) => c.delta).join(''),
               chunks: [],

@@ -41,7 +41,7 @@ describe('the chat fold', () => {
     ]
     const answer = answers(foldChat(cut))[0]
     expect(answer.status).toBe('stopped')
-    expect(answer.cutAt).toBe(3)
+    expect(answer.lastSeenIndex).toBe(3)
     expect(answerText(answer)).toBe('Hello ')
   })
 

@@ -4,7 +4,7 @@
  * Adding an event type to the contract breaks the compile here until it is handled.
  */
 import type { Fold } from '@/lib/a2'
-import type { ChatEvent } from './contract'
+import type { ChatEvent, FinishReason } from './contract'
 
 export interface Chunk {
   index: number
@@ -42,9 +42,9 @@ export interface AnswerTurn {
    * (one answer across attempts); chunks from an older attempt than this are dropped.
    */
   attempt: number
-  /** The user stopped it, having seen up to this index. */
-  cutAt?: number
-  finishReason?: string
+  /** The user stopped it, having seen the log up to this index (the Stop's `lastSeenIndex`). */
+  lastSeenIndex?: number
+  finishReason?: FinishReason
   error?: string
   usage?: { inputTokens?: number; outputTokens?: number }
   notes: string[]
@@ -116,7 +116,7 @@ class ChatDraft {
       case 'chunk':
         return this.updateAnswers(event.payload.of, (answer, own) => {
           // Stragglers that land after the cut, or after the end, vanish.
-          if (answer.cutAt !== undefined || isTerminal(answer.status)) return
+          if (answer.lastSeenIndex !== undefined || isTerminal(answer.status)) return
           // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
           if (event.payload.attempt < answer.attempt) return
           // A successor continues from the text its predecessors committed (generate sends it to
@@ -133,7 +133,7 @@ class ChatDraft {
           const { lastSeenIndex } = event.payload
           const mine = own()
           mine.status = 'stopped'
-          mine.cutAt = lastSeenIndex
+          mine.lastSeenIndex = lastSeenIndex
           mine.chunks = mine.chunks.filter((c) => c.index <= lastSeenIndex)
         })
       case 'finished':
@@ -141,7 +141,7 @@ class ChatDraft {
           if (isTerminal(answer.status) && answer.status !== 'stopped') return
           if (answer.status === 'stopped' && answer.text) return
           const mine = own()
-          mine.status = answer.cutAt !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done'
+          mine.status = answer.lastSeenIndex !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done'
           mine.finishReason = event.payload.reason
           mine.usage = event.payload.usage
           compact(mine)
@@ -154,7 +154,7 @@ class ChatDraft {
         return this.updateAnswers(event.payload.of, (answer, own) => {
           if (isTerminal(answer.status) && answer.status !== 'stopped') return
           const mine = own()
-          mine.status = answer.cutAt !== undefined ? 'stopped' : 'failed'
+          mine.status = answer.lastSeenIndex !== undefined ? 'stopped' : 'failed'
           mine.error = event.payload.error.message
           compact(mine)
         })
@@ -243,7 +243,7 @@ function compact(answer: AnswerTurn): void {
  * an older version are then never read.
  */
 export const chatFold: Fold<ChatState> = {
-  name: 'chat@1',
+  name: 'chat@2', // 2: AnswerTurn.cutAt was renamed lastSeenIndex
   initial: initialChatState,
   fold: (events, state) => foldChat(events as ChatEvent[], state),
 }

@@ -52,17 +52,17 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     const request = upstream.requests.at(-1)!
     expect(request.closedAt).toBeUndefined()
 
-    const frontier = seen.at(-1)!.index
+    const lastSeenIndex = seen.at(-1)!.index
     const clientView = reduceChat(foldChat(seen.slice()), {
       id: 'stop1',
       sessionId: id,
       index: -1,
       type: 'cancelled',
-      payload: { of: 'g1', lastSeenIndex: frontier },
+      payload: { of: 'g1', lastSeenIndex },
       createdAt: new Date().toISOString(),
     })
     const pushedAt = performance.now()
-    await server.push(id, 'alice', { id: 'stop1', type: 'cancelled', payload: { of: 'g1', lastSeenIndex: frontier } })
+    await server.push(id, 'alice', { id: 'stop1', type: 'cancelled', payload: { of: 'g1', lastSeenIndex } })
     await request.closed
     expect(request.closedEarly).toBe(true)
     // Bounded, not timed: the speed figure lives in `npm run bench`.

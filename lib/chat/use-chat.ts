@@ -1,7 +1,7 @@
 'use client'
 /**
  * The chat's hook: useSession with the chat fold, plus the actions a person takes.
- * Each action is a push; Stop pushes `cancelled` with the stream frontier and, being
+ * Each action is a push; Stop pushes `cancelled` with the last index this browser has seen and, being
  * optimistic, cuts the local view at once. A Stop is a durable push: kept in the tab's
  * outbox (it survives a reload) and retried until the server takes it, never rolled back.
  */
@@ -15,12 +15,12 @@ const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as
 /** A Stop is an intent from the press: it must reach the log however long the server is away. */
 const DURABLE_TYPES = ['cancelled']
 
-/** The server's fold of the session so far; the tail continues from its frontier. */
-async function loadSnapshot(sessionId: string): Promise<{ state: ChatState; frontier: number }> {
+/** The server's fold of the session so far; the tail continues after its lastSeenIndex. */
+async function loadSnapshot(sessionId: string): Promise<{ state: ChatState; lastSeenIndex: number }> {
   const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/snapshot`)
-  const body = (await response.json()) as { state: ChatState; frontier: number; error?: { code: string; message: string } }
+  const body = (await response.json()) as { state: ChatState; lastSeenIndex: number; error?: { code: string; message: string } }
   if (!response.ok) throw Object.assign(new Error(body.error?.message ?? 'could not load the session'), { status: response.status })
-  return { state: body.state, frontier: body.frontier }
+  return { state: body.state, lastSeenIndex: body.lastSeenIndex }
 }
 
 export function useChat(sessionId: string) {
@@ -57,7 +57,7 @@ export function useChat(sessionId: string) {
   const stop = useCallback(() => {
     const answer = activeAnswer(store.getSnapshot().state)
     if (!answer) return Promise.resolve([])
-    return push({ type: 'cancelled', payload: { of: answer.id, lastSeenIndex: store.getSnapshot().frontier } })
+    return push({ type: 'cancelled', payload: { of: answer.id, lastSeenIndex: store.getSnapshot().lastSeenIndex } })
   }, [push, store])
 
   /** Asks again for the answer to the same message: a new version, the old one kept. */

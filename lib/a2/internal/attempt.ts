@@ -13,6 +13,7 @@ import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
 import { read } from './log'
 import { foldSession } from './checkpoints'
+import { eventFromRow, type EventRow } from './event-row'
 import type { Fence, ValidInput } from './types'
 import { settleAttempt, settleCancelling } from './settle'
 import { query, type Executor } from './store'
@@ -193,17 +194,7 @@ interface StartState {
 
 /** The job's state and its trigger event, read once as the attempt starts. */
 async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
-  const [row] = await query<{
-    status: RunStatus
-    attempt: number
-    cancelled_by: EventRef | null
-    id: string
-    session_id: string
-    index: number
-    type: string
-    payload: unknown
-    created_at: string | Date
-  }>(
+  const [row] = await query<EventRow & { status: RunStatus; attempt: number; cancelled_by: EventRef | null }>(
     db,
     sql`select j.status, j.attempt, j.cancelled_by, e.id, e.session_id, e.index, e.type, e.payload, e.created_at
         from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
@@ -216,13 +207,6 @@ async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
     attempt: row.attempt,
     // A Stop recorded against the run is honoured whatever the status it was recorded in.
     cancelledBy: row.cancelled_by ? { id: row.cancelled_by.id, index: row.cancelled_by.index } : undefined,
-    event: {
-      id: row.id,
-      sessionId: row.session_id,
-      index: row.index,
-      type: row.type,
-      payload: row.payload,
-      createdAt: new Date(row.created_at).toISOString(),
-    },
+    event: eventFromRow(row),
   }
 }

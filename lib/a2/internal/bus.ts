@@ -1,63 +1,32 @@
 /**
- * The process's wake-up bus: one LISTEN on the `a2` channel per store, fanned out to
- * SSE tails (by session) and workers (every hint). A notification is only a hint —
- * every subscriber also polls on a bounded interval, so a lost NOTIFY slows, never breaks.
+ * The process's wake-up bus: one LISTEN connection per store, fanned out to SSE tails (by
+ * session) and workers (every hint on the jobs channel). The tail channel is LISTENed only
+ * once this process tails a session, so a worker process never receives a chunk's hint.
+ * A notification is only a hint — every subscriber also polls on a bounded interval, so a
+ * lost NOTIFY slows, never breaks. Payloads are coded in wire.ts (spec: PROTOCOL.md).
  */
 import { sql } from 'drizzle-orm'
-import type { A2Event } from './contract'
+import { decodeHint, encodeHint, JOBS_CHANNEL, TAIL_CHANNEL, WireError, type Hint } from './wire'
 import { query, type Executor, type Store } from './store'
 
-export const CHANNEL = 'a2'
-
-/** What one append transaction announces (kept short: NOTIFY payloads cap at 8000 bytes). */
-export interface Hint {
-  /** session id */
-  s: string
-  /** the session's head after the append (next index) */
-  h: number
-  /** new jobs were created */
-  j?: 1
-  /** jobs moved to CANCELLING: [jobId, cancelVersion, cancel event id, cancel event index] */
-  c?: Array<[number, number, string, number]>
-  /** More cancels than fit in `c`: workers recheck every running attempt's row. */
-  C?: 1
-  /**
-   * The appended events, when the whole payload fits in NOTIFY's 8000 bytes (a2_notify,
-   * migration 0002): a tail that is up to date takes them from here instead of reading.
-   */
-  e?: HintEvent[]
-}
-
-/** An event as a hint carries it: index, id, type, payload, created_at. */
-export interface HintEvent {
-  i: number
-  d: string
-  t: string
-  p: unknown
-  c: string
-}
-
-export function toHintEvent(event: A2Event): HintEvent {
-  return { i: event.index, d: event.id, t: event.type, p: event.payload, c: event.createdAt }
-}
-
-export function fromHintEvent(sessionId: string, event: HintEvent): A2Event {
-  return { id: event.d, sessionId, index: event.i, type: event.t, payload: event.p, createdAt: new Date(event.c).toISOString() }
-}
+export type { Hint } from './wire'
 
 /** Wakes every worker's claim loop (a job became claimable without an append: surrendered, released, resolved). */
 export async function wakeWorkers(executor: Executor): Promise<void> {
-  const hint: Hint = { s: '', h: 0, j: 1 }
-  await executor.execute(sql`select pg_notify(${CHANNEL}, ${JSON.stringify(hint)})`)
+  await executor.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${encodeHint({ sessionId: '', head: 0, newJobs: true })})`)
 }
-
-/** 32 cancels × ~60 bytes stays far below NOTIFY's 8000-byte payload limit. */
-export const MAX_CANCELS_PER_HINT = 32
 
 type Listener = (hint: Hint) => void
 
 export interface Bus {
+  /**
+   * Hints of one session, from both channels. Await `listenForTails()` first: a hint
+   * committed before the tail channel's LISTEN took effect reaches only the polls.
+   */
   onSession(sessionId: string, listener: Listener): () => void
+  /** LISTENs on the tail channel (once per bus; later calls share the first). */
+  listenForTails(): Promise<void>
+  /** Every hint on the jobs channel (what workers need: new jobs, cancels). */
   onAny(listener: Listener): () => void
   /** Number of live subscriptions: tests use it to prove SSE clients leave nothing behind. */
   readonly size: number
@@ -99,7 +68,7 @@ async function createBus(store: Store): Promise<Bus> {
         sql`select id, head from a2_sessions where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
       )
       for (const { id, head } of rows) {
-        if (head > (heads.get(id) ?? -1)) fanOut({ s: id, h: head })
+        if (head > (heads.get(id) ?? -1)) fanOut({ sessionId: id, head }, false)
       }
     } catch {
       // The store is unreachable: the next tick tries again.
@@ -123,19 +92,35 @@ async function createBus(store: Store): Promise<Bus> {
       console.error('[a2] bus listener failed', error)
     }
   }
-  function fanOut(hint: Hint) {
-    if (bySession.has(hint.s)) heads.set(hint.s, Math.max(hint.h, heads.get(hint.s) ?? -1))
-    for (const listener of bySession.get(hint.s) ?? []) deliver(listener, hint)
-    for (const listener of any) deliver(listener, hint)
+  function fanOut(hint: Hint, toWorkers: boolean) {
+    if (bySession.has(hint.sessionId)) heads.set(hint.sessionId, Math.max(hint.head, heads.get(hint.sessionId) ?? -1))
+    for (const listener of bySession.get(hint.sessionId) ?? []) deliver(listener, hint)
+    if (toWorkers) for (const listener of any) deliver(listener, hint)
   }
-  const unlisten = await store.listen(CHANNEL, (raw) => {
+  // Events are decoded once per notification, for the sessions this process tails only;
+  // every tail of the session shares them.
+  const tailed = (sessionId: string) => bySession.has(sessionId)
+  const onPayload = (toWorkers: boolean) => (raw: string) => {
+    let hint: Hint
     try {
-      fanOut(JSON.parse(raw) as Hint)
-    } catch {
-      // not a hint
+      hint = decodeHint(raw, tailed)
+    } catch (error) {
+      // Anyone who can reach the database can NOTIFY: a payload that is not a hint is dropped, loudly.
+      console.error('[a2] bus: dropped a notification that is not a hint:', error instanceof WireError ? error.message : error)
+      return
     }
-  })
+    fanOut(hint, toWorkers)
+  }
+  const unlistenJobs = await store.listen(JOBS_CHANNEL, onPayload(true))
+  let tailChannel: Promise<() => Promise<void>> | undefined
   return {
+    listenForTails() {
+      tailChannel ??= store.listen(TAIL_CHANNEL, onPayload(false)).catch((error: unknown) => {
+        tailChannel = undefined // the next tail tries again
+        throw error
+      })
+      return tailChannel.then(() => undefined)
+    },
     onSession(sessionId, listener) {
       let set = bySession.get(sessionId)
       if (!set) bySession.set(sessionId, (set = new Set()))
@@ -159,10 +144,10 @@ async function createBus(store: Store): Promise<Bus> {
       for (const set of bySession.values()) n += set.size
       return n
     },
-    close: () => {
+    close: async () => {
       clearInterval(poll)
       poll = undefined
-      return unlisten()
+      await Promise.all([unlistenJobs(), tailChannel?.then((unlisten) => unlisten(), () => {})])
     },
   }
 }

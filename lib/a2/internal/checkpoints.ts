@@ -9,6 +9,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { read } from './log'
+import { readPages } from './pages'
 import { query, type Store } from './store'
 import type { Fold, Folded } from './types'
 
@@ -37,17 +38,15 @@ export async function foldSession<S>(store: Store, sessionId: string, reducer: F
   const before = options.before ?? (await headOf(store, sessionId))
   const loaded = await loadCheckpoint<S>(store, sessionId, reducer.name, before)
   let state: S = loaded ? loaded.state : reducer.initial
-  let frontier = loaded ? loaded.atIndex : -1
+  let lastSeenIndex = loaded ? loaded.atIndex : -1
   let folded = 0
-  while (frontier < before - 1) {
-    const page = await read(store.db, sessionId, { after: frontier, before, limit: PAGE })
-    if (page.length === 0) break
+  for await (const page of readPages((range) => read(store.db, sessionId, range), { after: lastSeenIndex, before, pageSize: PAGE })) {
     state = reducer.fold(page, state)
-    frontier = page[page.length - 1].index
+    lastSeenIndex = page[page.length - 1].index
     folded += page.length
   }
-  if (folded >= CHECKPOINT_AFTER) await saveCheckpoint(store, sessionId, reducer.name, frontier, state)
-  return { state, frontier }
+  if (folded >= CHECKPOINT_AFTER) await saveCheckpoint(store, sessionId, reducer.name, lastSeenIndex, state)
+  return { state, lastSeenIndex }
 }
 
 /**

@@ -3,6 +3,7 @@
  * The cause is kept, never swallowed.
  */
 import { brandOf, hasBrand, mark } from './brand'
+import { errorBody, type ErrorBody } from './wire'
 
 export const errorStatus = {
   bad_request: 400,
@@ -60,8 +61,8 @@ export class A2Error extends Error {
     return errorStatus[this.code]
   }
 
-  toJSON() {
-    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } }
+  toJSON(): ErrorBody {
+    return errorBody(this.code, this.message, this.details)
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
+import { encodeSseEvent, errorBody, SSE_KEEP_ALIVE, SSE_OPEN } from './wire'
 
 /**
  * Reads a JSON body of at most `maxBytes`, counting what actually arrives (Content-Length
@@ -55,13 +56,14 @@ export function errorResponse(error: unknown, headers: HeadersInit = {}): Respon
     return Response.json(error.toJSON(), { status: error.status, headers })
   }
   console.error('[a2] unexpected error', error)
-  return Response.json({ error: { code: 'internal', message: 'internal error' } }, { status: 500, headers })
+  return Response.json(errorBody('internal', 'internal error'), { status: 500, headers })
 }
 
 /**
- * Serves batches of events as SSE: `id:` is the event index (so the browser's
- * Last-Event-ID resumes exactly after it), comments keep proxies from idling out, and
- * everything is released when the client goes away (`signal` is the request's).
+ * Serves batches of events as SSE (framing in wire.ts, spec in PROTOCOL.md): `id:` is the
+ * event index (so the browser's Last-Event-ID resumes exactly after it), comments keep
+ * proxies from idling out, and everything is released when the client goes away (`signal`
+ * is the request's).
  */
 export function sseResponse(
   batches: AsyncGenerator<A2Event[]>,
@@ -86,17 +88,17 @@ export function sseResponse(
       // 15 s: under the 30–60 s idle timeouts of common proxies and load balancers.
       keepAlive = setInterval(() => {
         try {
-          controller.enqueue(encoder.encode(': keep-alive\n\n'))
+          controller.enqueue(encoder.encode(SSE_KEEP_ALIVE))
         } catch {
           close()
         }
       }, options.keepAliveMs ?? 15_000)
-      controller.enqueue(encoder.encode('retry: 1000\n\n'))
+      controller.enqueue(encoder.encode(SSE_OPEN))
       void (async () => {
         try {
           for await (const batch of batches) {
             let chunk = ''
-            for (const event of batch) chunk += `id: ${event.index}\ndata: ${JSON.stringify(event)}\n\n`
+            for (const event of batch) chunk += encodeSseEvent(event)
             controller.enqueue(encoder.encode(chunk))
           }
         } catch (error) {

@@ -5,11 +5,12 @@
  * applies cancellation as a compare-and-set, and NOTIFYs once.
  */
 import { randomUUID } from 'node:crypto'
-import { and, asc, eq, gt, lt, sql } from 'drizzle-orm'
-import { events, jobs, sessions, type EventRow } from '../schema'
+import { and, eq, sql } from 'drizzle-orm'
+import { jobs, sessions } from '../schema'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
-import { CHANNEL, MAX_CANCELS_PER_HINT, toHintEvent, type Hint } from './bus'
+import { encodeHint, encodeHintEvents, hintEventsSql, JOBS_CHANNEL, MAX_CANCELS_PER_HINT, TAIL_CHANNEL, type CancelNotice, type Hint } from './wire'
+import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
 import { LEASED, recordTransitions, type RunStatus, type Transition } from './transitions'
@@ -59,17 +60,6 @@ export interface AppendResult {
   events: A2Event[]
   /** Every input carried an id that was already in the log: nothing was written. */
   duplicate: boolean
-}
-
-export function toEvent(row: EventRow): A2Event {
-  return {
-    id: row.id,
-    sessionId: row.sessionId,
-    index: row.index,
-    type: row.type,
-    payload: row.payload,
-    createdAt: new Date(row.createdAt).toISOString(),
-  }
 }
 
 /**
@@ -124,18 +114,17 @@ export async function append(
       const head = session.start + inputs.length
       if (!routed) {
         // The common case (chunks): nothing to start or cancel, so the hint is known now
-        // and rides in the insert's own statement.
-        const hint: Hint = { s: sessionId, h: head }
-        return { events: await insertEvents(tx, sessionId, rows, hint), duplicate: false }
+        // and rides in the insert's own statement, on the tail channel (no worker needs it).
+        return { events: await insertEvents(tx, sessionId, rows, { sessionId, head }), duplicate: false }
       }
       const appended = await insertEvents(tx, sessionId, rows)
       const newJobs = await insertJobs(tx, routing, appended)
       const cancelled = await applyCancellation(tx, routing, appended)
-      const hint: Hint = { s: sessionId, h: head }
-      if (newJobs > 0) hint.j = 1
-      if (cancelled.length > MAX_CANCELS_PER_HINT) hint.C = 1
-      else if (cancelled.length > 0) hint.c = cancelled
-      await tx.execute(sql`select a2_notify(${CHANNEL}, ${JSON.stringify(hint)}::jsonb, ${JSON.stringify(appended.map(toHintEvent))}::jsonb)`)
+      const hint: Hint = { sessionId, head }
+      if (newJobs > 0) hint.newJobs = true
+      if (cancelled.length > MAX_CANCELS_PER_HINT) hint.recheckCancels = true
+      else if (cancelled.length > 0) hint.cancels = cancelled
+      await tx.execute(sql`select a2_notify(${JOBS_CHANNEL}, ${encodeHint(hint)}::jsonb, ${encodeHintEvents(appended)}::jsonb)`)
       return { events: appended, duplicate: false }
     })
   } catch (error) {
@@ -169,7 +158,7 @@ class DuplicatePush extends Error {
   }
 }
 
-/** Inserts the events; with a hint, NOTIFYs in the same statement (once, as an InitPlan), the events riding along. */
+/** Inserts the events; with a hint, NOTIFYs the tail channel in the same statement (once, as an InitPlan), the events riding along. */
 async function insertEvents(
   tx: Executor,
   sessionId: string,
@@ -180,25 +169,18 @@ async function insertEvents(
     rows.map((r) => sql`(${sessionId}, ${r.index}, ${r.id}, ${r.type}, ${JSON.stringify(r.payload)}::jsonb)`),
     sql`, `,
   )
-  const announced = sql`(select jsonb_agg(jsonb_build_object('i', index, 'd', id, 't', type, 'p', payload, 'c', created_at) order by index)
-                         from inserted)`
-  const notify = hint ? sql`, (select a2_notify(${CHANNEL}, ${JSON.stringify(hint)}::jsonb, ${announced})) as notified` : sql``
-  const inserted = await query<{ index: number; id: string; type: string; payload: unknown; created_at: Date | string }>(
+  const notify = hint
+    ? sql`, (select a2_notify(${TAIL_CHANNEL}, ${encodeHint(hint)}::jsonb, ${sql.raw(hintEventsSql('inserted'))})) as notified`
+    : sql``
+  const inserted = await query<EventRow>(
     tx,
     sql`with inserted as (
           insert into a2_events (session_id, index, id, type, payload) values ${values}
-          returning index, id, type, payload, created_at
+          returning ${EVENT_COLUMNS}
         )
-        select index, id, type, payload, created_at${notify} from inserted order by index`,
+        select ${EVENT_COLUMNS}${notify} from inserted order by index`,
   )
-  return inserted.map((r) => ({
-    id: r.id,
-    sessionId,
-    index: r.index,
-    type: r.type,
-    payload: r.payload,
-    createdAt: new Date(r.created_at).toISOString(),
-  }))
+  return inserted.map(eventFromRow)
 }
 
 /** A client-supplied id makes a push idempotent: a repeat answers the original and writes nothing. */
@@ -209,11 +191,10 @@ async function findDuplicates(
 ): Promise<A2Event[] | undefined> {
   const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
   if (ids.length === 0) return undefined
-  const existing = await (tx as unknown as Db)
-    .select()
-    .from(events)
-    .where(and(eq(events.sessionId, sessionId), sql`${events.id} in ${ids}`))
-    .orderBy(asc(events.index))
+  const existing = await query<EventRow>(
+    tx,
+    sql`select ${EVENT_COLUMNS} from a2_events where session_id = ${sessionId} and id in ${ids} order by index`,
+  )
   if (existing.length === 0) return undefined
   if (existing.length !== inputs.length) throw new A2Error('conflict', 'some of these event ids are already in the log and some are not')
   // A repeat is the same events again (a retry after a lost answer); the same id with other
@@ -225,7 +206,7 @@ async function findDuplicates(
       throw new A2Error('conflict', `event id "${input.id}" is already in the log with other content`)
     }
   }
-  return existing.map(toEvent)
+  return existing.map(eventFromRow)
 }
 
 /** Structural equality of two JSON values; object key order does not count (jsonb reorders keys). */
@@ -286,15 +267,10 @@ async function insertJobs(tx: Executor, routing: Routing, appended: A2Event[]): 
   return rows.length
 }
 
-interface OpenJob {
+interface OpenJob extends EventRow {
   job_id: number
   consumer: string
   attempt: number
-  event_index: number
-  event_id: string
-  type: string
-  payload: unknown
-  created_at: string | Date
 }
 
 /**
@@ -307,31 +283,22 @@ async function applyCancellation(
   tx: Executor,
   routing: Routing,
   appended: A2Event[],
-): Promise<Array<[number, number, string, number]>> {
-  const out: Array<[number, number, string, number]> = []
+): Promise<CancelNotice[]> {
+  const out: CancelNotice[] = []
   for (const event of appended) {
     const routes = routing.cancelsFor(event.type)
     if (routes.length === 0) continue
     const consumers = routes.map((r) => r.consumer)
     const open = await query<OpenJob>(
       tx,
-      sql`select j.id as job_id, j.consumer, j.attempt, e.index as event_index, e.id as event_id, e.type, e.payload, e.created_at
+      sql`select j.id as job_id, j.consumer, j.attempt, e.id, e.session_id, e.index, e.type, e.payload, e.created_at
           from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
           where j.session_id = ${event.sessionId} and j.consumer in ${consumers} and j.event_index < ${event.index}
             and (j.status = 'ACTIVE' or (j.status = 'UNKNOWN' and j.cancelled_by is null))`,
     )
     const targets = open.filter((job) => {
       const route = routes.find((r) => r.consumer === job.consumer)!
-      if (!route.predicate) return true
-      const trigger: A2Event = {
-        id: job.event_id,
-        sessionId: event.sessionId,
-        index: job.event_index,
-        type: job.type,
-        payload: job.payload,
-        createdAt: new Date(job.created_at).toISOString(),
-      }
-      return route.predicate(event, trigger)
+      return !route.predicate || route.predicate(event, eventFromRow(job))
     })
     if (targets.length === 0) continue
     const ids = targets.map((t) => t.job_id)
@@ -363,7 +330,7 @@ async function applyCancellation(
       detail: cancelledBy,
     }))
     await recordTransitions(tx, transitions)
-    for (const job of moved) out.push([Number(job.id), job.cancel_version, event.id, event.index])
+    for (const job of moved) out.push({ jobId: Number(job.id), cancelVersion: job.cancel_version, eventId: event.id, eventIndex: event.index })
   }
   return out
 }
@@ -373,16 +340,15 @@ export async function read(
   sessionId: string,
   options: { after?: number; limit?: number; before?: number } = {},
 ): Promise<A2Event[]> {
-  const db = executor as unknown as Db
-  const conditions = [eq(events.sessionId, sessionId), gt(events.index, options.after ?? -1)]
-  if (options.before !== undefined) conditions.push(lt(events.index, options.before))
-  const rows = await db
-    .select()
-    .from(events)
-    .where(and(...conditions))
-    .orderBy(asc(events.index))
-    .limit(options.limit ?? 1000)
-  return rows.map(toEvent)
+  const rows = await query<EventRow>(
+    executor,
+    sql`select ${EVENT_COLUMNS} from a2_events
+        where session_id = ${sessionId} and index > ${options.after ?? -1}
+          ${options.before !== undefined ? sql`and index < ${options.before}` : sql``}
+        order by index
+        limit ${options.limit ?? 1000}`,
+  )
+  return rows.map(eventFromRow)
 }
 
 export interface SessionSummary {

@@ -32,6 +32,8 @@ import { foldSession, type Fold, type Folded } from './checkpoints'
 import { Worker, type WorkerOptions } from './worker'
 import { DEFAULT_MAX_ATTEMPTS } from './host'
 import { busFor } from './bus'
+import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
+import { pushedEvents } from './wire'
 import { operator } from './operator'
 
 /** Most events one push may carry: a message and its generate request fit many times over. */
@@ -124,8 +126,8 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       } = {},
     ): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
       checkJsonValue(body)
-      const list = isBatch(body) ? body.events : [body]
-      if (!Array.isArray(list) || list.length === 0) throw new A2Error('bad_request', 'push one event or { events: [...] }')
+      const list = pushedEvents(body)
+      if (!list || list.length === 0) throw new A2Error('bad_request', 'push one event or { events: [...] }')
       if (list.length > MAX_EVENTS_PER_PUSH) {
         throw new A2Error('payload_too_large', `at most ${MAX_EVENTS_PER_PUSH} events per push`)
       }
@@ -156,12 +158,12 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
     async eventsById(sessionId: string, owner: string, ids: readonly string[]): Promise<Array<EventOf<C>>> {
       await getOwnedSession(store, sessionId, owner)
       if (ids.length === 0) return []
-      const rows = await query<{ id: string; index: number; type: string; payload: unknown; created_at: Date | string }>(
+      const rows = await query<EventRow>(
         store.db,
-        sql`select id, index, type, payload, created_at from a2_events
+        sql`select ${EVENT_COLUMNS} from a2_events
             where session_id = ${sessionId} and id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
       )
-      return rows.map((r) => ({ id: r.id, sessionId, index: r.index, type: r.type, payload: r.payload, createdAt: new Date(r.created_at).toISOString() })) as Array<EventOf<C>>
+      return rows.map(eventFromRow) as Array<EventOf<C>>
     },
 
     runs: {
@@ -241,8 +243,4 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
 }
 
 export type A2Server<C extends Contract = Contract> = ReturnType<typeof createServer<C>>
-
-function isBatch(body: unknown): body is { events: unknown[] } {
-  return typeof body === 'object' && body !== null && !Array.isArray(body) && 'events' in body && Object.keys(body).length === 1
-}
 

@@ -2,7 +2,8 @@
  * A plain, framework-free store for one session in the browser: the SSE tail (resuming
  * with Last-Event-ID, reconnecting with backoff), optimistic pushes with client event
  * ids (retried safely: the id makes a repeat a no-op), the confirmed `events` feed, the
- * stream frontier, and the app's fold over all of it. React binds to it with
+ * last index it has seen, and the app's fold over all of it. Every frame and answer is
+ * decoded by wire.ts (PROTOCOL.md). React binds to it with
  * useSyncExternalStore; tests drive it without React.
  *
  * Durable pushes (the types in `durableTypes`, e.g. a Stop) are intents, not requests: they
@@ -12,14 +13,11 @@
  */
 import type { A2Event } from './contract'
 import { createOutbox, defaultOutboxStorage, type OutboxEntry, type OutboxStorage } from './outbox'
+import { decodeErrorBody, decodePushAnswer, decodeSseEvent, encodePushBody, WireError, type PushedEvent } from './wire'
 
 export type { OutboxEntry, OutboxStorage } from './outbox'
 
-export interface PushInput {
-  id?: string
-  type: string
-  payload: unknown
-}
+export type PushInput = PushedEvent
 
 export type Connection = 'connecting' | 'open' | 'reconnecting' | 'closed'
 
@@ -36,8 +34,11 @@ export interface SessionSnapshot<S> {
   state: S
   /** Confirmed events, in index order. */
   events: A2Event[]
-  /** The highest index this browser has received: the `lastSeenIndex` a Stop reports. */
-  frontier: number
+  /**
+   * The highest index this browser has received (-1: none): the `lastSeenIndex` a Stop
+   * reports, and the cursor the tail resumes after.
+   */
+  lastSeenIndex: number
   pending: A2Event[]
   connection: Connection
   error?: PushError
@@ -73,7 +74,7 @@ export interface SessionStoreOptions<S> {
    * Loads a server-side fold before the tail opens, so a long session (100k events) costs
    * one small state instead of replaying its whole log into the browser.
    */
-  snapshot?: () => Promise<{ state: S; frontier: number }>
+  snapshot?: () => Promise<{ state: S; lastSeenIndex: number }>
 }
 
 export interface SessionStore<S> {
@@ -113,7 +114,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
 
   let confirmedState = options.initial
   const events: A2Event[] = [...(options.events ?? [])]
-  let frontier = options.after ?? -1
+  let lastSeenIndex = options.after ?? -1
   // A reloaded page shows its unacknowledged intents at once: the view stays cut.
   let pending: A2Event[] = outbox.entries().map((e) => e.event)
   const confirmedIds = new Set(events.map((e) => e.id))
@@ -165,13 +166,13 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     let changed = false
     for (const event of incoming) {
       // Duplicate delivery (a push answer and the tail, or a replay after reconnect) is a no-op.
-      if (event.index <= frontier) continue
-      if (event.index !== frontier + 1) {
-        // A gap should be impossible (the log is gapless and the tail ordered); resync from the frontier.
+      if (event.index <= lastSeenIndex) continue
+      if (event.index !== lastSeenIndex + 1) {
+        // A gap should be impossible (the log is gapless and the tail ordered); resync from lastSeenIndex.
         resubscribe()
         break
       }
-      frontier = event.index
+      lastSeenIndex = event.index
       events.push(event)
       confirmedIds.add(event.id)
       confirmedState = options.reducer(confirmedState, event)
@@ -192,9 +193,9 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   const acknowledge = (confirmed: A2Event[]) => {
     for (const event of confirmed) outbox.remove(event.id)
     // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
-    if (confirmed[0]?.index === frontier + 1) receive(confirmed)
+    if (confirmed[0]?.index === lastSeenIndex + 1) receive(confirmed)
     // A repeat is answered with the original events, which the feed (or the snapshot) may already hold.
-    const folded = new Set(confirmed.filter((e) => e.index <= frontier).map((e) => e.id))
+    const folded = new Set(confirmed.filter((e) => e.index <= lastSeenIndex).map((e) => e.id))
     pending = pending.filter((p) => !folded.has(p.id))
     emit()
   }
@@ -204,7 +205,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     const Source = options.EventSource ?? EventSource
     connection = connection === 'open' ? 'reconnecting' : connection === 'closed' ? 'connecting' : connection
     emit()
-    const es = new Source(`${url}?after=${frontier}`)
+    const es = new Source(`${url}?after=${lastSeenIndex}`)
     source = es
     es.onopen = () => {
       reconnectDelay = 500
@@ -213,16 +214,21 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       wake() // the server is back: an intent waiting in the outbox goes now, not at its next retry
     }
     es.onmessage = (message) => {
+      let event: A2Event
       try {
-        receive([JSON.parse(message.data) as A2Event])
-      } catch {
-        // not an event: ignore
+        event = decodeSseEvent(message.data)
+      } catch (error) {
+        // Not an event (a proxy's injected frame): dropped, loudly. A real gap it leaves is
+        // caught by the index check in receive(), which resubscribes.
+        console.error('[a2] session store: dropped an SSE frame:', error instanceof WireError ? error.message : error)
+        return
       }
+      receive([event])
     }
     es.onerror = () => {
       if (source !== es) return
       // The browser retries by itself (with Last-Event-ID) unless the stream was refused;
-      // then we reopen from our own frontier, backing off to 10 s.
+      // then we reopen after our own lastSeenIndex, backing off to 10 s.
       if (es.readyState === 2 /* CLOSED */) {
         es.close()
         source = undefined
@@ -248,21 +254,29 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
 
   /** One POST. Network errors, 5xx, 408 and 429 may pass; any other refusal is final. */
   const postOnce = async (inputs: PushInput[]): Promise<Outcome> => {
-    const body = JSON.stringify(inputs.length === 1 ? inputs[0] : { events: inputs })
+    const body = encodePushBody(inputs)
     let response: Response
     try {
       response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
     } catch {
       return { kind: 'retry', error: { code: 'network', message: 'could not reach the server', inputs } }
     }
-    const json = (await response.json().catch(() => ({}))) as { events?: A2Event[]; error?: { code: string; message: string } }
-    if (response.ok && json.events) return { kind: 'ok', events: json.events }
+    const json: unknown = await response.json().catch(() => undefined)
+    if (response.ok) {
+      try {
+        return { kind: 'ok', events: decodePushAnswer(json).events }
+      } catch (error) {
+        // An answer that is not one (a proxy's page): the push may have landed; the id makes a repeat a no-op.
+        console.error('[a2] session store: the push answer is not one:', error instanceof WireError ? error.message : error)
+      }
+    }
+    const refusal = decodeErrorBody(json)
     const retryable = response.status >= 500 || response.status === 408 || response.status === 429
     return {
       kind: retryable ? 'retry' : 'final',
       error: {
-        code: json.error?.code ?? 'http_' + response.status,
-        message: json.error?.message ?? `the server answered ${response.status}`,
+        code: refusal?.code ?? 'http_' + response.status,
+        message: refusal?.message ?? `the server answered ${response.status}`,
         status: response.status,
         inputs,
       },
@@ -337,7 +351,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       snapshot ??= {
         state: pending.reduce(options.reducer, confirmedState),
         events,
-        frontier,
+        lastSeenIndex,
         pending,
         connection,
         error,
@@ -396,9 +410,9 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         for (let delay = 500; !closed; delay = Math.min(delay * 2, 10_000)) {
           try {
             const snap = await options.snapshot!()
-            if (snap.frontier > frontier) {
+            if (snap.lastSeenIndex > lastSeenIndex) {
               confirmedState = snap.state
-              frontier = snap.frontier
+              lastSeenIndex = snap.lastSeenIndex
             }
             loaded = true
             emit()

@@ -13,7 +13,8 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
-import { CHANNEL } from './bus'
+import { encodeStepBatch, TAIL_CHANNEL } from './wire'
+import { isoTime } from './event-row'
 import type { Fence, ValidInput } from './types'
 import { query, type Store } from './store'
 
@@ -54,7 +55,7 @@ export function appendSteps(store: Store, sessionId: string, inputs: readonly Va
   return new Promise((resolve, reject) => {
     const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
     const items = inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null }))
-    const json = JSON.stringify({ s: sessionId, j: fence?.jobId ?? null, a: fence?.attempt ?? null, r: runs, e: items })
+    const json = encodeStepBatch({ sessionId, jobId: fence?.jobId ?? null, attempt: fence?.attempt ?? null, runs, events: items })
     committer.submit({ sessionId, fence, runs, items, json, resolve, reject })
   })
 }
@@ -116,7 +117,7 @@ class StepCommitter {
 
 function runStatement(store: Store, batches: readonly Batch[]): Promise<Row[]> {
   const payload = `[${batches.map((b) => b.json).join(',')}]`
-  return query<Row>(store.db, sql`select * from a2_append_steps_many(${payload}::jsonb, ${CHANNEL})`)
+  return query<Row>(store.db, sql`select * from a2_append_steps_many(${payload}::jsonb, ${TAIL_CHANNEL})`)
 }
 
 function settle(batch: Batch, row: Row | undefined): void {
@@ -127,7 +128,7 @@ function settle(batch: Batch, row: Row | undefined): void {
   if (row?.o_refused === 'run_cancelled') return batch.reject(new A2Error('run_cancelled', `run ${batch.runs.join(', ')} is cancelled`))
   if (row?.o_start == null || row.o_created_at == null) return batch.reject(new Error('a2: a step batch got no answer from a2_append_steps_many'))
   const start = row.o_start
-  const createdAt = new Date(row.o_created_at).toISOString()
+  const createdAt = isoTime(row.o_created_at)
   batch.resolve(
     batch.items.map((item, k) => ({ id: item.id, sessionId: batch.sessionId, index: start + k, type: item.type, payload: item.payload, createdAt })),
   )

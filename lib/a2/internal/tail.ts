@@ -7,7 +7,7 @@
  * so an up-to-date tail takes them from there and reads the log only to catch up.
  */
 import type { A2Event } from './contract'
-import { busFor, fromHintEvent } from './bus'
+import { busFor } from './bus'
 import { read } from './log'
 import type { Store } from './store'
 
@@ -27,6 +27,7 @@ export async function* tail(store: Store, sessionId: string, options: TailOption
   const { signal } = options
   const limit = options.limit ?? 500
   const bus = await busFor(store)
+  await bus.listenForTails()
   let cursor = options.after
   /** Events taken from hints, contiguous, not yet yielded (may start at or below cursor + 1 after a read). */
   let ready: A2Event[] = []
@@ -40,12 +41,12 @@ export async function* tail(store: Store, sessionId: string, options: TailOption
   }
   const unsubscribe = bus.onSession(sessionId, (hint) => {
     const next = (ready.length > 0 ? ready[ready.length - 1].index : cursor) + 1
-    if (hint.h <= next) return // nothing this tail has not got
-    const carried = hint.e
+    if (hint.head <= next) return // nothing this tail has not got
+    const carried = hint.events
     // Contiguous with what this tail has: take the events. Anything else (too big to carry,
     // a notification lost while the LISTEN connection was down) is read from the log.
-    if (carried && carried.length > 0 && carried[0].i <= next && carried[carried.length - 1].i === hint.h - 1) {
-      for (const event of carried) if (event.i >= next) ready.push(fromHintEvent(sessionId, event))
+    if (carried && carried.length > 0 && carried[0].index <= next && carried[carried.length - 1].index === hint.head - 1) {
+      for (const event of carried) if (event.index >= next) ready.push(event)
     } else dirty = true
     // A reader that does not keep up holds at most a page here; past that it reads (paged).
     if (ready.length > limit) {

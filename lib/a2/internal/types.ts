@@ -55,5 +55,5 @@ export interface Fold<S> {
 export interface Folded<S> {
   state: S
   /** The index of the last event folded in: -1 for none. A tail continues after it. */
-  frontier: number
+  lastSeenIndex: number
 }

@@ -114,12 +114,12 @@ export class Worker {
   }
 
   private onHint(hint: Hint): void {
-    for (const [jobId, , id, index] of hint.c ?? []) {
-      for (const attempt of this.attemptsOf(jobId)) attempt.cancelled({ id, index })
+    for (const cancel of hint.cancels ?? []) {
+      for (const attempt of this.attemptsOf(cancel.jobId)) attempt.cancelled({ id: cancel.eventId, index: cancel.eventIndex })
     }
     // Too many cancels for one NOTIFY: every running attempt with abortOn rechecks its row.
-    if (hint.C) for (const attempt of this.running.values()) if (attempt.hasAbortOn) void attempt.renew()
-    if (hint.j || hint.c || hint.C) this.wakeUp()
+    if (hint.recheckCancels) for (const attempt of this.running.values()) if (attempt.hasAbortOn) void attempt.renew()
+    if (hint.newJobs || hint.cancels || hint.recheckCancels) this.wakeUp()
   }
 
   private async loop(): Promise<void> {

@@ -6,8 +6,8 @@ import { chatFold } from '@/lib/chat/reducer'
 export const dynamic = 'force-dynamic'
 
 /**
- * The session folded on the server with the same reducer the browser uses, and the
- * index it is folded to. The browser starts its tail from there, so opening a session
+ * The session folded on the server with the same reducer the browser uses, and the last
+ * index it is folded to (`lastSeenIndex`, -1 for none). The browser starts its tail after it, so opening a session
  * with 100k events costs one small state, not 100k SSE messages; and the server folds
  * only the events since the newest checkpoint of that fold, not all 100k.
  */
@@ -21,8 +21,8 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     // from 280 MB to 870 MB before the caps).
     const release = foldingSnapshot()
     try {
-      const { state, frontier } = await server.fold(id, userId, chatFold, { before: session.head })
-      return Response.json({ session, state, frontier })
+      const { state, lastSeenIndex } = await server.fold(id, userId, chatFold, { before: session.head })
+      return Response.json({ session, state, lastSeenIndex })
     } finally {
       release()
     }

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { sql } from 'drizzle-orm'
+import { createServer, type Store } from '@/lib/a2/server'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+import { testContract } from '@/test/contract'
+import { countingStore } from '@/test/counting-store'
+import { busFor, wakeWorkers, type Hint } from './internal/bus'
+import { consumer } from './internal/consumer'
+import { tail } from './internal/tail'
+import { JOBS_CHANNEL, TAIL_CHANNEL } from './internal/wire'
+
+/** A store on the same database that records the channels its bus LISTENs on (a fresh bus: buses are per store object). */
+function listeningStore(store: Store): Store & { channels: string[] } {
+  const channels: string[] = []
+  return {
+    ...store,
+    channels,
+    listen: (channel, onPayload) => {
+      channels.push(channel)
+      return store.listen(channel, onPayload)
+    },
+  }
+}
+
+describe.each(layers)('the bus on %s', (kind) => {
+  let testDb: TestDb
+  let store: Store
+  let server: ReturnType<typeof createServer<typeof testContract>>
+
+  beforeAll(async () => {
+    testDb = await createTestDb(kind)
+    store = await testDb.open()
+    // `generate` starts a job and `cancelled` cancels it: those appends are the jobs channel's.
+    const generate = consumer({ contract: testContract, name: 'generate', types: ['generate'], abortOn: ['cancelled'] }).run(async () => {})
+    server = createServer({ contract: testContract, consumers: [generate], store })
+  })
+  afterAll(async () => {
+    await testDb.drop()
+  })
+
+  it('a process that does not tail LISTENs on the jobs channel only, and its workers never hear a chunk', async () => {
+    const worker = listeningStore(store)
+    const bus = await busFor(worker)
+    const heard: Hint[] = []
+    const off = bus.onAny((hint) => heard.push(hint))
+    try {
+      const { id } = await server.sessions.create('u1')
+      const [generate] = await server.append(id, { type: 'generate', payload: {} })
+      for (let i = 0; i < 5; i++) await server.append(id, { type: 'chunk', payload: { of: generate.id, delta: `${i}` } })
+      await server.append(id, { type: 'cancelled', payload: { of: generate.id, lastSeenIndex: 0 } })
+      // The cancel is the last append: once it is heard, every earlier notification has been delivered.
+      await vi.waitFor(() => expect(heard.some((h) => h.cancels !== undefined)).toBe(true))
+      expect(worker.channels).toEqual([JOBS_CHANNEL])
+      expect(heard.filter((h) => h.sessionId === id).map((h) => ({ head: h.head, newJobs: h.newJobs ?? false, cancels: h.cancels?.length ?? 0 }))).toEqual([
+        { head: 1, newJobs: true, cancels: 0 },
+        { head: 7, newJobs: false, cancels: 1 },
+      ])
+      const [cancel] = heard.find((h) => h.cancels)!.cancels!
+      expect(cancel).toMatchObject({ eventIndex: 6, cancelVersion: 1 })
+    } finally {
+      off()
+      await bus.close()
+    }
+  })
+
+  it('a tailing process LISTENs on both channels and gets every append in commit order from the hints alone', async () => {
+    const counted = countingStore(store)
+    const reader = listeningStore(counted)
+    const { id } = await server.sessions.create('u1')
+    const controller = new AbortController()
+    const got: number[] = []
+    const done = (async () => {
+      for await (const batch of tail(reader, id, { after: -1, signal: controller.signal, pollMs: 60_000 })) {
+        got.push(...batch.map((e) => e.index))
+        if (got.length >= 30) return
+      }
+    })()
+    try {
+      await vi.waitFor(() => expect(counted.statements).toBe(1)) // its first read (an empty log)
+      expect(reader.channels.sort()).toEqual([JOBS_CHANNEL, TAIL_CHANNEL].sort())
+      for (let i = 0; i < 10; i++) {
+        const [generate] = await server.append(id, { type: 'generate', payload: {} }) // jobs channel
+        await server.append(id, { type: 'chunk', payload: { of: generate.id, delta: 'x' } }) // tail channel, step path
+        await server.push(id, 'u1', { id: `m${i}`, type: 'message', payload: { text: 'hi' } }) // tail channel, transactional path
+      }
+      await done
+      expect(got).toEqual(Array.from({ length: 30 }, (_, i) => i))
+      expect(counted.statements).toBe(1) // no read after the first: the channels never crossed
+    } finally {
+      controller.abort()
+      await (await busFor(reader)).close()
+    }
+  })
+
+  it('drops a notification that is not a hint, saying why, and goes on', async () => {
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => {})
+    const bus = await busFor(listeningStore(store))
+    const heard: Hint[] = []
+    const off = bus.onAny((hint) => heard.push(hint))
+    try {
+      await store.db.execute(sql`select pg_notify(${JOBS_CHANNEL}, 'not json')`)
+      await store.db.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${JSON.stringify({ s: 'x', h: -1 })})`)
+      await store.db.execute(sql`select pg_notify(${JOBS_CHANNEL}, ${JSON.stringify({ s: 'x', h: 1, c: [[1, 2, 'e']] })})`)
+      await wakeWorkers(store.db)
+      await vi.waitFor(() => expect(heard).toHaveLength(1))
+      expect(heard[0]).toEqual({ sessionId: '', head: 0, newJobs: true })
+      const said = errors.mock.calls.map((call) => String(call[1]))
+      expect(said).toEqual([
+        'a2 wire: NOTIFY hint: not JSON',
+        'a2 wire: NOTIFY hint: h (head) is not an integer ≥ 0',
+        'a2 wire: NOTIFY hint: c[0] is not [job id, cancel version, event id, event index]',
+      ])
+    } finally {
+      off()
+      await bus.close()
+      errors.mockRestore()
+    }
+  })
+})
