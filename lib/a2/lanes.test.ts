@@ -237,7 +237,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
   })
 
   // The races the triggers' locks are for need two connections: Postgres only.
-  const onPostgres = it.skipIf(kind !== 'postgres')
+  const onPostgres = kind === 'postgres' ? it : () => {}
 
   /** Runs `during` inside a transaction that holds `hold`'s row locks until `during`'s other work waits on them (or finished). */
   async function holding<T>(hold: (tx: postgres.TransactionSql) => Promise<unknown>, during: () => Promise<T>): Promise<T> {
