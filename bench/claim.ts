@@ -13,18 +13,16 @@
  *    connection to a LISTEN on another, in this process (the transport alone).
  */
 import { randomBytes } from 'node:crypto'
-import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
-import { consumer, createServer, openPostgresStore, type Store } from '@/lib/a2/server'
+import { consumer, createServer, migrate, openPostgresStore, type Store } from '@/lib/a2/server'
 import { query } from '@/lib/a2/internal/store'
 import { testContract } from '@/test/contract'
 import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from '@/test/worker-process'
 
 const ADMIN_URL =
   process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
-const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`)
@@ -179,7 +177,8 @@ async function latency(url: string, store: Store) {
 }
 
 const result = await withDatabase(async (url) => {
-  const store = await openPostgresStore(url, { migrationsFolder: MIGRATIONS })
+  const store = await openPostgresStore(url)
+  await migrate(store) // a2's tables only: this bench runs no app code
   try {
     const claim = await throughput(store)
     const crossProcess = await latency(url, store)

@@ -1,7 +1,9 @@
-/** The app's database schema: the a2 tables plus the app's own. drizzle-kit reads this file. */
+/**
+ * The app's own tables; drizzle-kit reads this file and writes db/migrations. a2's tables
+ * are the library's (lib/a2/sql, applied by `migrate` from @/lib/a2/server): app code that
+ * reads them uses `schema` from @/lib/a2/server.
+ */
 import { bigserial, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
-
-export { sessions, events, jobs, jobTransitions, effects, checkpoints } from '../lib/a2/schema'
 
 /** The assistant's "save a note" tool writes here, through ctx.effect, keyed by its idempotency key. */
 export const notes = pgTable(

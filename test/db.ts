@@ -2,12 +2,10 @@
  * Test databases: a fresh one per test file, on PGlite (in memory) and, when
  * TEST_DATABASE_URL or DATABASE_URL is set, on real Postgres (a new database, dropped after).
  */
-import path from 'node:path'
 import { randomUUID } from 'node:crypto'
 import postgres from 'postgres'
 import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
-
-export const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
+import { migrateDatabase } from '@/db/migrate'
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || ''
 
 export interface TestDb {
@@ -27,7 +25,8 @@ export async function createTestDb(kind: 'pglite' | 'postgres'): Promise<TestDb>
       kind,
       async open() {
         if (store) throw new Error('PGlite has one connection: open it once per test file')
-        store = await openPgliteStore({ migrationsFolder: MIGRATIONS })
+        store = await openPgliteStore()
+        await migrateDatabase(store) // a2's tables, then the app's, as the app does at start
         return store
       },
       async drop() {
@@ -46,9 +45,10 @@ export async function createTestDb(kind: 'pglite' | 'postgres'): Promise<TestDb>
     kind,
     url,
     async open(options = {}) {
-      const store = await openPostgresStore(url, { max: options.max, migrationsFolder: migrated ? undefined : MIGRATIONS })
-      migrated = true
+      const store = await openPostgresStore(url, { max: options.max })
       stores.push(store)
+      if (!migrated) await migrateDatabase(store)
+      migrated = true
       return store
     },
     async drop() {

@@ -3,12 +3,10 @@
  * TEST_DATABASE_URL || the local default), migrated, dropped at the end; or an in-memory
  * PGlite with `--pglite`.
  */
-import path from 'node:path'
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
-
-export const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
+import { migrateDatabase } from '@/db/migrate'
 export const ADMIN_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 
 export interface BenchDb {
@@ -28,8 +26,12 @@ export async function createBenchDb(): Promise<BenchDb> {
   }
   const url = withDatabase(ADMIN_URL, name)
   // Migrate once, here; every process after that opens the store without migrating.
-  const store = await openPostgresStore(url, { migrationsFolder: MIGRATIONS, max: 1 })
-  await store.close()
+  const store = await openPostgresStore(url, { max: 1 })
+  try {
+    await migrateDatabase(store) // the chat's own tables too: the rigs run the chat's server
+  } finally {
+    await store.close()
+  }
   let dropped = false
   return {
     name,
@@ -86,7 +88,11 @@ export async function serverVersion(url: string): Promise<string> {
 
 /** Opens a store: Postgres on the bench database, or a fresh in-memory PGlite (migrated). */
 export async function openBenchStore(kind: 'postgres' | 'pglite', url?: string, options: { max?: number; app?: string } = {}): Promise<Store> {
-  if (kind === 'pglite') return openPgliteStore({ migrationsFolder: MIGRATIONS })
+  if (kind === 'pglite') {
+    const store = await openPgliteStore()
+    await migrateDatabase(store)
+    return store
+  }
   return openPostgresStore(options.app ? withApp(url!, options.app) : url!, { max: options.max })
 }
 

@@ -1,6 +1,7 @@
 /**
- * The a2 tables. An app's drizzle schema re-exports these beside its own tables so
- * drizzle-kit generates one migration history for both.
+ * The a2 tables as drizzle sees them, for queries. The tables themselves are made by a2's
+ * own migrations (./sql, applied by `migrate`); schema.test.ts checks that both agree. An
+ * app reads them through `schema` from @/lib/a2/server and never generates DDL for them.
  *
  * Terminology: a *session* owns an append-only log of *events* (index 0,1,2… gapless);
  * a *job* is one (event, consumer) pair; each claim of a job is an *attempt* (the
@@ -55,9 +56,6 @@ export const events = pgTable(
     // Event ids are unique per session, not globally: a client-chosen id can never
     // collide with (or probe for) an event in someone else's session.
     uniqueIndex('a2_events_session_id').on(t.sessionId, t.id),
-    // Terminal events by time, for a per-user budget over recent answers (the chat's daily
-    // token budget); partial, so the insert path of every other event is untouched.
-    index('a2_events_finished_at').on(t.sessionId, t.createdAt).where(sql`type = 'finished'`),
   ],
 )
 export type EventRow = typeof events.$inferSelect

@@ -5,6 +5,8 @@
 export * from './index'
 export { openPostgresStore, openPgliteStore } from './internal/store'
 export type { Store, Db, Executor } from './internal/store'
+export { migrate } from './internal/migrate'
+export type { MigrateResult } from './internal/migrate'
 export { consumer } from './internal/consumer'
 export type { Consumer, ConsumerOptions, RunContext, ReconcileResult } from './internal/consumer'
 export { createServer, MAX_EVENTS_PER_PUSH } from './internal/server'

@@ -4,8 +4,8 @@
  * attempt can be reconciled by looking the key up.
  */
 import { and, desc, eq } from 'drizzle-orm'
-import type { Store } from '@/lib/a2/server'
-import { notes, sessions, type NoteRow } from '@/db/schema'
+import { schema, type Store } from '@/lib/a2/server'
+import { notes, type NoteRow } from '@/db/schema'
 import { A2Error } from '@/lib/a2'
 
 export interface NoteOutbox {
@@ -17,6 +17,7 @@ export interface NoteOutbox {
 export function noteOutbox(store: Store): NoteOutbox {
   const db = store.db
   const ownerOf = async (sessionId: string) => {
+    const { sessions } = schema
     const [row] = await db.select({ owner: sessions.owner }).from(sessions).where(eq(sessions.id, sessionId))
     if (!row) throw new A2Error('not_found', 'no such session')
     return row.owner

@@ -1,6 +1,7 @@
 /**
  * The store: a drizzle database on either driver (postgres-js or PGlite) behind one type,
  * plus the one LISTEN connection a process holds. Everything in a2 talks to a Store.
+ * Opening a store creates nothing: `migrate(store)` (migrate.ts) makes a2's tables.
  */
 import { sql, type SQL } from 'drizzle-orm'
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
@@ -44,11 +45,10 @@ export async function query<Row = Record<string, unknown>>(executor: Executor, s
 
 export async function openPostgresStore(
   url: string,
-  options: { max?: number; migrationsFolder?: string; onNotice?: (n: unknown) => void } = {},
+  options: { max?: number; onNotice?: (n: unknown) => void } = {},
 ): Promise<Store> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
-  if (options.migrationsFolder) await migratePostgres(url, options.migrationsFolder)
   const client = postgres(url, {
     // 10 connections: enough for the embedded worker, SSE reads and pushes on 2 cores;
     // more only queues in Postgres. The LISTEN connection is separate (postgres-js reserves one).
@@ -168,31 +168,12 @@ function preparedStatements<Client extends Sql>(client: Client, texts = new Set<
   })
 }
 
-/** Migrations run under an advisory lock so several app instances and workers can start together. */
-async function migratePostgres(url: string, migrationsFolder: string): Promise<void> {
-  const { default: postgres } = await import('postgres')
-  const { drizzle } = await import('drizzle-orm/postgres-js')
-  const { migrate } = await import('drizzle-orm/postgres-js/migrator')
-  const client = postgres(url, { max: 1, onnotice: () => {} })
-  try {
-    await client`select pg_advisory_lock(4242)`
-    await migrate(drizzle(client), { migrationsFolder })
-    await client`select pg_advisory_unlock(4242)`
-  } finally {
-    await client.end({ timeout: 2 })
-  }
-}
-
-export async function openPgliteStore(options: { dataDir?: string; migrationsFolder?: string } = {}): Promise<Store> {
+export async function openPgliteStore(options: { dataDir?: string } = {}): Promise<Store> {
   const { PGlite } = await import('@electric-sql/pglite')
   const { drizzle } = await import('drizzle-orm/pglite')
   if (options.dataDir) (await import('node:fs')).mkdirSync(options.dataDir, { recursive: true })
   const pg = await PGlite.create(options.dataDir)
   const database = drizzle(pg)
-  if (options.migrationsFolder) {
-    const { migrate } = await import('drizzle-orm/pglite/migrator')
-    await migrate(database, { migrationsFolder: options.migrationsFolder })
-  }
   // One process owns a PGlite database: the keys held here are the live ones, and a key
   // left in a row by an earlier process (a dev-server restart) belongs to a dead one.
   const liveKeys = new Set<number>()

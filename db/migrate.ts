@@ -1,0 +1,54 @@
+/**
+ * Migrations at start: a2's first (its tables, lib/a2/sql), then the app's own (db/schema.ts
+ * → drizzle-kit → db/migrations), which may refer to a2's tables (0000 indexes a2_events).
+ *
+ * The app's history is drizzle's: its journal and `drizzle.__drizzle_migrations`, so
+ * drizzle-kit's tooling keeps working. Until a2 owned its schema, db/migrations 0000–0005
+ * carried a2's DDL too; that history was restarted with the app's tables alone, and its
+ * two migrations carry the journal times of the old ones that made those tables (0004's,
+ * 0005's). Drizzle applies what is newer than the newest recorded time, so a database the
+ * old layout migrated skips them (its tables exist), a database it left at old 0004 gets
+ * only spent_tokens, and a fresh one runs both. New migrations from drizzle-kit get the
+ * time of their generation, later than either.
+ *
+ * Drizzle's own migrator is not used: it cannot hold a lock across its read of the last
+ * migration and its writes, and two processes starting together on one Postgres would
+ * both apply. This is its rule, in one transaction under an advisory lock.
+ */
+import path from 'node:path'
+import { sql } from 'drizzle-orm'
+import { readMigrationFiles } from 'drizzle-orm/migrator'
+import { migrate as migrateA2, type Store } from '@/lib/a2/server'
+
+const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
+/** The key the app's migrations ran under before (a session lock then), so an older process starting now waits too. */
+const APP_MIGRATION_LOCK = 4242
+
+export async function migrateDatabase(store: Store, migrationsFolder = MIGRATIONS): Promise<void> {
+  await migrateA2(store)
+  await migrateApp(store, migrationsFolder)
+}
+
+/** Applies the app's migrations not yet applied; returns the journal times (`when`) of those it ran. */
+export async function migrateApp(store: Store, migrationsFolder = MIGRATIONS): Promise<number[]> {
+  const migrations = readMigrationFiles({ migrationsFolder })
+  return store.db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(${APP_MIGRATION_LOCK})`)
+    await tx.execute(sql`create schema if not exists drizzle`)
+    await tx.execute(
+      sql`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`,
+    )
+    const result = (await tx.execute(sql`select max(created_at) as last from drizzle.__drizzle_migrations`)) as unknown
+    const [{ last }] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ last: string | null }>
+    const applied: number[] = []
+    for (const migration of migrations) {
+      if (last !== null && Number(last) >= migration.folderMillis) continue
+      for (const statement of migration.sql) if (statement.trim()) await tx.execute(sql.raw(statement))
+      await tx.execute(
+        sql`insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})`,
+      )
+      applied.push(migration.folderMillis)
+    }
+    return applied
+  })
+}

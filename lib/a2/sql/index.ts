@@ -1,0 +1,20 @@
+/**
+ * a2's migrations, in the order they apply. Each is applied once, in one transaction with
+ * the others pending, and recorded in a2_migrations (../internal/migrate.ts). Ids never
+ * change and never repeat: append a new module here to change the schema.
+ */
+import tables from './0001_tables'
+import appendFunctions from './0002_append_functions'
+import checkpoints from './0003_checkpoints'
+
+export interface Migration {
+  id: number
+  name: string
+  sql: string
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  { id: 1, name: 'tables', sql: tables },
+  { id: 2, name: 'append_functions', sql: appendFunctions },
+  { id: 3, name: 'checkpoints', sql: checkpoints },
+]
