@@ -18,7 +18,9 @@ export interface TestDb {
 /** The layers this run covers: PGlite always, Postgres when a URL is configured. */
 export const layers: Array<'pglite' | 'postgres'> = POSTGRES_URL ? ['pglite', 'postgres'] : ['pglite']
 
-export async function createTestDb(kind: 'pglite' | 'postgres'): Promise<TestDb> {
+/** `migrate: false`: an empty database, for the migration tests. */
+export async function createTestDb(kind: 'pglite' | 'postgres', options: { migrate?: boolean } = {}): Promise<TestDb> {
+  let toMigrate = options.migrate !== false // once, by the first open
   if (kind === 'pglite') {
     let store: Store | undefined
     return {
@@ -26,7 +28,7 @@ export async function createTestDb(kind: 'pglite' | 'postgres'): Promise<TestDb>
       async open() {
         if (store) throw new Error('PGlite has one connection: open it once per test file')
         store = await openPgliteStore()
-        await migrateDatabase(store) // a2's tables, then the app's, as the app does at start
+        if (toMigrate) await migrateDatabase(store) // a2's tables, then the app's, as the app does at start
         return store
       },
       async drop() {
@@ -40,15 +42,14 @@ export async function createTestDb(kind: 'pglite' | 'postgres'): Promise<TestDb>
   await admin.end()
   const url = withDatabase(POSTGRES_URL, name)
   const stores: Store[] = []
-  let migrated = false
   return {
     kind,
     url,
     async open(options = {}) {
       const store = await openPostgresStore(url, { max: options.max })
       stores.push(store)
-      if (!migrated) await migrateDatabase(store)
-      migrated = true
+      if (toMigrate) await migrateDatabase(store)
+      toMigrate = false
       return store
     },
     async drop() {

@@ -13,7 +13,7 @@ import { encodeHint, encodeHintEvents, hintEventsSql, JOBS_CHANNEL, MAX_CANCELS_
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
-import { LEASED, recordTransitions, type RunStatus, type Transition } from './transitions'
+import { LEASED, STOPPED, recordTransitions, type RunStatus, type Transition } from './transitions'
 
 export interface JobRoute {
   consumer: string
@@ -240,7 +240,7 @@ async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: r
                ${
                  runs.length > 0
                    ? sql`(select event_id || ' is ' || lower(status) from a2_jobs
-                          where session_id = ${sessionId} and event_id in ${runs} and status in ('CANCELLING', 'CANCELLED')
+                          where session_id = ${sessionId} and event_id in ${runs} and status in ${STOPPED}
                           limit 1)`
                    : sql`null::text`
                } as refused`,
@@ -453,7 +453,7 @@ export async function openRuns(store: Store, sessionIds: readonly string[]): Pro
   const rows = await query<{ session_id: string; event_id: string; consumer: string; status: string }>(
     store.db,
     sql`select session_id, event_id, consumer, status from a2_jobs
-        where session_id in ${sessionIds} and status in ('ACTIVE', 'CANCELLING')
+        where session_id in ${sessionIds} and status in ${LEASED}
         order by session_id, event_index`,
   )
   return rows.map((r) => ({ sessionId: r.session_id, eventId: r.event_id, consumer: r.consumer, status: r.status }))

@@ -8,6 +8,8 @@ export type RunStatus = 'ACTIVE' | 'CANCELLING' | 'CANCELLED' | 'COMPLETED' | 'F
 export const OPEN_STATUSES = ['ACTIVE', 'CANCELLING', 'UNKNOWN'] as const satisfies readonly RunStatus[]
 /** The statuses an attempt can hold a lease in. */
 export const LEASED_STATUSES = ['ACTIVE', 'CANCELLING'] as const satisfies readonly RunStatus[]
+/** The statuses of a run with a Stop recorded and no other ending: steps for it are refused (run_cancelled). */
+export const STOPPED_STATUSES = ['CANCELLING', 'CANCELLED'] as const satisfies readonly RunStatus[]
 
 /** A status set as an SQL list literal: `status in ${LEASED}` keeps each statement's text (and its prepared plan) fixed. */
 function statusList(statuses: readonly RunStatus[]): SQL {
@@ -15,6 +17,7 @@ function statusList(statuses: readonly RunStatus[]): SQL {
 }
 export const OPEN = statusList(OPEN_STATUSES)
 export const LEASED = statusList(LEASED_STATUSES)
+export const STOPPED = statusList(STOPPED_STATUSES)
 
 /**
  * Why a run changed (or why its history gained a line), one word an operator can search
