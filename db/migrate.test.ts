@@ -22,6 +22,11 @@ const APP = path.join(process.cwd(), 'db', 'migrations')
 const A2_IDS = MIGRATIONS.map((m) => m.id)
 
 const rows = <Row>(store: Store, statement: ReturnType<typeof sql>) => query<Row>(store.db, statement)
+/**
+ * Each test opens its own databases, and opening a PGlite took 7–13 s here with the two
+ * cores' load at 15–20 (under 2 s idle); the first test opens two.
+ */
+const OPENS_DATABASES_MS = 90_000
 
 /** Runs the old layout's first `count` migrations (all when omitted) the way the app did then. */
 async function migrateLegacy(store: Store, count?: number): Promise<void> {
@@ -124,7 +129,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
       sql`select column_name from information_schema.columns where column_name in ('later_a', 'later_b') order by 1`,
     )
     expect(added.map((r) => r.column_name)).toEqual(['later_a', 'later_b'])
-  })
+  }, OPENS_DATABASES_MS)
 
   it('left at the old 0004 (before spent_tokens): a2 is baselined and the app runs only its spent_tokens migration', async () => {
     const store = await open()
@@ -134,7 +139,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     expect(await migrateApp(store)).toEqual([spentTokens.when])
     const [{ exists }] = await rows<{ exists: boolean }>(store, sql`select to_regclass('spent_tokens') is not null as exists`)
     expect(exists).toBe(true)
-  })
+  }, OPENS_DATABASES_MS)
 
   it('left half-way through a2 (old 0000–0002) is refused, with nothing written', async () => {
     const store = await open()
@@ -142,5 +147,5 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     await expect(migrate(store)).rejects.toThrow(/only part way \(missing 0003_liveness, 0004_security_limits_audit\)/)
     const [{ exists }] = await rows<{ exists: boolean }>(store, sql`select to_regclass('a2_migrations') is not null as exists`)
     expect(exists).toBe(false)
-  })
+  }, OPENS_DATABASES_MS)
 })
