@@ -21,7 +21,7 @@ import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { migrate as migrateA2, type Store } from '@/lib/a2/server'
 
 const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
-/** The key the app's migrations ran under before (a session lock then), so an older process starting now waits too. */
+/** The advisory lock key the app's migrations have always run under (a session-level lock before this file). */
 const APP_MIGRATION_LOCK = 4242
 
 export async function migrateDatabase(store: Store, migrationsFolder = MIGRATIONS): Promise<void> {
