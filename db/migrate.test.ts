@@ -1,9 +1,10 @@
 /**
  * Upgrading a database made before a2 owned its schema: the old layout's migrations (the
- * app's db/migrations 0000–0005 at 2437b81, kept in test/fixtures/migrations-2437b81) run
- * by drizzle's migrator, as the app did then; then the current code opens it. Nothing is
- * re-run, data survives, later migrations of both histories apply, and the result is the
- * same database a fresh start makes.
+ * app's db/migrations 0000–0006, kept in test/fixtures/old-layout-migrations) run by
+ * drizzle's migrator, as the app did then, all of them or the first few (a database last
+ * opened by an older release); then the current code opens it. Nothing is re-run, data
+ * survives, what the old layout had not made yet applies, later migrations of both
+ * histories apply, and the result is the same database a fresh start makes.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,9 +18,11 @@ import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { migrateApp, migrateDatabase } from './migrate'
 
-const LEGACY = path.join(process.cwd(), 'test', 'fixtures', 'migrations-2437b81')
+const LEGACY = path.join(process.cwd(), 'test', 'fixtures', 'old-layout-migrations')
 const APP = path.join(process.cwd(), 'db', 'migrations')
 const A2_IDS = MIGRATIONS.map((m) => m.id)
+/** The a2 migrations that map onto old 0000–0004 (tables) and 0001–0002 (functions); 3 is old 0006. */
+const BEFORE_CHECKPOINTS = [1, 2]
 
 const rows = <Row>(store: Store, statement: ReturnType<typeof sql>) => query<Row>(store.db, statement)
 /**
@@ -90,7 +93,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     await store.db.execute(sql`insert into notes (idempotency_key, owner, session_id, body) values ('k1', 'u1', ${id}, 'kept')`)
     await store.db.execute(sql`insert into spent_tokens (owner, at, tokens) values ('u1', now(), 7)`)
     const [{ drizzleRows }] = await rows<{ drizzleRows: number }>(store, sql`select count(*)::int as "drizzleRows" from drizzle.__drizzle_migrations`)
-    expect(drizzleRows).toBe(6)
+    expect(drizzleRows).toBe(7)
 
     // What the app does at start: a2's migrations, then its own. Nothing runs.
     expect(await migrate(store)).toEqual({ applied: [], baselined: A2_IDS })
@@ -108,7 +111,13 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     await migrateDatabase(fresh)
     const upgraded = await catalog(store)
     expect(upgraded).toEqual(await catalog(fresh))
-    for (const object of ['FUNCTION public.a2_append_steps_many', 'INDEX a2_events_finished_at', 'INDEX spent_tokens_owner_at', 'column a2_migrations.id']) {
+    for (const object of [
+      'FUNCTION public.a2_append_steps_many',
+      'INDEX a2_events_finished_at',
+      'INDEX spent_tokens_owner_at',
+      'column a2_migrations.id',
+      'constraint a2_checkpoints.a2_checkpoints_session_id_a2_sessions_id_fk',
+    ]) {
       expect(upgraded.some((line) => line.includes(object)), object).toBe(true) // the comparison saw them
     }
 
@@ -131,10 +140,24 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     expect(added.map((r) => r.column_name)).toEqual(['later_a', 'later_b'])
   }, OPENS_DATABASES_MS)
 
+  it('left at the old 0005 (before checkpoints): a2 makes a2_checkpoints, the app runs nothing, and it matches a fresh database', async () => {
+    const store = await open()
+    await migrateLegacy(store, 6)
+    const server = createServer({ contract: testContract, consumers: [], store })
+    const { id } = await server.sessions.create('u1')
+    await server.append(id, { type: 'message', payload: { text: 'from before' } })
+    expect(await migrate(store)).toEqual({ applied: [3], baselined: BEFORE_CHECKPOINTS })
+    expect(await migrateApp(store)).toEqual([])
+    expect((await server.read(id, 'u1')).map((e) => e.payload)).toEqual([{ text: 'from before' }])
+    const fresh = await open()
+    await migrateDatabase(fresh)
+    expect(await catalog(store)).toEqual(await catalog(fresh))
+  }, OPENS_DATABASES_MS)
+
   it('left at the old 0004 (before spent_tokens): a2 is baselined and the app runs only its spent_tokens migration', async () => {
     const store = await open()
     await migrateLegacy(store, 5)
-    expect(await migrate(store)).toEqual({ applied: [], baselined: A2_IDS })
+    expect(await migrate(store)).toEqual({ applied: [3], baselined: BEFORE_CHECKPOINTS })
     const [spentTokens] = JSON.parse(readFileSync(path.join(APP, 'meta', '_journal.json'), 'utf8')).entries.slice(-1)
     expect(await migrateApp(store)).toEqual([spentTokens.when])
     const [{ exists }] = await rows<{ exists: boolean }>(store, sql`select to_regclass('spent_tokens') is not null as exists`)

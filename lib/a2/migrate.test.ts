@@ -96,7 +96,7 @@ describe.each(layers)('schema.ts and the migrated database on %s', (kind) => {
     await testDb.drop()
   })
 
-  const tables: PgTable[] = [schema.sessions, schema.events, schema.jobs, schema.jobTransitions, schema.effects]
+  const tables: PgTable[] = [schema.sessions, schema.events, schema.jobs, schema.jobTransitions, schema.effects, schema.checkpoints]
 
   it.each(tables.map((t) => [getTableConfig(t).name, t] as const))('%s: the same columns, types, nullability and indexes', async (name, table) => {
     const config = getTableConfig(table)

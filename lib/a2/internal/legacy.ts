@@ -57,7 +57,7 @@ export async function legacyApplied(tx: Executor): Promise<number[]> {
       const missing = sources.filter((s) => !recorded.has(s.when)).map((s) => s.tag)
       throw new Error(
         `a2: this database was migrated by the old layout only part way (missing ${missing.join(', ')}); ` +
-          'open it once with the release before a2 owned its schema (a2 chat 2437b81) to finish them',
+          'open it once with a release from before a2 owned its schema to finish them',
       )
     }
   }
