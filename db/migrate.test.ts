@@ -1,6 +1,6 @@
 /**
  * Upgrading a database made before a2 owned its schema: the old layout's migrations (the
- * app's db/migrations 0000–0006, kept in test/fixtures/old-layout-migrations) run by
+ * app's db/migrations 0000–0007, kept in test/fixtures/old-layout-migrations) run by
  * drizzle's migrator, as the app did then, all of them or the first few (a database last
  * opened by an older release); then the current code opens it. Nothing is re-run, data
  * survives, what the old layout had not made yet applies, later migrations of both
@@ -21,8 +21,9 @@ import { migrateApp, migrateDatabase } from './migrate'
 const LEGACY = path.join(process.cwd(), 'test', 'fixtures', 'old-layout-migrations')
 const APP = path.join(process.cwd(), 'db', 'migrations')
 const A2_IDS = MIGRATIONS.map((m) => m.id)
-/** The a2 migrations that map onto old 0000–0004 (tables) and 0001–0002 (functions); 3 is old 0006. */
+/** The a2 migrations that map onto old 0000–0004 (tables) and 0001–0002 (functions); 3 and 4 are old 0006 and 0007. */
 const BEFORE_CHECKPOINTS = [1, 2]
+const AFTER_SPENT_TOKENS = [3, 4]
 
 const rows = <Row>(store: Store, statement: ReturnType<typeof sql>) => query<Row>(store.db, statement)
 /**
@@ -64,6 +65,7 @@ async function catalog(store: Store): Promise<string[]> {
           union all select 'constraint ' || conrelid::regclass || '.' || conname || ' ' || pg_get_constraintdef(oid)
             from pg_constraint where connamespace = 'public'::regnamespace
           union all select 'function ' || pg_get_functiondef(oid) from pg_proc where pronamespace = 'public'::regnamespace
+          union all select 'trigger ' || pg_get_triggerdef(oid) from pg_trigger where not tgisinternal
         ) c order by line`,
   )
   return found.map((r) => r.line)
@@ -93,7 +95,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     await store.db.execute(sql`insert into notes (idempotency_key, owner, session_id, body) values ('k1', 'u1', ${id}, 'kept')`)
     await store.db.execute(sql`insert into spent_tokens (owner, at, tokens) values ('u1', now(), 7)`)
     const [{ drizzleRows }] = await rows<{ drizzleRows: number }>(store, sql`select count(*)::int as "drizzleRows" from drizzle.__drizzle_migrations`)
-    expect(drizzleRows).toBe(7)
+    expect(drizzleRows).toBe(8)
 
     // What the app does at start: a2's migrations, then its own. Nothing runs.
     expect(await migrate(store)).toEqual({ applied: [], baselined: A2_IDS })
@@ -117,6 +119,8 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
       'INDEX spent_tokens_owner_at',
       'column a2_migrations.id',
       'constraint a2_checkpoints.a2_checkpoints_session_id_a2_sessions_id_fk',
+      'trigger CREATE TRIGGER a2_jobs_lane_advance',
+      'column a2_jobs.lane_blocked',
     ]) {
       expect(upgraded.some((line) => line.includes(object)), object).toBe(true) // the comparison saw them
     }
@@ -128,7 +132,10 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     cpSync(APP, appFolder, { recursive: true })
     const journalPath = path.join(appFolder, 'meta', '_journal.json')
     const journal = JSON.parse(readFileSync(journalPath, 'utf8'))
-    const when = Date.now()
+    // drizzle-kit dates a migration by the clock; old 0007 was dated by hand, ahead of it, and
+    // drizzle applies only what is later than the newest recorded.
+    const legacyTimes = JSON.parse(readFileSync(path.join(LEGACY, 'meta', '_journal.json'), 'utf8')).entries.map((e: { when: number }) => e.when)
+    const when = Math.max(Date.now(), ...legacyTimes) + 1
     journal.entries.push({ idx: journal.entries.length, version: '7', when, tag: '0099_later', breakpoints: true })
     writeFileSync(journalPath, JSON.stringify(journal))
     writeFileSync(path.join(appFolder, '0099_later.sql'), 'ALTER TABLE "notes" ADD COLUMN "later_b" text;')
@@ -140,13 +147,13 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     expect(added.map((r) => r.column_name)).toEqual(['later_a', 'later_b'])
   }, OPENS_DATABASES_MS)
 
-  it('left at the old 0005 (before checkpoints): a2 makes a2_checkpoints, the app runs nothing, and it matches a fresh database', async () => {
+  it('left at the old 0005 (before checkpoints): a2 makes a2_checkpoints and lane heads, the app runs nothing, and it matches a fresh database', async () => {
     const store = await open()
     await migrateLegacy(store, 6)
     const server = createServer({ contract: testContract, consumers: [], store })
     const { id } = await server.sessions.create('u1')
     await server.append(id, { type: 'message', payload: { text: 'from before' } })
-    expect(await migrate(store)).toEqual({ applied: [3], baselined: BEFORE_CHECKPOINTS })
+    expect(await migrate(store)).toEqual({ applied: AFTER_SPENT_TOKENS, baselined: BEFORE_CHECKPOINTS })
     expect(await migrateApp(store)).toEqual([])
     expect((await server.read(id, 'u1')).map((e) => e.payload)).toEqual([{ text: 'from before' }])
     const fresh = await open()
@@ -157,7 +164,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
   it('left at the old 0004 (before spent_tokens): a2 is baselined and the app runs only its spent_tokens migration', async () => {
     const store = await open()
     await migrateLegacy(store, 5)
-    expect(await migrate(store)).toEqual({ applied: [3], baselined: BEFORE_CHECKPOINTS })
+    expect(await migrate(store)).toEqual({ applied: AFTER_SPENT_TOKENS, baselined: BEFORE_CHECKPOINTS })
     const [spentTokens] = JSON.parse(readFileSync(path.join(APP, 'meta', '_journal.json'), 'utf8')).entries.slice(-1)
     expect(await migrateApp(store)).toEqual([spentTokens.when])
     const [{ exists }] = await rows<{ exists: boolean }>(store, sql`select to_regclass('spent_tokens') is not null as exists`)

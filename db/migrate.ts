@@ -3,7 +3,7 @@
  * → drizzle-kit → db/migrations), which may refer to a2's tables (0000 indexes a2_events).
  *
  * The app's history is drizzle's: its journal and `drizzle.__drizzle_migrations`, so
- * drizzle-kit's tooling keeps working. Until a2 owned its schema, db/migrations 0000–0006
+ * drizzle-kit's tooling keeps working. Until a2 owned its schema, db/migrations 0000–0007
  * carried a2's DDL too; that history was restarted with the app's tables alone, and its
  * two migrations carry the journal times of the old ones that made those tables (0004's,
  * 0005's). Drizzle applies what is newer than the newest recorded time, so a database the

@@ -1,5 +1,5 @@
 /**
- * Lane heads (§10, db/migrations/0007_lane_heads.sql), on PGlite and on Postgres: only the
+ * Lane heads (§10, lib/a2/sql/0004_lane_heads.ts), on PGlite and on Postgres: only the
  * first open job of a (session, consumer, lane) is claimable, and the head moves only when
  * it closes — COMPLETED, CANCELLED, FAILED, or an UNKNOWN run an operator settled — never on
  * a retry's backoff, nor when a job waiting behind it is cancelled. The claim reads the flag
@@ -7,15 +7,15 @@
  * triggers' locks are for: an append into a lane whose head is closing, and a head closing
  * while an append into its lane has not committed.
  */
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
 import { claimJobs, completeJob, finishRun, scheduleRetry, type ClaimedJob } from './internal/jobs'
 import { query } from './internal/store'
-import { MIGRATIONS, createTestDb, layers, type TestDb } from '@/test/db'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+import { MIGRATIONS } from './sql'
+import { splitStatements } from './internal/split-sql'
 import { testContract as chat } from '@/test/contract'
 import { quarantineOpenJobs, waitUntil } from '@/test/runtime'
 
@@ -225,12 +225,11 @@ describe.each(layers)('lane heads on %s', (kind) => {
       ).map((r) => (OPEN.has(r.status) ? r.lane_blocked : 'settled'))
     const expected = ['settled', false, true, true, 'settled', false, false, false]
     expect(await flags()).toEqual(expected) // as the insert trigger set them
-    // As a database from before 0007 had them: no flags. Then the migration's backfill.
+    // As a database from before lane heads had them: no flags. Then the migration's backfill.
     await query(store.db, sql`update a2_jobs set lane_blocked = false where session_id = ${sessionId}`)
-    const backfill = readFileSync(path.join(MIGRATIONS, '0007_lane_heads.sql'), 'utf8')
-      .split('--> statement-breakpoint')
-      .map((s) => s.trim())
-      .find((s) => s.startsWith('UPDATE "a2_jobs" j SET "lane_blocked" = true'))
+    const backfill = splitStatements(MIGRATIONS.find((m) => m.name === 'lane_heads')!.sql).find((s) =>
+      s.includes('UPDATE "a2_jobs" j SET "lane_blocked" = true'),
+    )
     expect(backfill).toBeDefined()
     await query(store.db, sql.raw(backfill!.replace(/;\s*$/, '')))
     expect(await flags()).toEqual(expected)

@@ -134,5 +134,9 @@ describe.each(layers)('schema.ts and the migrated database on %s', (kind) => {
       sql`select pg_get_expr(indpred, indrelid) as predicate from pg_index where indexrelid = 'a2_jobs_session_open'::regclass`,
     )
     expect(predicate).toBe(`(status = ANY (ARRAY[${OPEN_STATUSES.map((s) => `'${s}'::text`).join(', ')}]))`)
+    for (const lane of ['a2_lane_enqueue', 'a2_lane_advance']) {
+      const [{ body: trigger }] = await rows<{ body: string }>(store, sql`select pg_get_functiondef(${lane}::regproc) as body`)
+      expect(trigger).toContain(`status IN ${inList(OPEN_STATUSES)}`)
+    }
   })
 })

@@ -74,7 +74,7 @@ export const jobs = pgTable(
     lane: text('lane'),
     /**
      * A laned job waiting behind an earlier open job of its lane: not claimable. Set on insert
-     * and cleared when the lane's head closes, by triggers (db/migrations/0007_lane_heads.sql),
+     * and cleared when the lane's head closes, by triggers (lib/a2/sql/0004_lane_heads.ts),
      * in the transaction that changes the lane. Meaningful while the job is open.
      */
     laneBlocked: boolean('lane_blocked').notNull().default(false),

@@ -25,9 +25,11 @@ describe('splitStatements', () => {
 
   it("splits a2's migrations into the statements they hold", () => {
     const count = (id: number) => splitStatements(MIGRATIONS.find((m) => m.id === id)!.sql).length
-    // 0001: five tables, their nine indexes; 0002: two functions; 0003: one table.
+    // 0001: five tables, their nine indexes; 0002: two functions; 0003: one table; 0004: a
+    // column and its backfill, two trigger functions and their triggers, three index changes.
     expect(count(1)).toBe(14)
     expect(count(2)).toBe(2)
     expect(count(3)).toBe(1)
+    expect(count(4)).toBe(9)
   })
 })

@@ -42,7 +42,7 @@ const FREE_AT = sql`greatest(j.run_at, coalesce(j.lease_until, '-infinity'::time
  * this very text). `for update skip locked` so workers never wait on each other; attempt
  * bumped (the new fencing token), owner and lease set. Lanes cost the claim nothing: a laned
  * job waiting behind an earlier open job of its (session, consumer, lane) — ACTIVE,
- * CANCELLING or UNKNOWN — is `lane_blocked` and outside the index (0007_lane_heads.sql keeps
+ * CANCELLING or UNKNOWN — is `lane_blocked` and outside the index (sql/0004_lane_heads.ts keeps
  * the flag), so a lane runs in log order, an UNKNOWN run keeps the next one waiting for the
  * operator, and other sessions' jobs are not held up by it.
  */

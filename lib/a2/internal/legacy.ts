@@ -1,6 +1,6 @@
 /**
  * Databases made before a2 owned its schema. Until then a2's DDL lived in the app's
- * drizzle migrations (db/migrations 0000–0006 of a2 chat, recorded in
+ * drizzle migrations (db/migrations 0000–0007 of a2 chat, recorded in
  * drizzle.__drizzle_migrations by their journal time, `created_at`). Such a database has
  * a2's tables but no a2_migrations: each a2 migration whose objects those old migrations
  * created is recorded as applied without running it (a baseline); later ones apply as usual.
@@ -30,6 +30,7 @@ export const LEGACY_SOURCES: ReadonlyMap<number, ReadonlyArray<{ tag: string; wh
     ],
   ],
   [3, [{ tag: '0006_checkpoints', when: 1796125707186 }]],
+  [4, [{ tag: '0007_lane_heads', when: 1796130000000 }]],
 ])
 
 /**

@@ -303,7 +303,7 @@ async function applyCancellation(
     if (targets.length === 0) continue
     const ids = targets.map((t) => t.job_id)
     const cancelledBy = { id: event.id, index: event.index, type: event.type }
-    // Locked in id order first, as everywhere (0007_lane_heads.sql): a lane head that closes
+    // Locked in id order first, as everywhere (sql/0004_lane_heads.ts): a lane head that closes
     // now holds its row and then locks the lane's next job, which a Stop may also be cancelling.
     const moved = await query<{ id: number; attempt: number; cancel_version: number; status: RunStatus }>(
       tx,
@@ -477,7 +477,7 @@ export async function deleteSession(
     // The app's own bookkeeping about what goes (e.g. tokens already spent), in the same transaction.
     await options.within?.(tx)
     // The jobs in id order before the cascade deletes them in no set order: a lane head
-    // closing now holds its row and then locks the lane's next job (0007_lane_heads.sql).
+    // closing now holds its row and then locks the lane's next job (sql/0004_lane_heads.ts).
     await tx.execute(sql`select id from a2_jobs where session_id = ${sessionId} order by id for update`)
     await tx.execute(sql`delete from a2_effects where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_job_transitions where job_id in (select id from a2_jobs where session_id = ${sessionId})`)

@@ -6,6 +6,7 @@
 import tables from './0001_tables'
 import appendFunctions from './0002_append_functions'
 import checkpoints from './0003_checkpoints'
+import laneHeads from './0004_lane_heads'
 
 export interface Migration {
   id: number
@@ -17,4 +18,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 1, name: 'tables', sql: tables },
   { id: 2, name: 'append_functions', sql: appendFunctions },
   { id: 3, name: 'checkpoints', sql: checkpoints },
+  { id: 4, name: 'lane_heads', sql: laneHeads },
 ]
