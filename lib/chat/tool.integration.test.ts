@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { query } from '@/lib/a2/internal/store'
+import { query } from '@/lib/a2/testing'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { waitUntil } from '@/test/runtime'
 import { buildChatServer } from './server'

@@ -43,6 +43,7 @@ export interface ServerOptions<C extends Contract> {
   store: Store
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- routing spans every consumer, whatever its contract and trigger types
 export function buildRouting(consumers: ReadonlyArray<Consumer<any, any>>): Routing {
   const jobs = new Map<string, JobRoute[]>()
   const cancels = new Map<string, CancelRoute[]>()
