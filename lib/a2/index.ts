@@ -6,3 +6,5 @@ export { defineContract, FAILED_TYPE, checkJsonValue, checkText, MAX_JSON_DEPTH 
 export type { A2Event, Contract, EventDefinition, EventInput, EventOf, EventTypes, PayloadOf } from './internal/contract'
 export { A2Error, isA2Error, errorStatus } from './internal/errors'
 export type { A2ErrorCode } from './internal/errors'
+export { A2HttpError, httpErrorOf } from './internal/http-error'
+export type { A2HttpErrorOptions } from './internal/http-error'
