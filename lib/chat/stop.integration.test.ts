@@ -8,6 +8,7 @@ import type { Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { waitUntil } from '@/test/runtime'
+import { waitForRun } from '@/lib/a2/testing'
 import { buildChatServer } from './server'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, reduceChat, type AnswerTurn } from './reducer'
@@ -68,10 +69,7 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     // Bounded, not timed: the speed figure lives in `npm run bench`.
     expect(request.closedAt! - pushedAt).toBeLessThan(2_000)
 
-    const [run] = await waitUntil(async () => {
-      const runs = await server.operator.listRuns({ sessionIds: [id] })
-      return runs.length && runs[0].status === 'CANCELLED' ? runs : undefined
-    }, 'the run CANCELLED')
+    const run = await waitForRun(store, { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'CANCELLED')
     expect(run.attempt).toBe(1)
     const settled = await server.read(id, 'alice', { limit: 10_000 })
     await new Promise((r) => setTimeout(r, 300))

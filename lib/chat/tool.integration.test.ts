@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { query } from '@/lib/a2/testing'
+import { query, waitForRun } from '@/lib/a2/testing'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { waitUntil } from '@/test/runtime'
 import { buildChatServer } from './server'
@@ -50,10 +50,7 @@ describe.each(layers)('the saveNote tool on %s', (kind) => {
     const saved = await notes.list('carol')
     expect(saved.map((n) => n.body)).toEqual(['the demo is on Friday'])
     // `finished` is appended just before the consumer returns; the run settles right after.
-    const run = await waitUntil(async () => {
-      const [r] = await server.operator.listRuns({ sessionIds: [id] })
-      return r?.status === 'COMPLETED' ? r : undefined
-    }, 'the run to complete')
+    const run = await waitForRun(store, { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'COMPLETED')
     const effects = await query<{ key: string; status: string }>(store.db, sql`select key, status from a2_effects where job_id = ${run.id} order by key`)
     expect(effects.map((e) => e.status)).toEqual(['DONE', 'DONE'])
     expect(effects.map((e) => e.key)).toEqual(['model', expect.stringMatching(/^note:call_/)])
