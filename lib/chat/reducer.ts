@@ -135,6 +135,8 @@ export function reduceChat(state: ChatState, event: ChatEvent): ChatState {
               chunks: [],
             },
       )
+    case 'a2.renamed':
+      return state // the title is the sessions list's; the turns are unchanged
     default:
       return assertNever(event)
   }

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { and, asc, eq, gt, lt, sql } from 'drizzle-orm'
 import { events, jobs, sessions, type EventRow } from '../schema'
-import type { A2Event } from './contract'
+import { RENAMED_TYPE, type A2Event } from './contract'
 import { A2Error } from './errors'
 import { CHANNEL, MAX_CANCELS_PER_HINT, toHintEvent, type Hint } from './bus'
 import { query, type Db, type Executor, type Store } from './store'
@@ -440,13 +440,23 @@ function parseCursor(cursor: string): { us: string; id: string } {
   return { us: match[1], id: match[2] }
 }
 
-export async function renameSession(store: Store, sessionId: string, owner: string, title: string): Promise<void> {
-  const updated = await store.db
-    .update(sessions)
-    .set({ title })
-    .where(and(eq(sessions.id, sessionId), eq(sessions.owner, owner)))
-    .returning({ id: sessions.id })
-  if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+/**
+ * Sets the title and appends `a2.renamed { title }` in one transaction (the row and the event
+ * commit together or not at all), so every tab's view and any consumer that `abortOn`s it learn
+ * the rename from the log. A server append: it leaves the list's order (updated_at) alone.
+ */
+export async function renameSession(store: Store, routing: Routing, sessionId: string, owner: string, title: string): Promise<A2Event> {
+  const { events: appended } = await append(store, routing, sessionId, [{ type: RENAMED_TYPE, payload: { title } }], {
+    within: async (tx) => {
+      const updated = await query<{ id: string }>(
+        tx,
+        sql`update a2_sessions set title = ${title} where id = ${sessionId} and owner = ${owner} returning id`,
+      )
+      // Someone else's session answers like a missing one: no existence oracle.
+      if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+    },
+  })
+  return appended[0]
 }
 
 function summarize(row: Pick<typeof sessions.$inferSelect, 'id' | 'title' | 'head' | 'createdAt' | 'updatedAt'>): SessionSummary {
