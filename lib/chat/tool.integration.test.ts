@@ -21,7 +21,7 @@ describe.each(layers)('the saveNote tool on %s', (kind) => {
   beforeAll(async () => {
     testDb = await createTestDb(kind)
     store = await testDb.open()
-    chat = buildChatServer(store, { OFFLINE_MS_PER_TOKEN: '1' })
+    chat = buildChatServer(store, { OFFLINE_MS_PER_TOKEN: 1 })
     await chat.server.startWorker({ pollMs: 50 })
   })
   afterAll(async () => {
