@@ -38,8 +38,17 @@ describe.each(layers)('renaming a session on %s', (kind) => {
       [1, RENAMED_TYPE],
       [2, 'message'],
     ])
-    expect(log[1]).toMatchObject({ id: renamed.id, payload: { title: 'new title' } })
+    expect(log[1]).toMatchObject({ id: renamed!.id, payload: { title: 'new title' } })
     expect(await titleOf(id)).toBe('new title')
+  })
+
+  it('a title derived from the log ({ event: false }) sets the row only', async () => {
+    const server = createServer({ contract: chat, consumers: [], store })
+    const { id } = await server.sessions.create('dee')
+    await server.push(id, 'dee', { id: 'm1', type: 'message', payload: { text: 'first words' } })
+    expect(await server.sessions.rename(id, 'dee', 'first words', { event: false })).toBeUndefined()
+    expect(await titleOf(id)).toBe('first words')
+    expect((await server.read(id, 'dee', { limit: 100 })).map((e) => e.type)).toEqual(['message'])
   })
 
   it('a refused rename writes neither the title nor the event: not the owner, or the event cannot be stored', async () => {
@@ -84,7 +93,7 @@ describe.each(layers)('renaming a session on %s', (kind) => {
       const renamed = await server.sessions.rename(id, 'cy', 'a new name')
       const run = await waitForRun(store, { sessionId: id, eventId: 'g1', consumer: 'titled' }, 'CANCELLED')
       expect(run.cancelVersion).toBe(1)
-      expect(JSON.stringify(run.cancelledBy)).toContain(renamed.id) // the rename is what cancelled it
+      expect(JSON.stringify(run.cancelledBy)).toContain(renamed!.id) // the rename is what cancelled it
       expect(reason).toMatchObject({ code: 'CANCELLED' })
     } finally {
       await server.stopWorkers({ graceMs: 1_000 })

@@ -5,7 +5,7 @@
  * catch can test `instanceof A2HttpError` and read `status` without guessing a shape.
  * (A2Error is the server's side of the same answer: it is what the route turned into it.)
  */
-import { brandOf, hasBrand, mark } from './brand'
+import { brandOf, hasBrand, markClassChain } from './brand'
 
 export interface A2HttpErrorOptions {
   /** The HTTP status; undefined when the server was not reached. */
@@ -32,7 +32,7 @@ export class A2HttpError extends Error {
     this.code = code
     if (options.status !== undefined) this.status = options.status
     if (options.retryAfterS !== undefined) this.retryAfterS = options.retryAfterS
-    for (let c = new.target as unknown as { brand?: symbol } | null; c && c.brand; c = Object.getPrototypeOf(c)) mark(this, c.brand)
+    markClassChain(this, new.target)
   }
 
   /** A refusal: 4xx. Retrying the same request cannot help (408 and 429 excepted by the callers that retry). */

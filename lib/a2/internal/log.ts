@@ -444,8 +444,27 @@ function parseCursor(cursor: string): { us: string; id: string } {
  * Sets the title and appends `a2.renamed { title }` in one transaction (the row and the event
  * commit together or not at all), so every tab's view and any consumer that `abortOn`s it learn
  * the rename from the log. A server append: it leaves the list's order (updated_at) alone.
+ * `event: false` sets only the row, for a title derived from events already in the log (an app
+ * titling a chat from its first message): the log holds it already, and a second event would
+ * count against the session's event cap for something the user did not push.
  */
-export async function renameSession(store: Store, routing: Routing, sessionId: string, owner: string, title: string): Promise<A2Event> {
+export async function renameSession(
+  store: Store,
+  routing: Routing,
+  sessionId: string,
+  owner: string,
+  title: string,
+  options: { event?: boolean } = {},
+): Promise<A2Event | undefined> {
+  if (options.event === false) {
+    const updated = await store.db
+      .update(sessions)
+      .set({ title })
+      .where(and(eq(sessions.id, sessionId), eq(sessions.owner, owner)))
+      .returning({ id: sessions.id })
+    if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+    return undefined
+  }
   const { events: appended } = await append(store, routing, sessionId, [{ type: RENAMED_TYPE, payload: { title } }], {
     within: async (tx) => {
       const updated = await query<{ id: string }>(

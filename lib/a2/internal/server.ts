@@ -198,7 +198,9 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
         const [row] = await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_sessions where owner = ${owner}`)
         return row.n
       },
-      rename: (sessionId: string, owner: string, title: string) => renameSession(store, routing, sessionId, owner, title),
+      /** Sets the title and appends `a2.renamed` in one transaction; `{ event: false }`: the row only (see renameSession). */
+      rename: (sessionId: string, owner: string, title: string, options: { event?: boolean } = {}) =>
+        renameSession(store, routing, sessionId, owner, title, options),
       /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
       delete: (sessionId: string, owner: string, options: { within?: (tx: Executor) => Promise<void> } = {}) =>
         deleteSession(store, sessionId, owner, options),
