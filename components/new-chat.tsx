@@ -4,7 +4,8 @@ import { useCallback, useEffect, useRef, useState } from 'react'
 import { ErrorAlert } from './chat/chat'
 import { Composer, type ComposerHandle } from './chat/composer'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
-import { ApiError, handOffFirstMessage, sessionsStore } from './sessions-store'
+import { A2HttpError } from '@/lib/a2'
+import { handOffFirstMessage, sessionsStore } from './sessions-store'
 import { STARTERS } from '@/lib/ai/starters'
 
 
@@ -15,7 +16,7 @@ import { STARTERS } from '@/lib/ai/starters'
 export function NewChat() {
   const router = useRouter()
   const [sending, setSending] = useState(false)
-  const [error, setError] = useState<{ code: string; message: string; status?: number; retryAfterS?: number } | undefined>()
+  const [error, setError] = useState<A2HttpError | undefined>()
   const lastText = useRef('')
   const composerRef = useRef<ComposerHandle>(null)
 
@@ -37,7 +38,7 @@ export function NewChat() {
         // Stay "sending" until the chat page replaces this one.
       } catch (e) {
         setSending(false)
-        setError(e instanceof ApiError ? e : { code: 'error', message: e instanceof Error ? e.message : String(e) })
+        setError(e instanceof A2HttpError ? e : new A2HttpError('error', e instanceof Error ? e.message : String(e), { cause: e }))
         throw e
       }
     },

@@ -5,6 +5,7 @@
  * useSyncExternalStore; it only talks to `/api/sessions`.
  */
 import { useSyncExternalStore } from 'react'
+import { A2HttpError, httpErrorOf } from '@/lib/a2'
 
 export { isSessionId } from './session-id'
 
@@ -43,18 +44,6 @@ export interface SessionsState {
   opened: Record<string, SessionSummary>
 }
 
-export class ApiError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly status?: number,
-    /** A 429's Retry-After, in seconds. */
-    readonly retryAfterS?: number,
-  ) {
-    super(message)
-  }
-}
-
 async function api<T>(url: string, init?: RequestInit): Promise<T> {
   let response: Response
   try {
@@ -64,19 +53,11 @@ async function api<T>(url: string, init?: RequestInit): Promise<T> {
       credentials: 'same-origin',
       cache: 'no-store',
     })
-  } catch {
-    throw new ApiError('network', 'Could not reach the server. Check your connection and try again.')
+  } catch (cause) {
+    throw new A2HttpError('network', 'Could not reach the server. Check your connection and try again.', { cause })
   }
   const json = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } }
-  if (!response.ok) {
-    const retryAfter = Number(response.headers.get('retry-after'))
-    throw new ApiError(
-      json.error?.code ?? `http_${response.status}`,
-      json.error?.message ?? `The server answered ${response.status}.`,
-      response.status,
-      response.status === 429 && Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
-    )
-  }
+  if (!response.ok) throw httpErrorOf(response, json, `The server answered ${response.status}.`)
   return json as T
 }
 
@@ -134,7 +115,7 @@ function schedulePoll() {
 function deleteRequest(id: string, keepalive = false): Promise<unknown> {
   return api(`/api/sessions/${encodeURIComponent(id)}`, { method: 'DELETE', keepalive }).catch((error: unknown) => {
     // Already gone is what we wanted.
-    if (error instanceof ApiError && error.status === 404) return
+    if (error instanceof A2HttpError && error.status === 404) return
     throw error
   })
 }
@@ -311,7 +292,7 @@ export const sessionsStore = {
       const { session } = await api<{ session: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`)
       set({ opened: { ...state.opened, [id]: session } })
     } catch (error) {
-      if (error instanceof ApiError && error.status !== undefined && error.status >= 400 && error.status < 500) sessionsStore.markMissing(id)
+      if (error instanceof A2HttpError && error.refused) sessionsStore.markMissing(id)
       else ensuring.delete(id) // a network error: try again on the next visit
     }
   },

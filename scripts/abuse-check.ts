@@ -66,7 +66,7 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
   }
   const json = (answer: Answer) => {
     try {
-      return JSON.parse(answer.text) as Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
+      return JSON.parse(answer.text) as Record<string, any>
     } catch {
       return {}
     }

@@ -15,7 +15,7 @@ for (const scheme of ['light', 'dark'] as const) {
   await page.getByTestId('send-button').click()
   const answer = page.getByTestId('message-assistant').last()
   await answer.getByTestId('answer-text').waitFor()
-  await page.waitForFunction(() => (document.querySelector('[data-testid="answer-text"]') as HTMLElement | null)?.innerText.length! > 380)
+  await page.waitForFunction(() => ((document.querySelector('[data-testid="answer-text"]') as HTMLElement | null)?.innerText.length ?? 0) > 380)
   await page.screenshot({ path: `docs/streaming-${scheme}.png` })
   await page.getByTestId('stop-button').click()
   await page.waitForSelector('[data-testid="stopped-marker"]')

@@ -22,6 +22,9 @@ npx tsx -e "import('./e2e/find-chromium.ts').then((m) => m.findChromium()).then(
 echo "== typecheck"
 npx tsc --noEmit -p .
 
+echo "== lint (eslint.config.mjs: recommended rules, the library's doors, no import cycles)"
+npx eslint .
+
 echo "== unit, store, runtime and integration tests (vitest)"
 npx vitest run --reporter=default --reporter=json --outputFile.json=reports/vitest.json
 

@@ -26,7 +26,7 @@ function prng(seed: number) {
 
 const TYPES = ['message', 'generate', 'cancelled', 'chunk', 'finished', 'note.saved', 'a2.failed', '', 'constructor', '__proto__', 'x'.repeat(100)]
 /** Numbers at the edges of int4 and of JSON, and strings that look like numbers. */
-const NUMERIC_EDGES: unknown[] = [2 ** 31, 2 ** 31 - 1, -1, -2, 0, 1e400, -0, 2 ** 53 + 1, 0.5, '0x10', '', ' 1', '1e400', '2147483648', '-1']
+const NUMERIC_EDGES: unknown[] = [2 ** 31, 2 ** 31 - 1, -1, -2, 0, Infinity, -0, 2 ** 53 + 1, 0.5, '0x10', '', ' 1', '1e400', '2147483648', '-1']
 const CURSOR_EDGES = ['2147483648', '2147483647', '-1', '-2', '1e400', '0x10', '', ' 1', '%201', '1.0', '99999999999999999999', 'NaN', '０', '1,2']
 const HOSTILE_STRINGS = ['a\ud800b', '\udc00', 'x\ud83d', 'nul\u0000', '\u0000', '😀\ud800😀', 'ok']
 const BAD_COOKIES = ['a2_uid=%E0%A4%A', 'a2_uid=%', 'a2_uid=%ZZ', 'a2_uid=u_x.%C0%AF', 'a2_uid=a; a2_uid=b', 'a2_uid=' + '%'.repeat(50), '=%;=']

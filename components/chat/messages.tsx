@@ -53,7 +53,6 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
     })
     observer.observe(content)
     return () => observer.disconnect()
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [scrollToBottom])
 
   useLayoutEffect(() => {

@@ -70,6 +70,7 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
     worker = await rig.startWorker('worker', { databaseUrl, upstreamUrl: upstream.url })
   })
 
+  // eslint-disable-next-line no-empty-pattern -- Playwright needs the fixtures argument destructured
   test.afterEach(async ({}, testInfo) => {
     if (testInfo.status !== testInfo.expectedStatus) {
       const report = `${rig.report(80)}\n--- postgres.log ---\n${pg?.log().split('\n').slice(-40).join('\n')}`

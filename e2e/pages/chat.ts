@@ -1,6 +1,8 @@
 import type { Locator, Page } from '@playwright/test'
+import type { AnswerStatus } from '../../lib/chat/reducer'
 
-export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'failed'
+/** The answer's `data-status`: the reducer's statuses, so the page object cannot drift from them. */
+export type { AnswerStatus }
 
 /**
  * The chat UI, as tests drive it. Only `data-testid`s and `data-status` are relied on:

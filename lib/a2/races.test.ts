@@ -130,9 +130,8 @@ describe.each(layers)('the race table on %s', (kind) => {
 
   it('worker pauses after its state check and a cancel lands: the stale version is rejected at dispatch', async () => {
     let dispatched = 0
-    let setupDone!: Awaited<ReturnType<typeof setup>>
     const paused = gate()
-    setupDone = await setup(
+    const setupDone = await setup(
       async (ctx) => {
         await ctx.effect('tool', async () => {
           dispatched++

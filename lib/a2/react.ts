@@ -5,8 +5,9 @@
 import { useEffect, useState, useSyncExternalStore } from 'react'
 import { createSessionStore, type SessionStoreOptions, type SessionSnapshot, type SessionStore, type PushInput } from './internal/session-store'
 
-export { createSessionStore, clientEventId } from './internal/session-store'
-export type { SessionSnapshot, SessionStore, PushInput, PushError, Connection, OutboxEntry, OutboxStorage } from './internal/session-store'
+export { createSessionStore, clientEventId, PushError } from './internal/session-store'
+export { A2HttpError } from './internal/http-error'
+export type { SessionSnapshot, SessionStore, PushInput, Connection, OutboxEntry, OutboxStorage } from './internal/session-store'
 
 /** One store per mounted session: give the component `key={sessionId}` to switch sessions. */
 export function useSession<S>(

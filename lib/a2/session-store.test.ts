@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createSessionStore } from '@/lib/a2/react'
-import type { A2Event } from '@/lib/a2'
+import { A2HttpError, createSessionStore, PushError } from '@/lib/a2/react'
+import { httpErrorOf, type A2Event } from '@/lib/a2'
 
 type State = string[]
 const reducer = (state: State, event: A2Event) => [...state, `${event.type}:${(event.payload as { v: string }).v}`]
@@ -70,6 +70,57 @@ describe('the session store', () => {
     await expect(store.push({ type: 'note', payload: { v: 'y' } })).rejects.toMatchObject({ code: 'invalid_payload', status: 400 })
     expect(store.getSnapshot().state).toEqual([])
     expect(store.getSnapshot().error).toMatchObject({ code: 'invalid_payload', inputs: [{ type: 'note' }] })
+  })
+
+  it('fails a push with a real Error: a PushError, an A2HttpError, with the status, the Retry-After and the inputs', async () => {
+    const limited = fakeFetch(() =>
+      Response.json({ error: { code: 'rate_limited', message: 'slow down' } }, { status: 429, headers: { 'retry-after': '7' } }),
+    )
+    const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: limited.fn, retryDelaysMs: [] })
+    const failure = await store.push({ type: 'note', payload: { v: 'z' } }).catch((e: unknown) => e)
+    expect(failure).toBeInstanceOf(Error)
+    expect(failure).toBeInstanceOf(A2HttpError)
+    expect(failure).toBeInstanceOf(PushError)
+    expect(failure).toMatchObject({ name: 'PushError', code: 'rate_limited', message: 'slow down', status: 429, retryAfterS: 7 })
+    expect((failure as PushError).inputs).toMatchObject([{ type: 'note', payload: { v: 'z' } }])
+    expect((failure as Error).stack).toContain('PushError')
+    expect(store.getSnapshot().error).toBe(failure)
+
+    const offline = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: (async () => Promise.reject(new TypeError('fetch failed'))) as unknown as typeof fetch,
+      retryDelaysMs: [],
+    })
+    const unreached = await offline.push({ type: 'note', payload: { v: 'z' } }).catch((e: unknown) => e)
+    expect(unreached).toBeInstanceOf(PushError)
+    expect(unreached).toMatchObject({ code: 'network', status: undefined })
+    expect((unreached as Error).cause).toBeInstanceOf(TypeError)
+  })
+
+  it('a snapshot refused with a 4xx A2HttpError ends loading with that status; other failures are retried', async () => {
+    let calls = 0
+    const refused = new Response(JSON.stringify({ error: { code: 'not_found', message: 'no such chat' } }), { status: 404 })
+    const store = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: fakeFetch(() => new Response()).fn,
+      snapshot: async () => {
+        calls++
+        if (calls === 1) throw new TypeError('fetch failed') // no answer: retried
+        throw httpErrorOf(refused, { error: { code: 'not_found', message: 'no such chat' } })
+      },
+    })
+    store.connect()
+    await expect.poll(() => store.getSnapshot().error, { timeout: 5_000 }).toBeDefined()
+    store.close()
+    expect(calls).toBe(2)
+    const error = store.getSnapshot().error
+    expect(error).toBeInstanceOf(PushError)
+    expect(error).toMatchObject({ code: 'http_404', status: 404, message: 'no such chat', inputs: [] })
+    expect(store.getSnapshot().loaded).toBe(false)
   })
 })
 

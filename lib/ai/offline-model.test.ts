@@ -51,7 +51,7 @@ const shows = {
   list: (text: string) => (text.match(/^\d+\. \S/gm) ?? []).length >= 3,
   code: (text: string) => /^```(ts|typescript)\n[\s\S]*\n```$/m.test(text),
   table: (text: string) => /^\|.*\|\n\|(\s*:?-{3,}:?\s*\|)+\n(\|.*\|\n?){3,}/m.test(text),
-  poem: (text: string) => (text.match(/^[^\n]{10,70}  $/gm) ?? []).length >= 4,
+  poem: (text: string) => (text.match(/^[^\n]{10,70} {2}$/gm) ?? []).length >= 4,
 }
 
 describe('the starters on "/"', () => {

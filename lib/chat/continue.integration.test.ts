@@ -3,11 +3,11 @@
  * sends it to the model as the answer so far, the offline model picks up from that point,
  * and the fold reads one answer — every word the reader saw stays, nothing is said twice.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider'
-import { createServer, type Store } from '@/lib/a2/server'
-import { createTestDb, layers, type TestDb } from '@/test/db'
-import { waitUntil } from '@/test/runtime'
+import { createServer } from '@/lib/a2/server'
+import { layers } from '@/test/db'
+import { ask, logWhenFinished, useTestStore } from '@/test/chat'
 import { createOfflineModel, offlineAnswer } from '@/lib/ai/offline-model'
 import { chat, type ChatEvent } from './contract'
 import { generateConsumer } from './generate'
@@ -47,33 +47,15 @@ function dyingOnceModel(): { model: LanguageModelV3; calls: LanguageModelV3CallO
 }
 
 describe.each(layers)('a successor attempt continues the answer on %s', (kind) => {
-  let testDb: TestDb
-  let store: Store
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-  })
-  afterAll(async () => {
-    await testDb.drop()
-  })
+  const store = useTestStore(kind)
 
   it('sends the committed text as the answer so far; the view reads as one answer', async () => {
     const { model, calls } = dyingOnceModel()
-    const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes: noteOutbox(store) })], store })
+    const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes: noteOutbox(store()) })], store: store() })
     await server.startWorker({ pollMs: 50 })
     try {
-      const { id } = await server.sessions.create('dana')
-      await server.push(id, 'dana', {
-        events: [
-          { id: 'm1', type: 'message', payload: { text: QUESTION } },
-          { id: 'g1', type: 'generate', payload: { for: 'm1' } },
-        ],
-      })
-      const log = (await waitUntil(async () => {
-        const events = await server.read(id, 'dana', { limit: 10_000 })
-        return events.some((e) => e.type === 'finished') ? events : undefined
-      }, 'the answer to finish')) as ChatEvent[]
+      const id = await ask(server, 'dana', QUESTION)
+      const log = await logWhenFinished(server, id, 'dana')
 
       const chunks = log.filter((e): e is Extract<ChatEvent, { type: 'chunk' }> => e.type === 'chunk')
       const committedByFirst = chunks.filter((c) => c.payload.attempt === 1).map((c) => c.payload.delta).join('')

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { createServer, type Store } from '@/lib/a2/server'
-import { query } from '@/lib/a2/internal/store'
+import { query } from '@/lib/a2/testing'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { waitUntil } from '@/test/runtime'
 import { createOfflineModel, offlineAnswer } from '@/lib/ai/offline-model'

@@ -158,6 +158,8 @@ class ChatDraft {
           mine.error = event.payload.error.message
           compact(mine)
         })
+      case 'a2.renamed':
+        return // the title is the sessions list's; the turns are unchanged
       default:
         return assertNever(event)
     }

@@ -7,7 +7,7 @@
 import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
 import { getStore, closeStore } from '@/db'
 import { env } from '@/lib/env'
-import { selectModel } from '@/lib/ai/model'
+import { selectModel, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from './contract'
 import { generateConsumer } from './generate'
 import { noteOutbox, type NoteOutbox } from './notes'
@@ -29,8 +29,8 @@ export function getChatServer(options: { worker?: boolean } = {}): Promise<ChatS
   return globalChat.__a2Chat
 }
 
-export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, modelEnv: Record<string, string | undefined> = process.env) {
-  const { model, label } = selectModel(modelEnv)
+export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, modelConfig: ModelConfig = env()) {
+  const { model, label } = selectModel(modelConfig)
   const notes = noteOutbox(store)
   const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes })], store })
   return { server, notes, modelLabel: label }

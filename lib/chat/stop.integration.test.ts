@@ -4,43 +4,34 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { performance } from 'node:perf_hooks'
-import type { Store } from '@/lib/a2/server'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers } from '@/test/db'
+import { ask, logWhenFinished, useTestStore } from '@/test/chat'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { waitUntil } from '@/test/runtime'
+import { waitForRun } from '@/lib/a2/testing'
 import { buildChatServer } from './server'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, reduceChat, type AnswerTurn } from './reducer'
 
 describe.each(layers)('Stop against a real upstream on %s', (kind) => {
-  let testDb: TestDb
-  let store: Store
+  const store = useTestStore(kind)
   let upstream: Upstream
   let chat: ReturnType<typeof buildChatServer>
 
   beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
     upstream = await startUpstream({ tokenMs: 15, tokens: 2000 })
-    chat = buildChatServer(store, { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' })
+    chat = buildChatServer(store(), { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' })
     await chat.server.startWorker({ pollMs: 100 })
   })
   afterAll(async () => {
     await chat.server.stopWorkers({ graceMs: 1000 })
     await upstream.close()
-    await testDb.drop()
   })
 
   it('closes the upstream request, appends nothing after the run, and the refold equals the cut view', async () => {
     const { server } = chat
-    const { id } = await server.sessions.create('alice')
-    const pushed = await server.push(id, 'alice', {
-      events: [
-        { id: 'm1', type: 'message', payload: { text: 'Tell me a long story' } },
-        { id: 'g1', type: 'generate', payload: { for: 'm1' } },
-      ],
-    })
-    expect(pushed.events.map((e) => e.index)).toEqual([0, 1])
+    const id = await ask(server, 'alice', 'Tell me a long story')
+    expect((await server.read(id, 'alice', { limit: 10 })).map((e) => e.index)).toEqual([0, 1])
 
     // The "browser": tails the log and folds what it receives.
     const controller = new AbortController()
@@ -68,10 +59,7 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     // Bounded, not timed: the speed figure lives in `npm run bench`.
     expect(request.closedAt! - pushedAt).toBeLessThan(2_000)
 
-    const [run] = await waitUntil(async () => {
-      const runs = await server.operator.listRuns({ sessionIds: [id] })
-      return runs.length && runs[0].status === 'CANCELLED' ? runs : undefined
-    }, 'the run CANCELLED')
+    const run = await waitForRun(store(), { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'CANCELLED')
     expect(run.attempt).toBe(1)
     const settled = await server.read(id, 'alice', { limit: 10_000 })
     await new Promise((r) => setTimeout(r, 300))
@@ -96,24 +84,15 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
   it('completes an answer that nobody stops, with finish reason and usage', async () => {
     await chat.server.stopWorkers() // its worker would claim this job too: one upstream per test
     const short = await startUpstream({ tokenMs: 1, tokens: 30 })
-    const quick = buildChatServer(store, { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: short.url })
-    const { id } = await quick.server.sessions.create('bob')
-    await quick.server.push(id, 'bob', {
-      events: [
-        { id: 'm1', type: 'message', payload: { text: 'hi' } },
-        { id: 'g1', type: 'generate', payload: { for: 'm1' } },
-      ],
-    })
+    const quick = buildChatServer(store(), { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: short.url })
+    const id = await ask(quick.server, 'bob', 'hi')
     await quick.server.startWorker({ pollMs: 50 })
-    const events = await waitUntil(async () => {
-      const log = await quick.server.read(id, 'bob', { limit: 1000 })
-      return log.some((e) => e.type === 'finished') ? log : undefined
-    }, 'the answer finished')
+    const events = await logWhenFinished(quick.server, id, 'bob')
     await quick.server.stopWorkers()
     await short.close()
     const finished = events.find((e) => e.type === 'finished')!
     expect(finished.payload).toMatchObject({ reason: 'stop' })
-    const answer = foldChat(events as ChatEvent[]).turns[1] as AnswerTurn
+    const answer = foldChat(events).turns[1] as AnswerTurn
     expect(answer.status).toBe('done')
     expect(answer.text).toBe(Array.from({ length: 30 }, (_, i) => `tok${i} `).join(''))
     expect(short.requests[0].body.messages.at(-1)).toMatchObject({ role: 'user', content: 'hi' })

@@ -5,44 +5,29 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
-import type { Store } from '@/lib/a2/server'
-import { query } from '@/lib/a2/internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
-import { waitUntil } from '@/test/runtime'
+import { query, waitForRun } from '@/lib/a2/testing'
+import { layers } from '@/test/db'
+import { ask, logWhenFinished, useTestStore } from '@/test/chat'
 import { buildChatServer } from './server'
-import type { ChatEvent } from './contract'
 import { foldChat, type AnswerTurn } from './reducer'
 
 describe.each(layers)('the saveNote tool on %s', (kind) => {
-  let testDb: TestDb
-  let store: Store
+  const store = useTestStore(kind)
   let chat: ReturnType<typeof buildChatServer>
 
   beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-    chat = buildChatServer(store, { OFFLINE_MS_PER_TOKEN: '1' })
+    chat = buildChatServer(store(), { OFFLINE_MS_PER_TOKEN: 1 })
     await chat.server.startWorker({ pollMs: 50 })
   })
   afterAll(async () => {
     await chat.server.stopWorkers()
-    await testDb.drop()
   })
 
   it('saves the note once, through an effect, and tells the user', async () => {
     const { server, notes } = chat
-    const { id } = await server.sessions.create('carol')
-    await server.push(id, 'carol', {
-      events: [
-        { id: 'm1', type: 'message', payload: { text: 'Remember that the demo is on Friday.' } },
-        { id: 'g1', type: 'generate', payload: { for: 'm1' } },
-      ],
-    })
-    const log = await waitUntil(async () => {
-      const events = await server.read(id, 'carol', { limit: 1000 })
-      return events.some((e) => e.type === 'finished') ? events : undefined
-    }, 'the answer to finish')
-    const answer = foldChat(log as ChatEvent[]).turns[1] as AnswerTurn
+    const id = await ask(server, 'carol', 'Remember that the demo is on Friday.')
+    const log = await logWhenFinished(server, id, 'carol')
+    const answer = foldChat(log).turns[1] as AnswerTurn
     expect(answer.status).toBe('done')
     expect(answer.notes).toEqual(['the demo is on Friday'])
     expect(answer.text).toContain('I saved a note')
@@ -50,11 +35,8 @@ describe.each(layers)('the saveNote tool on %s', (kind) => {
     const saved = await notes.list('carol')
     expect(saved.map((n) => n.body)).toEqual(['the demo is on Friday'])
     // `finished` is appended just before the consumer returns; the run settles right after.
-    const run = await waitUntil(async () => {
-      const [r] = await server.operator.listRuns({ sessionIds: [id] })
-      return r?.status === 'COMPLETED' ? r : undefined
-    }, 'the run to complete')
-    const effects = await query<{ key: string; status: string }>(store.db, sql`select key, status from a2_effects where job_id = ${run.id} order by key`)
+    const run = await waitForRun(store(), { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'COMPLETED')
+    const effects = await query<{ key: string; status: string }>(store().db, sql`select key, status from a2_effects where job_id = ${run.id} order by key`)
     expect(effects.map((e) => e.status)).toEqual(['DONE', 'DONE'])
     expect(effects.map((e) => e.key)).toEqual(['model', expect.stringMatching(/^note:call_/)])
     expect(saved[0].idempotencyKey).toBe(`a2-${run.id}-${effects[1].key}`)

@@ -7,7 +7,7 @@
  */
 import { useCallback, useMemo } from 'react'
 import { useSession, clientEventId } from '@/lib/a2/react'
-import type { A2Event } from '@/lib/a2'
+import { httpErrorOf, type A2Event } from '@/lib/a2'
 import type { ChatEvent } from './contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from './reducer'
 
@@ -18,8 +18,9 @@ const DURABLE_TYPES = ['cancelled']
 /** The server's fold of the session so far; the tail continues after its lastSeenIndex. */
 async function loadSnapshot(sessionId: string): Promise<{ state: ChatState; lastSeenIndex: number }> {
   const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/snapshot`)
+  // A non-JSON body (a proxy's error page) throws here and is retried like a network error.
   const body = (await response.json()) as { state: ChatState; lastSeenIndex: number; error?: { code: string; message: string } }
-  if (!response.ok) throw Object.assign(new Error(body.error?.message ?? 'could not load the session'), { status: response.status })
+  if (!response.ok) throw httpErrorOf(response, body, 'could not load the session')
   return { state: body.state, lastSeenIndex: body.lastSeenIndex }
 }
 

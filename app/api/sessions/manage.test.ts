@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
-import { query } from '@/lib/a2/internal/store'
+import { query } from '@/lib/a2/testing'
 
 describe.each(layers)('chat management routes on %s', (kind) => {
   let testDb: TestDb

@@ -13,6 +13,15 @@ export function mark(instance: object, brand: symbol): void {
   Object.defineProperty(instance, brand, { value: true, enumerable: false })
 }
 
+/**
+ * Marks an instance with the brand of its class and of every branded class above it, so
+ * `instanceof` a base class holds for its subclasses too. Call from the base constructor
+ * with `new.target`.
+ */
+export function markClassChain(instance: object, newTarget: unknown): void {
+  for (let c = newTarget as { brand?: symbol } | null; c && c.brand; c = Object.getPrototypeOf(c)) mark(instance, c.brand)
+}
+
 export function hasBrand(value: unknown, brand: symbol): boolean {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true
 }

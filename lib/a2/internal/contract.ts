@@ -33,7 +33,14 @@ export const failedPayload = z.object({
   error: z.object({ message: z.string(), code: z.string().optional() }),
 })
 
-type BuiltIn = { [FAILED_TYPE]: EventDefinition<typeof failedPayload> }
+/**
+ * Written by the library when a session is renamed, in the same transaction as the row's new
+ * title: every tab's view learns it from the log, and a consumer may `abortOn` it.
+ */
+export const RENAMED_TYPE = 'a2.renamed'
+export const renamedPayload = z.object({ title: z.string() })
+
+type BuiltIn = { [FAILED_TYPE]: EventDefinition<typeof failedPayload>; [RENAMED_TYPE]: EventDefinition<typeof renamedPayload> }
 
 export interface Contract<D extends Record<string, EventDefinition> = Record<string, EventDefinition>> {
   readonly events: D & BuiltIn
@@ -49,8 +56,8 @@ export function defineContract<D extends Record<string, EventDefinition>>(spec: 
   events: D
   maxPayloadBytes?: number
 }): Contract<D> {
-  if (FAILED_TYPE in spec.events) throw new Error(`"${FAILED_TYPE}" is reserved by a2`)
-  const events = { ...spec.events, [FAILED_TYPE]: { schema: failedPayload } } as D & BuiltIn
+  for (const reserved of [FAILED_TYPE, RENAMED_TYPE]) if (reserved in spec.events) throw new Error(`"${reserved}" is reserved by a2`)
+  const events = { ...spec.events, [FAILED_TYPE]: { schema: failedPayload }, [RENAMED_TYPE]: { schema: renamedPayload } } as D & BuiltIn
   return {
     events,
     maxPayloadBytes: spec.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,

@@ -2,7 +2,7 @@
  * One error class for the whole library, with a typed code that maps to an HTTP status.
  * The cause is kept, never swallowed.
  */
-import { brandOf, hasBrand, mark } from './brand'
+import { brandOf, hasBrand, markClassChain } from './brand'
 import { errorBody, type ErrorBody } from './wire'
 
 export const errorStatus = {
@@ -54,7 +54,7 @@ export class A2Error extends Error {
     this.code = code
     this.details = options.details
     // Every class in the chain marks the instance, so `x instanceof A2Error` holds for subclasses too.
-    for (let c = new.target as unknown as { brand?: symbol } | null; c && c.brand; c = Object.getPrototypeOf(c)) mark(this, c.brand)
+    markClassChain(this, new.target)
   }
 
   get status(): number {

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { and, eq, sql } from 'drizzle-orm'
 import { jobs, sessions } from '../schema'
-import type { A2Event } from './contract'
+import { RENAMED_TYPE, type A2Event } from './contract'
 import { A2Error } from './errors'
 import { encodeHint, encodeHintEvents, hintEventsSql, JOBS_CHANNEL, MAX_CANCELS_PER_HINT, TAIL_CHANNEL, type CancelNotice, type Hint } from './wire'
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
@@ -415,13 +415,42 @@ function parseCursor(cursor: string): { us: string; id: string } {
   return { us: match[1], id: match[2] }
 }
 
-export async function renameSession(store: Store, sessionId: string, owner: string, title: string): Promise<void> {
-  const updated = await store.db
-    .update(sessions)
-    .set({ title })
-    .where(and(eq(sessions.id, sessionId), eq(sessions.owner, owner)))
-    .returning({ id: sessions.id })
-  if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+/**
+ * Sets the title and appends `a2.renamed { title }` in one transaction (the row and the event
+ * commit together or not at all), so every tab's view and any consumer that `abortOn`s it learn
+ * the rename from the log. A server append: it leaves the list's order (updated_at) alone.
+ * `event: false` sets only the row, for a title derived from events already in the log (an app
+ * titling a chat from its first message): the log holds it already, and a second event would
+ * count against the session's event cap for something the user did not push.
+ */
+export async function renameSession(
+  store: Store,
+  routing: Routing,
+  sessionId: string,
+  owner: string,
+  title: string,
+  options: { event?: boolean } = {},
+): Promise<A2Event | undefined> {
+  if (options.event === false) {
+    const updated = await store.db
+      .update(sessions)
+      .set({ title })
+      .where(and(eq(sessions.id, sessionId), eq(sessions.owner, owner)))
+      .returning({ id: sessions.id })
+    if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+    return undefined
+  }
+  const { events: appended } = await append(store, routing, sessionId, [{ type: RENAMED_TYPE, payload: { title } }], {
+    within: async (tx) => {
+      const updated = await query<{ id: string }>(
+        tx,
+        sql`update a2_sessions set title = ${title} where id = ${sessionId} and owner = ${owner} returning id`,
+      )
+      // Someone else's session answers like a missing one: no existence oracle.
+      if (updated.length !== 1) throw new A2Error('not_found', 'no such session')
+    },
+  })
+  return appended[0]
 }
 
 function summarize(row: Pick<typeof sessions.$inferSelect, 'id' | 'title' | 'head' | 'createdAt' | 'updatedAt'>): SessionSummary {

@@ -46,6 +46,7 @@ export interface ServerOptions<C extends Contract> {
   store: Store
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- routing spans every consumer, whatever its contract and trigger types
 export function buildRouting(consumers: ReadonlyArray<Consumer<any, any>>): Routing {
   const jobs = new Map<string, JobRoute[]>()
   const cancels = new Map<string, CancelRoute[]>()
@@ -209,7 +210,9 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
         const [row] = await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_sessions where owner = ${owner}`)
         return row.n
       },
-      rename: (sessionId: string, owner: string, title: string) => renameSession(store, sessionId, owner, title),
+      /** Sets the title and appends `a2.renamed` in one transaction; `{ event: false }`: the row only (see renameSession). */
+      rename: (sessionId: string, owner: string, title: string, options: { event?: boolean } = {}) =>
+        renameSession(store, routing, sessionId, owner, title, options),
       /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
       delete: (sessionId: string, owner: string, options: { within?: (tx: Executor) => Promise<void> } = {}) =>
         deleteSession(store, sessionId, owner, options),

@@ -12,6 +12,8 @@
  * Only a final refusal (a 4xx other than 408/429) drops one.
  */
 import type { A2Event } from './contract'
+import { A2HttpError, httpErrorOf, type A2HttpErrorOptions } from './http-error'
+import { brandOf } from './brand'
 import { createOutbox, defaultOutboxStorage, type OutboxEntry, type OutboxStorage } from './outbox'
 import { decodeErrorBody, decodePushAnswer, decodeSseEvent, encodePushBody, WireError, type PushedEvent } from './wire'
 
@@ -21,12 +23,22 @@ export type PushInput = PushedEvent
 
 export type Connection = 'connecting' | 'open' | 'reconnecting' | 'closed'
 
-export interface PushError {
-  code: string
-  message: string
-  status?: number
+/** A push the server refused or never got: an A2HttpError with the events it rolled back. */
+export class PushError extends A2HttpError {
+  static override readonly brand: symbol = brandOf('PushError')
+
   /** The events that were rolled back, so the UI can offer to retry them. */
-  inputs: PushInput[]
+  readonly inputs: PushInput[]
+
+  constructor(code: string, message: string, inputs: PushInput[], options: A2HttpErrorOptions = {}) {
+    super(code, message, options)
+    this.name = 'PushError'
+    this.inputs = inputs
+  }
+
+  static of(error: A2HttpError, inputs: PushInput[]): PushError {
+    return new PushError(error.code, error.message, inputs, { status: error.status, retryAfterS: error.retryAfterS, cause: error.cause })
+  }
 }
 
 export interface SessionSnapshot<S> {
@@ -72,7 +84,8 @@ export interface SessionStoreOptions<S> {
   storage?: OutboxStorage | null
   /**
    * Loads a server-side fold before the tail opens, so a long session (100k events) costs
-   * one small state instead of replaying its whole log into the browser.
+   * one small state instead of replaying its whole log into the browser. A refusal (an
+   * A2HttpError with a 4xx status) is final; anything else is retried with backoff.
    */
   snapshot?: () => Promise<{ state: S; lastSeenIndex: number }>
 }
@@ -258,8 +271,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     let response: Response
     try {
       response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-    } catch {
-      return { kind: 'retry', error: { code: 'network', message: 'could not reach the server', inputs } }
+    } catch (cause) {
+      return { kind: 'retry', error: new PushError('network', 'could not reach the server', inputs, { cause }) }
     }
     const json: unknown = await response.json().catch(() => undefined)
     if (response.ok) {
@@ -272,15 +285,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     }
     const refusal = decodeErrorBody(json)
     const retryable = response.status >= 500 || response.status === 408 || response.status === 429
-    return {
-      kind: retryable ? 'retry' : 'final',
-      error: {
-        code: refusal?.code ?? 'http_' + response.status,
-        message: refusal?.message ?? `the server answered ${response.status}`,
-        status: response.status,
-        inputs,
-      },
-    }
+    return { kind: retryable ? 'retry' : 'final', error: PushError.of(httpErrorOf(response, refusal ? { error: refusal } : undefined), inputs) }
   }
 
   /** An ordinary push: a few retries (same body, same ids: a repeat is one event), then it fails. */
@@ -419,11 +424,10 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
             if (!closed && !source) open()
             return
           } catch (failure) {
-            const status = (failure as { status?: number }).status
-            if (status !== undefined && status >= 400 && status < 500) {
+            if (failure instanceof A2HttpError && failure.refused) {
               // Not ours, or gone: retrying cannot help.
               connection = 'closed'
-              error = { code: 'http_' + status, message: (failure as Error).message, status, inputs: [] }
+              error = new PushError('http_' + failure.status, failure.message, [], { status: failure.status, cause: failure })
               emit()
               return
             }

@@ -40,7 +40,8 @@ export async function POST(request: Request, { params }: Params) {
     })
     const first = events.find((e) => e.type === 'message')
     if (!duplicate && first && first.index === 0) {
-      await server.sessions.rename(id, userId, titleFrom(String((first.payload as { text: string }).text)))
+      // Derived from the message every tab already has in the log: the row only, no a2.renamed.
+      await server.sessions.rename(id, userId, titleFrom(String((first.payload as { text: string }).text)), { event: false })
     }
     return Response.json({ events, duplicate }, { status: duplicate ? 200 : 201 })
   })

@@ -1,0 +1,112 @@
+// ESLint (flat config): the recommended rules, plus the few that keep the layers apart.
+//
+// Layers, and who may import what:
+// - lib/a2 is the library. Its own code imports nothing of the app (db/, lib/chat, lib/ai, lib/http, app/,
+//   components/, …): a forker copies lib/a2 alone. Its tests may use the shared test helpers in test/.
+// - Outside lib/a2, nothing imports lib/a2/internal: the doors are @/lib/a2, @/lib/a2/server, @/lib/a2/react
+//   (and @/lib/a2/testing, for tests only). db/ is app code here like any other.
+// - Tooling that measures or drives the library's internals on purpose may reach them: test/ (the test
+//   helpers shared by every suite) and bench/ (benchmarks and diagnostics of internal queries). scripts/ is
+//   app entry points and tools (the worker, the upstream stand-in), held to the app's rule.
+// - No import cycles anywhere (import-x/no-cycle, resolving the @/ alias through tsconfig).
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+import { importX } from 'eslint-plugin-import-x'
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript'
+import reactHooks from 'eslint-plugin-react-hooks'
+
+/** `@/lib/a2/internal/x`, `../../lib/a2/internal/x`: any path into the library's internals. */
+const INTERNALS = {
+  regex: '(^|/)a2/internal(/|$)',
+  message: 'Import the library through its doors: @/lib/a2, @/lib/a2/server, @/lib/a2/react (@/lib/a2/testing in tests).',
+}
+/** The test kit: for tests, never for code that ships. */
+const TESTING = { regex: '(^|/)a2/testing$', message: '@/lib/a2/testing is for tests only.' }
+const TESTS = ['**/*.test.{ts,tsx}', 'e2e/**']
+
+export default tseslint.config(
+  {
+    // A disable comment that silences nothing is stale: fail, so it is removed or made real.
+    linterOptions: { reportUnusedDisableDirectives: 'error' },
+  },
+  {
+    ignores: [
+      'node_modules/',
+      '.next/',
+      '.next-*/',
+      '.data/',
+      'reports/',
+      'test-results/',
+      'playwright-report/',
+      'next-env.d.ts',
+      'bench/results/',
+      'docs/',
+    ],
+  },
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  {
+    plugins: { 'import-x': importX, 'react-hooks': reactHooks },
+    settings: {
+      // Without these import-x skips .ts dependencies, and no-cycle sees no graph at all.
+      'import-x/extensions': ['.ts', '.tsx', '.mts', '.js', '.mjs'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx', '.mts'] },
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
+    },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // The two classic hook rules only: v7's compiler-era rules are a larger migration than this config's job.
+      'react-hooks/rules-of-hooks': 'error',
+      'react-hooks/exhaustive-deps': 'error',
+      // `_`-prefixed names are unused on purpose (a parameter a signature needs, a rest sibling dropped).
+      // A closure that reads a variable assigned after it is built (a test's handler calling the `cancel` that
+      // setup() returns) needs `let`.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+    },
+  },
+  {
+    // Tooling parses JSON and IPC messages of no declared shape (child processes, upstream request bodies,
+    // raw rows): `any` is the honest type there. The library and the app are held to the rule.
+    files: ['bench/**', 'test/**', 'e2e/**', 'scripts/**'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // The app and its entry points: only the library's doors.
+    files: ['**/*.{ts,tsx,mjs,js}'],
+    ignores: ['lib/a2/**', 'test/**', 'bench/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [INTERNALS, TESTING] }],
+    },
+  },
+  {
+    files: TESTS,
+    ignores: ['lib/a2/**'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [INTERNALS] }],
+    },
+  },
+  {
+    // The library's own code imports nothing outside lib/a2 but packages (its tests may use test/).
+    files: ['lib/a2/**/*.{ts,tsx}'],
+    ignores: ['lib/a2/**/*.test.{ts,tsx}'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: './lib/a2',
+              from: './',
+              except: ['./lib/a2', './node_modules'],
+              message: 'lib/a2 is the library: it imports nothing of the app (a forker copies it alone).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+)
