@@ -57,6 +57,7 @@ const drafts: Draft[] = [
   },
   { type: 'note.saved', pick: (ids) => fc.record({ of: reference(ids), note: hostileText, key: fc.string({ maxLength: 6 }) }) },
   { type: 'a2.failed', pick: (ids) => fc.record({ of: reference(ids), error: fc.record({ code: fc.constant('X'), message: hostileText }) }) },
+  { type: 'a2.renamed', pick: () => fc.record({ title: hostileText }) },
 ]
 
 /** A log of up to `max` events with unique ids (the log guarantees them) whose payloads refer back to earlier ones. */

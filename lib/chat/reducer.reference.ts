@@ -80,6 +80,8 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
               chunks: [],
             },
       )
+    case 'a2.renamed':
+      return state
     default:
       throw new Error(`unhandled event type: ${JSON.stringify((event as { type?: string }).type)}`)
   }
