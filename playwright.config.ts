@@ -12,7 +12,6 @@ const APP_PORT = Number(process.env.E2E_APP_PORT || 3100)
 const UPSTREAM_PORT = Number(process.env.E2E_UPSTREAM_PORT || 4110)
 const dataDir = `/tmp/a2-e2e-${process.pid}`
 
-
 export default defineConfig({
   testDir: './e2e',
   // The chaos suite manages its own processes: playwright.chaos.config.ts.

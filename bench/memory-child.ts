@@ -39,7 +39,15 @@ async function settledMemory() {
   }
   const m = process.memoryUsage()
   const connections = await new Promise<number>((resolve) => http.server.getConnections((_, n) => resolve(n)))
-  return { rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, connections, subscriptions: await server.subscriptions() }
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    heapTotal: m.heapTotal,
+    external: m.external,
+    arrayBuffers: m.arrayBuffers,
+    connections,
+    subscriptions: await server.subscriptions(),
+  }
 }
 
 serveParent(

@@ -141,7 +141,7 @@ async function main(): Promise<number> {
     try {
       return await run()
     } catch (error) {
-      const message = `${name}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`
+      const message = `${name}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`
       results.errors.push(message)
       say(`FAILED ${message}`)
       return undefined
@@ -250,9 +250,15 @@ async function main(): Promise<number> {
   // Figure 7: worker processes that die or shut down (Postgres: PGlite is one process's database).
   if (wants(7) && kind === 'postgres') {
     results.figures.takeover = await phase('7 takeover after kill -9 / SIGTERM', () =>
-      takeoverFigure(store!, { dbUrl: db!.url, kills: takeovers, terms: takeovers, tokenMs: TOKEN_MS,
+      takeoverFigure(store!, {
+        dbUrl: db!.url,
+        kills: takeovers,
+        terms: takeovers,
+        tokenMs: TOKEN_MS,
         // ~4 s a sample on this machine; stop in time for the report before the watchdog.
-        deadline: Math.min(Date.now() + 240_000, t0 + BUDGET_MS - 20_000), say }),
+        deadline: Math.min(Date.now() + 240_000, t0 + BUDGET_MS - 20_000),
+        say,
+      }),
     )
     for (const part of [results.figures.takeover?.kill, results.figures.takeover?.term]) {
       for (const error of part?.errors ?? []) results.errors.push(`7 ${part!.signal}: ${error}`)
@@ -286,7 +292,12 @@ function rowsOf(r: Results): Row[] {
   const f = r.figures
   const where = r.store === 'postgres' ? 'worker on another process' : 'worker in this process'
   if (f.stop) {
-    out.push(row('1 stop latency p50', 'ms', f.stop.ours.p50, f.stop.baseline.p50, { target: { op: '<=', value: 10 }, note: `${f.stop.ours.n} stops, ${f.stop.concurrency} at once, ${where}` }))
+    out.push(
+      row('1 stop latency p50', 'ms', f.stop.ours.p50, f.stop.baseline.p50, {
+        target: { op: '<=', value: 10 },
+        note: `${f.stop.ours.n} stops, ${f.stop.concurrency} at once, ${where}`,
+      }),
+    )
     out.push(row('1 stop latency p99', 'ms', f.stop.ours.p99, f.stop.baseline.p99, { target: { op: '<=', value: 50 } }))
   }
   const failed = (x: { failed: { ours: number; baseline: number } }, of: number) =>
@@ -302,7 +313,10 @@ function rowsOf(r: Results): Row[] {
   for (const a of f.append ?? []) {
     out.push(row(`3 append throughput, ${a.store}`, 'events/s', a.ours.median, a.baseline.median, { note: `median of ${a.ours.trials.length}` }))
     // Target: at least half the raw rate, on Postgres (PGlite is reported, not held to it).
-    if (a.store === 'postgres') out.push(row('3 append, share of the raw rate, postgres', 'ratio', a.ours.median / a.baseline.median, undefined, { target: { op: '>=', value: 0.5 } }))
+    if (a.store === 'postgres')
+      out.push(
+        row('3 append, share of the raw rate, postgres', 'ratio', a.ours.median / a.baseline.median, undefined, { target: { op: '>=', value: 0.5 } }),
+      )
   }
   if (f.claim) {
     const c = f.claim
@@ -315,7 +329,9 @@ function rowsOf(r: Results): Row[] {
   }
   if (f.memory) {
     const { ours, baseline } = f.memory
-    out.push(row('5 memory per idle SSE stream, RSS', 'KiB', ours.perConnection.rssKiB, baseline.perConnection.rssKiB, { target: { op: '<=', value: 50 } }))
+    out.push(
+      row('5 memory per idle SSE stream, RSS', 'KiB', ours.perConnection.rssKiB, baseline.perConnection.rssKiB, { target: { op: '<=', value: 50 } }),
+    )
     out.push(row('5 memory per idle SSE stream, heap', 'KiB', ours.perConnection.heapKiB, baseline.perConnection.heapKiB))
     out.push(row('5 statements/s sent, 1,000 idle streams', 'stmt/s', ours.idleStatementsPerSec, baseline.idleStatementsPerSec))
     out.push(row('5 server CPU, 1,000 idle streams', '% core', ours.idleCpuPct, baseline.idleCpuPct))
@@ -330,16 +346,37 @@ function rowsOf(r: Results): Row[] {
   for (const level of f.longSessions ?? []) {
     const fresh = { baselineLabel: '(fresh session)' }
     const lag = level.cpu.workerLag ?? level.cpu.parentLag
-    out.push(row(`8 page open p50 @${level.label}`, 'ms', level.open.ours.p50, level.open.baseline.p50, { ...fresh, note: `snapshot ${Math.round(level.snapshotBytes / 1024)} KiB; first open (no checkpoint) ${Math.round(level.coldOpenMs)} ms` }))
-    out.push(row(`8 first token p50 @${level.label}`, 'ms', level.firstToken.ours.p50, level.firstToken.baseline.p50, { ...fresh, note: `${level.firstToken.ours.n} answers` }))
+    out.push(
+      row(`8 page open p50 @${level.label}`, 'ms', level.open.ours.p50, level.open.baseline.p50, {
+        ...fresh,
+        note: `snapshot ${Math.round(level.snapshotBytes / 1024)} KiB; first open (no checkpoint) ${Math.round(level.coldOpenMs)} ms`,
+      }),
+    )
+    out.push(
+      row(`8 first token p50 @${level.label}`, 'ms', level.firstToken.ours.p50, level.firstToken.baseline.p50, {
+        ...fresh,
+        note: `${level.firstToken.ours.n} answers`,
+      }),
+    )
     out.push(row(`8 worker loop delay p99 @${level.label}`, 'ms', lag.p99))
   }
   if (f.takeover) {
     const t = f.takeover
     const lease = { baselineLabel: '(lease)' }
     if (t.kill) {
-      out.push(row('7 takeover after kill -9, first chunk of next attempt p50', 'ms', t.kill.reader.p50, t.leaseMs, { ...lease, target: { op: '<=', value: 1_000 }, note: `${t.kill.reader.n} kills` }))
-      out.push(row('7 takeover after kill -9, first chunk of next attempt p99', 'ms', t.kill.reader.p99, t.leaseMs, { ...lease, target: { op: '<=', value: 2_000 } }))
+      out.push(
+        row('7 takeover after kill -9, first chunk of next attempt p50', 'ms', t.kill.reader.p50, t.leaseMs, {
+          ...lease,
+          target: { op: '<=', value: 1_000 },
+          note: `${t.kill.reader.n} kills`,
+        }),
+      )
+      out.push(
+        row('7 takeover after kill -9, first chunk of next attempt p99', 'ms', t.kill.reader.p99, t.leaseMs, {
+          ...lease,
+          target: { op: '<=', value: 2_000 },
+        }),
+      )
     }
     if (t.term) {
       out.push(row('7 answer continues after SIGTERM p50', 'ms', t.term.reader.p50, t.leaseMs, { ...lease, note: `${t.term.reader.n} SIGTERMs` }))
@@ -381,7 +418,8 @@ function notesOf(r: Results): string[] {
         `baseline ${a.baseline.trials.map((x) => fmt(x)).join(' / ')}; mean batch ours ${fmt(a.batch.ours)}, baseline ${fmt(a.batch.baseline)} events/transaction`,
     )
   }
-  if (f.append?.length) notes.push('   baseline: the same chunkWriter over raw multi-row INSERTs into a table with a2_events\' columns, indexes and FK.')
+  if (f.append?.length)
+    notes.push("   baseline: the same chunkWriter over raw multi-row INSERTs into a table with a2_events' columns, indexes and FK.")
   if (f.claim) {
     const c = f.claim
     notes.push(
@@ -451,7 +489,10 @@ function takeoverText(p: TakeoverPart, settleMs: number): string[] {
   ]
 }
 
-function splitText(level: { split: { toAppend: { p50: number; p99: number }; toClient: { p50: number; p99: number } }; batch: { mean: number; max: number } }): string {
+function splitText(level: {
+  split: { toAppend: { p50: number; p99: number }; toClient: { p50: number; p99: number } }
+  batch: { mean: number; max: number }
+}): string {
   const { toAppend, toClient } = level.split
   return (
     `split at append start: upstream→append p50 ${fmt(toAppend.p50)} / p99 ${fmt(toAppend.p99)} ms, ` +
@@ -462,7 +503,11 @@ function splitText(level: { split: { toAppend: { p50: number; p99: number }; toC
 function dbText(db: import('./lib/db-sampler').DbSample): string[] {
   const lines = [`   database backends (avg over ${db.samples} samples of pg_stat_activity):`]
   for (const [app, states] of Object.entries(db.byApp)) {
-    lines.push(`     ${app}: ${Object.entries(states).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`)
+    lines.push(
+      `     ${app}: ${Object.entries(states)
+        .map(([k, v]) => `${k} ${fmt(v)}`)
+        .join(', ')}`,
+    )
   }
   for (const s of db.topStatements.slice(0, 5)) lines.push(`     ${fmt(s.avg)}  ${s.query}`)
   return lines
@@ -478,7 +523,12 @@ function cpuText(c: import('./lib/rig').CpuSample): string {
 
 function printProfiles(profiles: Record<string, ProfileSummary>): void {
   for (const [name, p] of Object.entries(profiles)) {
-    console.log(`\nprofile ${name} (${p.totalMs} ms sampled): by package ${p.packages.slice(0, 8).map((x) => `${x.name} ${x.selfPct}%`).join(', ')}`)
+    console.log(
+      `\nprofile ${name} (${p.totalMs} ms sampled): by package ${p.packages
+        .slice(0, 8)
+        .map((x) => `${x.name} ${x.selfPct}%`)
+        .join(', ')}`,
+    )
     for (const fn of p.functions.slice(0, 10)) console.log(`   ${String(fn.selfPct).padStart(5)}%  ${fn.name}  ${fn.where}`)
   }
 }

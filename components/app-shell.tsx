@@ -157,7 +157,11 @@ export function AppShell({ children }: { children: React.ReactNode }) {
               </Link>
             </>
           )}
-          <p data-testid="chat-title" className="min-w-0 flex-1 truncate px-2 text-[15px] font-medium text-neutral-800 dark:text-neutral-200" title={title}>
+          <p
+            data-testid="chat-title"
+            className="min-w-0 flex-1 truncate px-2 text-[15px] font-medium text-neutral-800 dark:text-neutral-200"
+            title={title}
+          >
             {title}
           </p>
           <Link

@@ -23,7 +23,11 @@ const components: Components = {
     const className: unknown = code?.properties?.className
     const classes: string[] = Array.isArray(className) ? className.map(String) : typeof className === 'string' ? className.split(' ') : []
     const language = classes.find((c) => c.startsWith('language-'))?.slice('language-'.length)
-    return <CodeBlock language={language} text={code ? textOf(code).replace(/\n$/, '') : ''}>{children}</CodeBlock>
+    return (
+      <CodeBlock language={language} text={code ? textOf(code).replace(/\n$/, '') : ''}>
+        {children}
+      </CodeBlock>
+    )
   },
   a({ node: _node, href, children, ...props }) {
     const external = typeof href === 'string' && /^https?:\/\//i.test(href)

@@ -8,7 +8,6 @@ import { A2HttpError } from '@/lib/a2'
 import { handOffFirstMessage, sessionsStore } from './sessions-store'
 import { STARTERS } from '@/lib/ai/starters'
 
-
 /**
  * "/": no session yet. The first message creates one, is handed to the chat page, and is
  * sent there (so the chat page's store owns it, with its optimistic view and Retry).
@@ -50,9 +49,7 @@ export function NewChat() {
       <div className="mx-auto flex w-full max-w-3xl flex-1 flex-col justify-center px-4 py-10 sm:px-6">
         <div className="mb-8 flex flex-col items-center text-center">
           <Logo className="size-11 rounded-xl text-base" />
-          <h1 className="mt-5 text-2xl font-semibold tracking-tight text-neutral-900 sm:text-3xl dark:text-neutral-50">
-            What can I help with?
-          </h1>
+          <h1 className="mt-5 text-2xl font-semibold tracking-tight text-neutral-900 sm:text-3xl dark:text-neutral-50">What can I help with?</h1>
           <p className="mt-2 max-w-md text-sm text-neutral-500 dark:text-neutral-400">
             Answers stream as they’re written. Press Stop and the generation really stops — on the server too.
           </p>

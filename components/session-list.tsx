@@ -37,11 +37,7 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
   return (
     <div className="flex h-full flex-col">
       <div className="flex h-14 shrink-0 items-center justify-between px-3">
-        <Link
-          href="/"
-          className="flex items-center gap-2 rounded-lg px-2 py-1 text-[15px] font-semibold tracking-tight"
-          aria-label="a2 chat home"
-        >
+        <Link href="/" className="flex items-center gap-2 rounded-lg px-2 py-1 text-[15px] font-semibold tracking-tight" aria-label="a2 chat home">
           <Logo />
           a2 chat
         </Link>
@@ -168,7 +164,9 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
           prefetch={false}
           className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
         >
-          <span aria-hidden="true" className="inline-block size-4 text-center leading-4">✎</span>
+          <span aria-hidden="true" className="inline-block size-4 text-center leading-4">
+            ✎
+          </span>
           Saved notes
         </Link>
       </div>
@@ -246,9 +244,7 @@ function SearchResults({ search, activeId, onNavigate }: { search: SearchState; 
               className="block rounded-lg px-2 py-2 text-sm text-neutral-700 hover:bg-neutral-200/50 aria-[current=page]:bg-neutral-200/80 dark:text-neutral-300 dark:hover:bg-neutral-800/60 dark:aria-[current=page]:bg-neutral-800"
             >
               <span className="block truncate font-medium text-neutral-900 dark:text-neutral-100">{sessionTitle(session)}</span>
-              {session.snippet && (
-                <span className="mt-0.5 line-clamp-2 block text-xs text-neutral-500 dark:text-neutral-400">{session.snippet}</span>
-              )}
+              {session.snippet && <span className="mt-0.5 line-clamp-2 block text-xs text-neutral-500 dark:text-neutral-400">{session.snippet}</span>}
             </Link>
           </li>
         ))}

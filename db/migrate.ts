@@ -35,18 +35,14 @@ export async function migrateApp(store: Store, migrationsFolder = MIGRATIONS): P
   return store.db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${APP_MIGRATION_LOCK})`)
     await tx.execute(sql`create schema if not exists drizzle`)
-    await tx.execute(
-      sql`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`,
-    )
+    await tx.execute(sql`create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)`)
     const result = (await tx.execute(sql`select max(created_at) as last from drizzle.__drizzle_migrations`)) as unknown
     const [{ last }] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ last: string | null }>
     const applied: number[] = []
     for (const migration of migrations) {
       if (last !== null && Number(last) >= migration.folderMillis) continue
       for (const statement of migration.sql) if (statement.trim()) await tx.execute(sql.raw(statement))
-      await tx.execute(
-        sql`insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})`,
-      )
+      await tx.execute(sql`insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})`)
       applied.push(migration.folderMillis)
     }
     return applied

@@ -63,4 +63,3 @@ export const spentTokens = pgTable(
   },
   (t) => [index('spent_tokens_owner_at').on(t.owner, t.at)],
 )
-

@@ -57,7 +57,12 @@ test('another user cannot see, read or push into my chat', async ({ browser }) =
   // From their own page, with their own cookie: refused, and told nothing (404: not even that it exists).
   const seen = await probe(other.page, sessionId)
   expect(Object.fromEntries(Object.entries(seen).map(([k, v]) => [k, v.status]))).toEqual({
-    tail: 404, snapshot: 404, session: 404, pushMessage: 404, pushCancel: 404, pushBatch: 404,
+    tail: 404,
+    snapshot: 404,
+    session: 404,
+    pushMessage: 404,
+    pushCancel: 404,
+    pushBatch: 404,
   })
   for (const { body } of Object.values(seen)) expect(body).not.toContain(secret)
 

@@ -54,7 +54,9 @@ test('delete a chat, undo it, delete it again: after the undo window it is gone 
   await expect(page.getByTestId('chat-not-found')).toBeVisible()
 })
 
-test('deleting the open chat while it answers: back to a new chat, the answer is stopped (its model call closed), then the chat is deleted', async ({ page }) => {
+test('deleting the open chat while it answers: back to a new chat, the answer is stopped (its model call closed), then the chat is deleted', async ({
+  page,
+}) => {
   const chat = new ChatPage(page)
   const sidebar = new Sidebar(page)
   await chat.goto('/')

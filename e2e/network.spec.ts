@@ -54,7 +54,11 @@ test('the connection is cut (TCP reset) and refused for 1.5 s mid-stream: the vi
   }
 })
 
-test('Stop pressed while the network is down: the cut holds locally, reaches the server on reconnect, and survives a reload', async ({ page, context, baseURL }) => {
+test('Stop pressed while the network is down: the cut holds locally, reaches the server on reconnect, and survives a reload', async ({
+  page,
+  context,
+  baseURL,
+}) => {
   test.setTimeout(40_000)
   const proxy = await startProxy(appTarget(baseURL))
   try {

@@ -13,7 +13,9 @@ async function recordViolations(page: Page) {
   await page.addInitScript(() => {
     const seen: string[] = []
     ;(window as unknown as { __violations: string[] }).__violations = seen
-    document.addEventListener('securitypolicyviolation', (event) => seen.push(`${event.effectiveDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber} ${event.sample}`))
+    document.addEventListener('securitypolicyviolation', (event) =>
+      seen.push(`${event.effectiveDirective} ${event.blockedURI} ${event.sourceFile}:${event.lineNumber} ${event.sample}`),
+    )
   })
   return () => page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)
 }
@@ -72,7 +74,14 @@ test('the app cannot be framed by another page', async ({ page, baseURL }) => {
     const frame = page.frameLocator('#victim')
     // The frame loads nothing of the app: the browser refuses it (frame-ancestors 'none', X-Frame-Options: DENY).
     await expect(frame.getByTestId('composer-input')).toHaveCount(0)
-    await expect.poll(() => page.frames().find((f) => f !== page.mainFrame())?.url()).not.toBe(`${baseURL}/`)
+    await expect
+      .poll(() =>
+        page
+          .frames()
+          .find((f) => f !== page.mainFrame())
+          ?.url(),
+      )
+      .not.toBe(`${baseURL}/`)
   } finally {
     framer.server.close()
   }

@@ -80,16 +80,16 @@ test('an unknown chat id shows the same not-found page, and the header does not 
 })
 
 for (const path of ['/no/such/page', '/c/00000000-0000-4000-8000-000000000000/extra'])
-test(`an unknown route gets the branded 404 with a way home (${path})`, async ({ page }) => {
-  const response = await page.goto(path)
-  expect(response?.status()).toBe(404)
-  await expect(page.getByTestId('not-found')).toBeVisible()
-  await expect(page.getByText('a2 chat').first()).toBeVisible()
-  await expect(page.getByRole('main')).toHaveCount(1)
-  await expect(page).toHaveTitle(/not found/i)
-  await page.getByTestId('not-found').getByRole('link', { name: 'Start a new chat' }).click()
-  await page.waitForURL((url) => url.pathname === '/')
-})
+  test(`an unknown route gets the branded 404 with a way home (${path})`, async ({ page }) => {
+    const response = await page.goto(path)
+    expect(response?.status()).toBe(404)
+    await expect(page.getByTestId('not-found')).toBeVisible()
+    await expect(page.getByText('a2 chat').first()).toBeVisible()
+    await expect(page.getByRole('main')).toHaveCount(1)
+    await expect(page).toHaveTitle(/not found/i)
+    await page.getByTestId('not-found').getByRole('link', { name: 'Start a new chat' }).click()
+    await page.waitForURL((url) => url.pathname === '/')
+  })
 
 test('the tab title is the chat’s title, and follows navigation', async ({ page }) => {
   const chat = new ChatPage(page)

@@ -103,7 +103,11 @@ test('editing a message is a new version of it: the old branch is kept, and edit
   await chat.waitForStreaming(10)
   await chat.stop()
   const [call] = await waitForCalls(edited, (c) => c.length === 1)
-  expect(callMessages(call).filter((m) => m.role !== 'system').map((m) => m.text)).toEqual([edited])
+  expect(
+    callMessages(call)
+      .filter((m) => m.role !== 'system')
+      .map((m) => m.text),
+  ).toEqual([edited])
   // The chat's title follows its first message.
   await expect(chat.sessionItems.filter({ hasText: edited })).toHaveCount(1)
   await expect(chat.sessionItems.filter({ hasText: first })).toHaveCount(0)

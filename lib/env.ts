@@ -9,73 +9,80 @@ const flag = (fallback: '0' | '1') =>
     .default(fallback)
     .transform((v) => v === '1' || v === 'true')
 
-const schema = z
-  .object({
-    DATABASE_URL: z.string().url().optional(),
-    /** Where the embedded PGlite database and the generated development secret live. */
-    A2_DATA_DIR: z.string().default('.data'),
-    /** Signs the identity cookie. Required in production; generated into A2_DATA_DIR in development. */
-    AUTH_SECRET: z.string().min(32, 'AUTH_SECRET must be at least 32 characters').optional(),
-    OPENAI_API_KEY: z.string().min(1).optional(),
-    OPENAI_BASE_URL: z.string().url().optional(),
-    OPENAI_MODEL: z.string().min(1).optional(),
-    OFFLINE_MS_PER_TOKEN: z.coerce.number().int().min(0).max(1000).optional(),
-    /** Run the worker inside the Next.js server process (the default). Set 0 when `npm run worker` processes do the work. */
-    A2_EMBEDDED_WORKER: flag('1'),
+const schema = z.object({
+  DATABASE_URL: z.string().url().optional(),
+  /** Where the embedded PGlite database and the generated development secret live. */
+  A2_DATA_DIR: z.string().default('.data'),
+  /** Signs the identity cookie. Required in production; generated into A2_DATA_DIR in development. */
+  AUTH_SECRET: z.string().min(32, 'AUTH_SECRET must be at least 32 characters').optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.string().url().optional(),
+  OPENAI_MODEL: z.string().min(1).optional(),
+  OFFLINE_MS_PER_TOKEN: z.coerce.number().int().min(0).max(1000).optional(),
+  /** Run the worker inside the Next.js server process (the default). Set 0 when `npm run worker` processes do the work. */
+  A2_EMBEDDED_WORKER: flag('1'),
 
-    /**
-     * Behind a reverse proxy: take the client's address from the last X-Forwarded-For entry
-     * (the one the proxy appended) and the scheme from X-Forwarded-Proto. Off by default: a
-     * client could otherwise name any address and get a fresh set of per-address limits.
-     */
-    A2_TRUST_PROXY: flag('0'),
-    /** Operators (the /runs view of every user, settling UNKNOWN effects): a bearer token or cookie… */
-    A2_OPERATOR_TOKEN: z.string().min(32, 'A2_OPERATOR_TOKEN must be at least 32 characters').optional(),
-    /** …or these user ids (comma-separated), checked server-side against the signed identity. */
-    A2_OPERATOR_USER_IDS: z
-      .string()
-      .optional()
-      .transform((v) => new Set((v ?? '').split(',').map((s) => s.trim()).filter(Boolean))),
+  /**
+   * Behind a reverse proxy: take the client's address from the last X-Forwarded-For entry
+   * (the one the proxy appended) and the scheme from X-Forwarded-Proto. Off by default: a
+   * client could otherwise name any address and get a fresh set of per-address limits.
+   */
+  A2_TRUST_PROXY: flag('0'),
+  /** Operators (the /runs view of every user, settling UNKNOWN effects): a bearer token or cookie… */
+  A2_OPERATOR_TOKEN: z.string().min(32, 'A2_OPERATOR_TOKEN must be at least 32 characters').optional(),
+  /** …or these user ids (comma-separated), checked server-side against the signed identity. */
+  A2_OPERATOR_USER_IDS: z
+    .string()
+    .optional()
+    .transform(
+      (v) =>
+        new Set(
+          (v ?? '')
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ),
+    ),
 
-    // Rates, stored in the database so every app instance shares them (lib/http/limits.ts).
-    /** Pushes per user per minute. */
-    A2_RATE_PUSHES_PER_MIN: count(120),
-    /** Generations per user per minute. */
-    A2_RATE_GENERATIONS_PER_MIN: count(20),
-    /** New identities (cookie-less visitors) per client address per minute: identities are free, addresses are not. */
-    A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: count(10),
-    /** Pushes per client address per minute, whichever identities they come with. */
-    A2_RATE_PUSHES_PER_MIN_PER_ADDRESS: count(300),
-    /** Generations per client address per minute, whichever identities they come with. */
-    A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: count(30),
+  // Rates, stored in the database so every app instance shares them (lib/http/limits.ts).
+  /** Pushes per user per minute. */
+  A2_RATE_PUSHES_PER_MIN: count(120),
+  /** Generations per user per minute. */
+  A2_RATE_GENERATIONS_PER_MIN: count(20),
+  /** New identities (cookie-less visitors) per client address per minute: identities are free, addresses are not. */
+  A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS: count(10),
+  /** Pushes per client address per minute, whichever identities they come with. */
+  A2_RATE_PUSHES_PER_MIN_PER_ADDRESS: count(300),
+  /** Generations per client address per minute, whichever identities they come with. */
+  A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: count(30),
 
-    // Concurrency, counted from the runs table at admission.
-    /** Generations one user may have running (queued or streaming) at once. */
-    A2_MAX_RUNNING_GENERATIONS_PER_USER: count(3),
-    /** Generations running at once across all users: under the worker's 64 slots, so one flood cannot take them all. */
-    A2_MAX_RUNNING_GENERATIONS: count(48),
+  // Concurrency, counted from the runs table at admission.
+  /** Generations one user may have running (queued or streaming) at once. */
+  A2_MAX_RUNNING_GENERATIONS_PER_USER: count(3),
+  /** Generations running at once across all users: under the worker's 64 slots, so one flood cannot take them all. */
+  A2_MAX_RUNNING_GENERATIONS: count(48),
 
-    /** Model tokens (input + output, as the model reports them) one user may spend in 24 hours. */
-    A2_DAILY_TOKENS_PER_USER: count(200_000),
+  /** Model tokens (input + output, as the model reports them) one user may spend in 24 hours. */
+  A2_DAILY_TOKENS_PER_USER: count(200_000),
 
-    // What one identity may hold or open.
-    A2_MAX_SESSIONS_PER_USER: count(1_000),
-    /** Events in one session (chunks included) past which pushes are refused. */
-    A2_MAX_EVENTS_PER_SESSION: count(50_000),
-    /** Bytes of pushed payloads one session may hold. */
-    A2_MAX_PUSHED_BYTES_PER_SESSION: count(4 * 1024 * 1024),
-    /** Open SSE tails per user (tabs) and per app process. */
-    A2_MAX_TAILS_PER_USER: count(16),
-    A2_MAX_TAILS_PER_PROCESS: count(2_000),
-    /** Snapshots folded at once per process: each holds a session's state in memory. */
-    A2_MAX_SNAPSHOTS_IN_FLIGHT: count(4),
-    /** A request body must arrive within this many ms (a slow-drip body holds a connection). */
-    A2_BODY_TIMEOUT_MS: count(10_000),
-    /** The model's context budget in tokens (~4 characters each): older turns beyond it are left out. */
-    A2_CONTEXT_BUDGET_TOKENS: count(8_000),
+  // What one identity may hold or open.
+  A2_MAX_SESSIONS_PER_USER: count(1_000),
+  /** Events in one session (chunks included) past which pushes are refused. */
+  A2_MAX_EVENTS_PER_SESSION: count(50_000),
+  /** Bytes of pushed payloads one session may hold. */
+  A2_MAX_PUSHED_BYTES_PER_SESSION: count(4 * 1024 * 1024),
+  /** Open SSE tails per user (tabs) and per app process. */
+  A2_MAX_TAILS_PER_USER: count(16),
+  A2_MAX_TAILS_PER_PROCESS: count(2_000),
+  /** Snapshots folded at once per process: each holds a session's state in memory. */
+  A2_MAX_SNAPSHOTS_IN_FLIGHT: count(4),
+  /** A request body must arrive within this many ms (a slow-drip body holds a connection). */
+  A2_BODY_TIMEOUT_MS: count(10_000),
+  /** The model's context budget in tokens (~4 characters each): older turns beyond it are left out. */
+  A2_CONTEXT_BUDGET_TOKENS: count(8_000),
 
-    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-  })
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+})
 
 export type Env = z.infer<typeof schema>
 

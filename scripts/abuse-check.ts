@@ -81,13 +81,19 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
     if (created.status !== 201) throw new Error(`no session: ${created.status} ${created.text}`)
     return { cookie, sessionId: json(created).session.id }
   }
-  const head = async (cookie: string, sessionId: string) => json(await send('GET', `/api/sessions/${sessionId}`, { cookie })).session as { head: number; title: string }
+  const head = async (cookie: string, sessionId: string) =>
+    json(await send('GET', `/api/sessions/${sessionId}`, { cookie })).session as { head: number; title: string }
   const sessionCount = async (cookie: string) => (json(await send('GET', '/api/sessions', { cookie })).sessions as unknown[]).length
   const push = (cookie: string, sessionId: string, body: unknown, headers: Record<string, string> = {}) =>
     send('POST', `/api/sessions/${sessionId}/events`, { cookie, body: typeof body === 'string' ? body : JSON.stringify(body), headers })
   let generationsAccepted = 0
   const ask = async (cookie: string, sessionId: string, n: number) => {
-    const answer = await push(cookie, sessionId, { events: [{ id: `q${n}`, type: 'message', payload: { text: `question ${n}` } }, { id: `a${n}`, type: 'generate', payload: { for: `q${n}` } }] })
+    const answer = await push(cookie, sessionId, {
+      events: [
+        { id: `q${n}`, type: 'message', payload: { text: `question ${n}` } },
+        { id: `a${n}`, type: 'generate', payload: { for: `q${n}` } },
+      ],
+    })
     if (answer.status === 201) generationsAccepted++
     return answer
   }
@@ -101,7 +107,11 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
     const statuses = Array.isArray(status) ? status : [status]
     const wrote = after.head !== before.head || after.title !== before.title || (await sessionCount(who.cookie)) !== sessions
     const code = json(answer).error?.code
-    check(name, statuses.includes(answer.status) && !wrote && typeof code === 'string', `${answer.status} ${code ?? answer.text.slice(0, 80)}${wrote ? ' — and it wrote' : ''}`)
+    check(
+      name,
+      statuses.includes(answer.status) && !wrote && typeof code === 'string',
+      `${answer.status} ${code ?? answer.text.slice(0, 80)}${wrote ? ' — and it wrote' : ''}`,
+    )
   }
 
   // Headers, on a page and on an API answer.
@@ -114,8 +124,16 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
     const where = answer === page ? 'page' : 'api'
     check(`${where}: nosniff`, answer.headers['x-content-type-options'] === 'nosniff', String(answer.headers['x-content-type-options']))
     check(`${where}: Referrer-Policy`, Boolean(answer.headers['referrer-policy']), String(answer.headers['referrer-policy']))
-    check(`${where}: not frameable`, answer.headers['x-frame-options'] === 'DENY' && String(answer.headers['content-security-policy']).includes("frame-ancestors 'none'"), String(answer.headers['x-frame-options']))
-    check(`${where}: HSTS`, String(answer.headers['strict-transport-security'] ?? '').includes('max-age='), String(answer.headers['strict-transport-security']))
+    check(
+      `${where}: not frameable`,
+      answer.headers['x-frame-options'] === 'DENY' && String(answer.headers['content-security-policy']).includes("frame-ancestors 'none'"),
+      String(answer.headers['x-frame-options']),
+    )
+    check(
+      `${where}: HSTS`,
+      String(answer.headers['strict-transport-security'] ?? '').includes('max-age='),
+      String(answer.headers['strict-transport-security']),
+    )
   }
   const api = await send('GET', '/api/sessions')
   check('api: Cache-Control no-store', api.headers['cache-control'] === 'no-store', String(api.headers['cache-control']))
@@ -127,13 +145,31 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
   await ask(mallory.cookie, mallory.sessionId, 1)
   const aliceRuns = json(await send('GET', '/api/runs', { cookie: alice.cookie })).runs as Array<{ id: number; owner?: unknown }>
   const malloryRun = (json(await send('GET', '/api/runs', { cookie: mallory.cookie })).runs as Array<{ id: number }>)[0]
-  check('operator: an end user sees only their own runs, without worker ids', aliceRuns.length === 1 && !('owner' in aliceRuns[0]), JSON.stringify(aliceRuns))
+  check(
+    'operator: an end user sees only their own runs, without worker ids',
+    aliceRuns.length === 1 && !('owner' in aliceRuns[0]),
+    JSON.stringify(aliceRuns),
+  )
   const operatorRoutes: Array<[string, () => Promise<Answer>]> = [
     ['GET /api/runs?scope=all', () => send('GET', '/api/runs?scope=all', { cookie: alice.cookie })],
     ["GET another user's run", () => send('GET', `/api/runs/${malloryRun.id}`, { cookie: alice.cookie })],
-    ['settle an effect of my own run', () => send('POST', `/api/runs/${aliceRuns[0].id}/effects/model`, { cookie: alice.cookie, body: '{"done":true}' })],
-    ["settle an effect of another user's run", () => send('POST', `/api/runs/${malloryRun.id}/effects/model`, { cookie: alice.cookie, body: '{"done":true}' })],
-    ['settle with a made-up bearer token', () => send('POST', `/api/runs/${aliceRuns[0].id}/effects/model`, { cookie: alice.cookie, body: '{"done":true}', headers: { authorization: 'Bearer guess' } })],
+    [
+      'settle an effect of my own run',
+      () => send('POST', `/api/runs/${aliceRuns[0].id}/effects/model`, { cookie: alice.cookie, body: '{"done":true}' }),
+    ],
+    [
+      "settle an effect of another user's run",
+      () => send('POST', `/api/runs/${malloryRun.id}/effects/model`, { cookie: alice.cookie, body: '{"done":true}' }),
+    ],
+    [
+      'settle with a made-up bearer token',
+      () =>
+        send('POST', `/api/runs/${aliceRuns[0].id}/effects/model`, {
+          cookie: alice.cookie,
+          body: '{"done":true}',
+          headers: { authorization: 'Bearer guess' },
+        }),
+    ],
     ['sign in as operator with a guess', () => send('POST', '/api/operator', { cookie: alice.cookie, body: '{"token":"guess"}' })],
   ]
   for (const [name, request] of operatorRoutes) {
@@ -162,8 +198,12 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
   await refused('CSRF: a text/plain form from another origin', [403, 415], victim, () =>
     push(victim.cookie, victim.sessionId, JSON.stringify(message), { 'content-type': 'text/plain', origin: 'http://evil.example' }),
   )
-  await refused('CSRF: JSON from another origin', 403, victim, () => push(victim.cookie, victim.sessionId, message, { origin: 'http://evil.example' }))
-  await refused('CSRF: Sec-Fetch-Site cross-site', 403, victim, () => push(victim.cookie, victim.sessionId, message, { 'sec-fetch-site': 'cross-site' }))
+  await refused('CSRF: JSON from another origin', 403, victim, () =>
+    push(victim.cookie, victim.sessionId, message, { origin: 'http://evil.example' }),
+  )
+  await refused('CSRF: Sec-Fetch-Site cross-site', 403, victim, () =>
+    push(victim.cookie, victim.sessionId, message, { 'sec-fetch-site': 'cross-site' }),
+  )
   await refused('CSRF: no Origin at all', 403, victim, () => push(victim.cookie, victim.sessionId, message, { origin: '' }))
   const attacker = await visitor()
   await refused('cookie tossing: a second a2_uid beside the victim’s is no identity', 401, victim, () =>
@@ -178,7 +218,16 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
     ['a lone surrogate', () => push(target.cookie, target.sessionId, '{"type":"message","payload":{"text":"a\\ud800b"}}')],
     ['NUL in a new title', () => send('POST', '/api/sessions', { cookie: target.cookie, body: '{"title":"a\\u0000b"}' })],
     ['NUL in a rename', () => send('PATCH', `/api/sessions/${target.sessionId}`, { cookie: target.cookie, body: '{"title":"a\\u0000b"}' })],
-    ['the same id twice in one push', () => push(target.cookie, target.sessionId, { events: [{ id: 'x', ...message }, { id: 'x', ...message }] })],
+    [
+      'the same id twice in one push',
+      () =>
+        push(target.cookie, target.sessionId, {
+          events: [
+            { id: 'x', ...message },
+            { id: 'x', ...message },
+          ],
+        }),
+    ],
     ['?before=99999999999999999999.x', () => send('GET', '/api/sessions?before=99999999999999999999.x', { cookie: target.cookie })],
     ['?after=2147483648', () => send('GET', `/api/sessions/${target.sessionId}/events?after=2147483648`, { cookie: target.cookie })],
     ['?after=0x10', () => send('GET', `/api/sessions/${target.sessionId}/events?after=0x10`, { cookie: target.cookie })],
@@ -188,7 +237,9 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
   ]
   for (const [name, request] of inputCases) await refused(`input: ${name}`, [400, 401, 422], target, request)
   const reused = await push(target.cookie, target.sessionId, { id: 'once', ...message })
-  await refused('input: a reused id with another payload', 409, target, () => push(target.cookie, target.sessionId, { id: 'once', type: 'message', payload: { text: 'other' } }))
+  await refused('input: a reused id with another payload', 409, target, () =>
+    push(target.cookie, target.sessionId, { id: 'once', type: 'message', payload: { text: 'other' } }),
+  )
   check('input: the original push of that id landed', reused.status === 201, String(reused.status))
   const malformedList = await send('GET', '/api/sessions', { cookie: 'a2_uid=%' })
   check('input: a malformed cookie is no identity (a new one), not a 500', malformedList.status === 200, String(malformedList.status))
@@ -198,11 +249,15 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
   // Finding 4: caps.
   const hoarder = await visitor()
   for (let i = 1; i < limits.maxSessionsPerUser; i++) await send('POST', '/api/sessions', { cookie: hoarder.cookie, body: '{}' })
-  await refused('caps: one session more than a user may keep', 422, hoarder, () => send('POST', '/api/sessions', { cookie: hoarder.cookie, body: '{}' }))
+  await refused('caps: one session more than a user may keep', 422, hoarder, () =>
+    send('POST', '/api/sessions', { cookie: hoarder.cookie, body: '{}' }),
+  )
   const big = JSON.stringify({ type: 'message', payload: { text: 'x'.repeat(15_000) } })
   for (let pushed = 0; pushed + 15_000 <= limits.maxPushedBytesPerSession; pushed += 15_000) await push(hoarder.cookie, hoarder.sessionId, big)
   await refused('caps: bytes past the session’s limit', 413, hoarder, () => push(hoarder.cookie, hoarder.sessionId, big))
-  const tails = await Promise.all(Array.from({ length: limits.maxTailsPerUser + 1 }, () => openTail(base, `/api/sessions/${hoarder.sessionId}/events`, hoarder.cookie)))
+  const tails = await Promise.all(
+    Array.from({ length: limits.maxTailsPerUser + 1 }, () => openTail(base, `/api/sessions/${hoarder.sessionId}/events`, hoarder.cookie)),
+  )
   const tailStatuses = tails.map((t) => t.status)
   check(
     `caps: at most ${limits.maxTailsPerUser} live tails per user`,

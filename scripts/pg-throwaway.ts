@@ -80,7 +80,12 @@ export function throwawayUnavailable(): string | undefined {
   if (isRoot()) {
     // initdb refuses root: commands run as the postgres OS user through runuser.
     if (!['/usr/sbin/runuser', '/sbin/runuser', '/usr/bin/runuser'].some((p) => existsSync(p))) return 'running as root without runuser'
-    if (!readFileSync('/etc/passwd', 'utf8').split('\n').some((line) => line.startsWith('postgres:'))) return 'running as root and there is no postgres OS user'
+    if (
+      !readFileSync('/etc/passwd', 'utf8')
+        .split('\n')
+        .some((line) => line.startsWith('postgres:'))
+    )
+      return 'running as root and there is no postgres OS user'
   }
   return undefined
 }

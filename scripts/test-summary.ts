@@ -12,7 +12,8 @@ interface Counts {
 const total: Counts = { passed: 0, failed: 0, skipped: 0 }
 const read = (file: string) => (existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined)
 
-const vitest = read('reports/vitest.json') as { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number } | undefined
+const vitest = read('reports/vitest.json') as
+  { numPassedTests: number; numFailedTests: number; numPendingTests: number; numTodoTests: number } | undefined
 if (vitest) {
   total.passed += vitest.numPassedTests
   total.failed += vitest.numFailedTests

@@ -25,6 +25,9 @@ npx tsc --noEmit -p .
 echo "== lint (eslint.config.mjs: recommended rules, the library's doors, no import cycles)"
 npx eslint .
 
+echo "== format (.prettierrc; `npm run format` fixes)"
+npx prettier --check . --log-level warn
+
 echo "== unit, store, runtime and integration tests (vitest)"
 npx vitest run --reporter=default --reporter=json --outputFile.json=reports/vitest.json
 

@@ -66,8 +66,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const requests: UpstreamRequest[] = []
   const waiters = new Set<(request: UpstreamRequest) => void>()
 
-  const answerFor = (body: unknown): string[] =>
-    opts.text ? words(opts.text(body)) : Array.from({ length: tokenCount }, (_, i) => `tok${i} `)
+  const answerFor = (body: unknown): string[] => (opts.text ? words(opts.text(body)) : Array.from({ length: tokenCount }, (_, i) => `tok${i} `))
 
   // A request that ends with the assistant's unfinished message (a successor attempt sending
   // the answer so far) is answered with the rest, as servers that continue a final assistant
@@ -178,7 +177,11 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const server = createServer(async (req, res) => {
     if (req.method === 'GET' && req.url === '/__requests') {
       // Promises don't serialise; other processes only need the plain fields.
-      return json(res, 200, requests.map(({ closed: _closed, ...plain }) => plain))
+      return json(
+        res,
+        200,
+        requests.map(({ closed: _closed, ...plain }) => plain),
+      )
     }
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return json(res, 404, { error: { message: `no route for ${req.method} ${req.url}` } })

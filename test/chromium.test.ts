@@ -3,15 +3,22 @@ import { describe, expect, it } from 'vitest'
 import { findChromium } from '@/e2e/find-chromium'
 
 const OWN = '/home/me/.cache/ms-playwright/chromium-1234/chrome-linux/chrome'
-const has = (...paths: string[]) => (path: string) => paths.includes(path)
+const has =
+  (...paths: string[]) =>
+  (path: string) =>
+    paths.includes(path)
 
 describe('findChromium', () => {
   it('uses CHROMIUM_PATH when it is set and exists', () => {
-    expect(findChromium({ env: { CHROMIUM_PATH: '/opt/chrome/chrome' }, exists: has('/opt/chrome/chrome', OWN), playwrightPath: () => OWN })).toBe('/opt/chrome/chrome')
+    expect(findChromium({ env: { CHROMIUM_PATH: '/opt/chrome/chrome' }, exists: has('/opt/chrome/chrome', OWN), playwrightPath: () => OWN })).toBe(
+      '/opt/chrome/chrome',
+    )
   })
 
   it('stops with a clear message when CHROMIUM_PATH points nowhere', () => {
-    expect(() => findChromium({ env: { CHROMIUM_PATH: '/nope/chrome' }, exists: has(OWN), playwrightPath: () => OWN })).toThrow(/CHROMIUM_PATH=\/nope\/chrome/)
+    expect(() => findChromium({ env: { CHROMIUM_PATH: '/nope/chrome' }, exists: has(OWN), playwrightPath: () => OWN })).toThrow(
+      /CHROMIUM_PATH=\/nope\/chrome/,
+    )
   })
 
   it("uses Playwright's own Chromium when it is installed", () => {
@@ -20,9 +27,22 @@ describe('findChromium', () => {
 
   it('falls back to the usual system paths', () => {
     expect(findChromium({ env: {}, exists: has('/usr/bin/chromium'), playwrightPath: () => OWN })).toBe('/usr/bin/chromium')
-    expect(findChromium({ env: {}, exists: has('/usr/bin/google-chrome'), playwrightPath: () => { throw new Error('no registry') } })).toBe('/usr/bin/google-chrome')
     expect(
-      findChromium({ env: {}, exists: has('/Applications/Google Chrome.app/Contents/MacOS/Google Chrome'), playwrightPath: () => OWN, platform: 'darwin' }),
+      findChromium({
+        env: {},
+        exists: has('/usr/bin/google-chrome'),
+        playwrightPath: () => {
+          throw new Error('no registry')
+        },
+      }),
+    ).toBe('/usr/bin/google-chrome')
+    expect(
+      findChromium({
+        env: {},
+        exists: has('/Applications/Google Chrome.app/Contents/MacOS/Google Chrome'),
+        playwrightPath: () => OWN,
+        platform: 'darwin',
+      }),
     ).toBe('/Applications/Google Chrome.app/Contents/MacOS/Google Chrome')
   })
 

@@ -69,7 +69,11 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
       if (!handler) throw new Error(`no ${method} handler for ${url.pathname}`)
       // Next hands route params over decoded.
       const params = Object.fromEntries(names.map((name, i) => [name, safeDecode(match[i + 1])]))
-      const headers: Record<string, string> = { ...SAME_ORIGIN, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers }
+      const headers: Record<string, string> = {
+        ...SAME_ORIGIN,
+        ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...init.headers,
+      }
       if (init.cookie) headers.cookie = init.cookie
       const request = new Request(url, {
         method,

@@ -193,10 +193,7 @@ export async function eventsOf(store: Store, sessionId: string): Promise<Array<{
  * a finished (or failed) test left behind.
  */
 export async function quarantineOpenJobs(store: Store): Promise<void> {
-  await query(
-    store.db,
-    sql`update a2_jobs set status = 'FAILED', owner = null, lease_until = null where status in ('ACTIVE', 'CANCELLING')`,
-  )
+  await query(store.db, sql`update a2_jobs set status = 'FAILED', owner = null, lease_until = null where status in ('ACTIVE', 'CANCELLING')`)
 }
 
 const dialect = new PgDialect()

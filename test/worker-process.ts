@@ -51,10 +51,17 @@ type Handler = (ctx: RunContext<typeof testContract, any>) => Promise<void>
 
 export function mpConsumers(options: MpOptions, handlerFor: (name: string) => Handler = () => async () => {}): Consumer<typeof testContract, any>[] {
   return [
-    consumer({ contract: testContract, name: 'mp-generate', types: ['generate'], abortOn: ['cancelled'], maxAttempts: 3, leaseMs: options.leaseMs }).run(
-      handlerFor('mp-generate'),
+    consumer({
+      contract: testContract,
+      name: 'mp-generate',
+      types: ['generate'],
+      abortOn: ['cancelled'],
+      maxAttempts: 3,
+      leaseMs: options.leaseMs,
+    }).run(handlerFor('mp-generate')),
+    consumer({ contract: testContract, name: 'mp-budget', types: ['message'], maxAttempts: 2, leaseMs: options.leaseMs }).run(
+      handlerFor('mp-budget'),
     ),
-    consumer({ contract: testContract, name: 'mp-budget', types: ['message'], maxAttempts: 2, leaseMs: options.leaseMs }).run(handlerFor('mp-budget')),
   ]
 }
 
@@ -161,29 +168,31 @@ async function main(): Promise<void> {
   const report = (r: Report) => process.stdout.write(`${JSON.stringify(r)}\n`)
 
   const store = await openPostgresStore(url, { max: 4 })
-  const handlerFor = (name: string): Handler => async (ctx) => {
-    const base = { jobId: ctx.jobId, attempt: ctx.attempt }
-    report({ t: 'started', ...base, consumer: name, eventId: ctx.event.id, sessionId: ctx.sessionId, at: epochNow() })
-    if (mode === 'freeze') {
-      const until = performance.now() + Number(env.A2_FREEZE_MS ?? 0)
-      while (performance.now() < until) {
-        // a synchronous stall: no timer, no renewal, no I/O callback runs meanwhile
+  const handlerFor =
+    (name: string): Handler =>
+    async (ctx) => {
+      const base = { jobId: ctx.jobId, attempt: ctx.attempt }
+      report({ t: 'started', ...base, consumer: name, eventId: ctx.event.id, sessionId: ctx.sessionId, at: epochNow() })
+      if (mode === 'freeze') {
+        const until = performance.now() + Number(env.A2_FREEZE_MS ?? 0)
+        while (performance.now() < until) {
+          // a synchronous stall: no timer, no renewal, no I/O callback runs meanwhile
+        }
       }
-    }
-    if (mode === 'hang' || (mode === 'hang-first' && ctx.attempt === 1)) {
-      await new Promise<void>((resolve) => {
-        if (ctx.signal.aborted) resolve()
-        else ctx.signal.addEventListener('abort', () => resolve(), { once: true })
-      })
-      const reason = abortReason(ctx.signal)
-      report({ t: 'aborted', ...base, code: reason?.code ?? 'UNKNOWN', event: reason?.event, at: epochNow() })
-      if (!reason?.isCancel) {
-        report({ t: 'threw', ...base, message: String(reason?.message), at: epochNow() })
-        throw ctx.signal.reason
+      if (mode === 'hang' || (mode === 'hang-first' && ctx.attempt === 1)) {
+        await new Promise<void>((resolve) => {
+          if (ctx.signal.aborted) resolve()
+          else ctx.signal.addEventListener('abort', () => resolve(), { once: true })
+        })
+        const reason = abortReason(ctx.signal)
+        report({ t: 'aborted', ...base, code: reason?.code ?? 'UNKNOWN', event: reason?.event, at: epochNow() })
+        if (!reason?.isCancel) {
+          report({ t: 'threw', ...base, message: String(reason?.message), at: epochNow() })
+          throw ctx.signal.reason
+        }
       }
+      report({ t: 'returned', ...base, at: epochNow() })
     }
-    report({ t: 'returned', ...base, at: epochNow() })
-  }
   const consumers = mpConsumers({ leaseMs }, handlerFor)
   const server = createServer({ contract: testContract, consumers, store })
   const worker = await server.startWorker({ pollMs: Number(env.A2_POLL_MS ?? 500) })

@@ -70,16 +70,32 @@ function randomValue(rand: () => number, seen: Set<HostileClass>, depth = 0): un
   if (r < 0.42) return rand() < 0.5
   if (r < 0.45) return 'x'.repeat(Math.floor(rand() * 70_000))
   if (r < 0.6) return Array.from({ length: Math.floor(rand() * 4) }, () => randomValue(rand, seen, depth + 1))
-  const keys = ['text', 'of', 'for', 'edits', 'replaces', 'lastSeenIndex', 'delta', 'attempt', 'id', 'type', 'payload', 'events', '__proto__', '\ud800']
-  return Object.fromEntries(
-    Array.from({ length: Math.floor(rand() * 4) }, () => [pick(rand, keys), randomValue(rand, seen, depth + 1)]),
-  )
+  const keys = [
+    'text',
+    'of',
+    'for',
+    'edits',
+    'replaces',
+    'lastSeenIndex',
+    'delta',
+    'attempt',
+    'id',
+    'type',
+    'payload',
+    'events',
+    '__proto__',
+    '\ud800',
+  ]
+  return Object.fromEntries(Array.from({ length: Math.floor(rand() * 4) }, () => [pick(rand, keys), randomValue(rand, seen, depth + 1)]))
 }
 
 /** A push body; `accepted` holds ids (and their events) the log already has, for reuse. */
 function randomBody(rand: () => number, seen: Set<HostileClass>, accepted: Array<{ id: string; type: string; payload: unknown }>): string {
   const r = rand()
-  if (r < 0.06) return ['', '{', '[]', 'null', '"x"', '{"type":', '\u0000', '{}}', 'NaN', '{"type":"message","payload":{"text":"\\ud800"}}'][Math.floor(rand() * 10)]
+  if (r < 0.06)
+    return ['', '{', '[]', 'null', '"x"', '{"type":', '\u0000', '{}}', 'NaN', '{"type":"message","payload":{"text":"\\ud800"}}'][
+      Math.floor(rand() * 10)
+    ]
   if (r < 0.1) {
     seen.add('deep nesting')
     const levels = pick(rand, [33, 100, 5_000])
@@ -88,7 +104,12 @@ function randomBody(rand: () => number, seen: Set<HostileClass>, accepted: Array
   if (r < 0.14) {
     seen.add('repeated id in one push')
     const id = `dup${Math.floor(rand() * 5)}`
-    return JSON.stringify({ events: [{ id, type: 'message', payload: { text: 'a' } }, { id, type: 'message', payload: { text: rand() < 0.5 ? 'a' : 'b' } }] })
+    return JSON.stringify({
+      events: [
+        { id, type: 'message', payload: { text: 'a' } },
+        { id, type: 'message', payload: { text: rand() < 0.5 ? 'a' : 'b' } },
+      ],
+    })
   }
   if (r < 0.2 && accepted.length > 0) {
     seen.add('reused id, other content')
@@ -174,13 +195,17 @@ describe('the HTTP surface under fuzzing', () => {
         seen.add('malformed cookie')
         const bad = pick(rand, BAD_COOKIES)
         label = `cookie ${bad}`
-        send = () => (rand() < 0.5 ? routes.push(sessionId, bad, JSON.stringify({ type: 'message', payload: { text: 'x' } })) : routes.call('GET', `/api/sessions/${sessionId}`, { cookie: bad }))
+        send = () =>
+          rand() < 0.5
+            ? routes.push(sessionId, bad, JSON.stringify({ type: 'message', payload: { text: 'x' } }))
+            : routes.call('GET', `/api/sessions/${sessionId}`, { cookie: bad })
       } else if (r < 0.95) {
         seen.add('hostile title')
         const title = rand() < 0.5 ? pick(rand, HOSTILE_STRINGS) : pick(rand, NUMERIC_EDGES)
         const body = JSON.stringify({ title })
         label = `title ${body}`
-        send = () => (rand() < 0.5 ? routes.call('POST', '/api/sessions', { cookie, body }) : routes.call('PATCH', `/api/sessions/${sessionId}`, { cookie, body }))
+        send = () =>
+          rand() < 0.5 ? routes.call('POST', '/api/sessions', { cookie, body }) : routes.call('PATCH', `/api/sessions/${sessionId}`, { cookie, body })
       } else {
         seen.add('run id edge')
         const edge = pick(rand, [...CURSOR_EDGES.filter(Boolean), '0', '1', '%ZZ']) // an empty segment is another route (the list)
@@ -191,7 +216,11 @@ describe('the HTTP surface under fuzzing', () => {
       const before = await snapshot()
       const response = await send()
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
-      const json = (await response.json().catch(() => ({}))) as { events?: Array<{ id: string; type: string; payload: unknown }>; duplicate?: boolean; error?: { code: string } }
+      const json = (await response.json().catch(() => ({}))) as {
+        events?: Array<{ id: string; type: string; payload: unknown }>
+        duplicate?: boolean
+        error?: { code: string }
+      }
       expect(response.status, `case ${i}: ${label}`).toBeLessThan(500)
       const after = await snapshot()
       if (response.status >= 400) {
@@ -207,8 +236,17 @@ describe('the HTTP surface under fuzzing', () => {
     expect([...statuses.keys()].filter((s) => s >= 400).length).toBeGreaterThan(4)
     expect([...seen].sort()).toEqual(
       [
-        'lone surrogate', 'nul', 'repeated id in one push', 'reused id, other content', 'deep nesting', 'numeric edge',
-        'cursor edge', 'malformed cookie', 'huge body', 'hostile title', 'run id edge',
+        'lone surrogate',
+        'nul',
+        'repeated id in one push',
+        'reused id, other content',
+        'deep nesting',
+        'numeric edge',
+        'cursor edge',
+        'malformed cookie',
+        'huge body',
+        'hostile title',
+        'run id edge',
       ].sort(),
     )
     expect(statuses.get(409), 'reused ids with other content reach the 409').toBeGreaterThan(0)

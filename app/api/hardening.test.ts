@@ -66,8 +66,18 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
       ['lone low surrogate in a key', push({ type: 'message', payload: { text: 'hi', ['\udc00']: 1 } }), 400, 'invalid_text'],
       ['NUL in a message', push(message('a\u0000b')), 400, 'invalid_text'],
       ['NUL in a title', () => routes.call('POST', '/api/sessions', { cookie, body: JSON.stringify({ title: 'a\u0000b' }) }), 400, 'invalid_text'],
-      ['lone surrogate in a title', () => routes.call('POST', '/api/sessions', { cookie, body: JSON.stringify({ title: 'a\ud800' }) }), 400, 'invalid_text'],
-      ['NUL in a rename', () => routes.call('PATCH', `/api/sessions/${sessionId}`, { cookie, body: JSON.stringify({ title: '\u0000' }) }), 400, 'invalid_text'],
+      [
+        'lone surrogate in a title',
+        () => routes.call('POST', '/api/sessions', { cookie, body: JSON.stringify({ title: 'a\ud800' }) }),
+        400,
+        'invalid_text',
+      ],
+      [
+        'NUL in a rename',
+        () => routes.call('PATCH', `/api/sessions/${sessionId}`, { cookie, body: JSON.stringify({ title: '\u0000' }) }),
+        400,
+        'invalid_text',
+      ],
       ['the same id twice in one push', push({ events: [message('a', 'dup'), message('b', 'dup')] }), 400, 'bad_request'],
       ['5,000 levels of nesting', push(`{"type":"message","payload":{"text":"x","deep":${deep}}}`), 400, 'too_deep'],
       ['5,000 levels as the body', push(deep), 400, 'too_deep'],
@@ -132,7 +142,11 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
     // The same event again is still an idempotent repeat.
     expect((await routes.push(sessionId, cookie, JSON.stringify(message('original', 'm1')))).status).toBe(200)
     // A generate naming a message in the same push is fine; a second one while it runs is a 409.
-    const started = await routes.push(sessionId, cookie, JSON.stringify({ events: [message('q', 'm2'), { id: 'g2', type: 'generate', payload: { for: 'm2' } }] }))
+    const started = await routes.push(
+      sessionId,
+      cookie,
+      JSON.stringify({ events: [message('q', 'm2'), { id: 'g2', type: 'generate', payload: { for: 'm2' } }] }),
+    )
     expect(started.status).toBe(201)
     await refused([['a second answer while one runs', push({ type: 'generate', payload: { for: 'm2' } }), 409, 'conflict']])
     // Stop it, and asking again is allowed (the run is no longer running once cancelled).
@@ -151,8 +165,24 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
       ['same-site sibling', post({ origin: 'http://sibling.localhost:3000', 'sec-fetch-site': 'same-site' }), 403, 'cross_origin'],
       ['origin null', post({ origin: 'null', 'sec-fetch-site': '' }), 403, 'cross_origin'],
       ['no origin at all', post({ origin: '', 'sec-fetch-site': '' }), 403, 'cross_origin'],
-      ['cross-site rename', () => routes.call('PATCH', `/api/sessions/${sessionId}`, { cookie, body: '{"title":"x"}', headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' } }), 403, 'cross_origin'],
-      ['cross-site create', () => routes.call('POST', '/api/sessions', { cookie, body: '{}', headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' } }), 403, 'cross_origin'],
+      [
+        'cross-site rename',
+        () =>
+          routes.call('PATCH', `/api/sessions/${sessionId}`, {
+            cookie,
+            body: '{"title":"x"}',
+            headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+          }),
+        403,
+        'cross_origin',
+      ],
+      [
+        'cross-site create',
+        () =>
+          routes.call('POST', '/api/sessions', { cookie, body: '{}', headers: { origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' } }),
+        403,
+        'cross_origin',
+      ],
     ])
     // A script with no browser headers, naming the origin itself, is fine.
     expect((await post({ 'sec-fetch-site': '' })()).status).toBe(201)
@@ -221,11 +251,13 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
     expect([a.response.status, b.response.status, c.response.status]).toEqual([200, 200, 429])
     expect(Number(c.response.headers.get('retry-after'))).toBeGreaterThan(0)
     a.close()
-    await expect.poll(async () => {
-      const d = await open()
-      d.close()
-      return d.response.status
-    }).toBe(200)
+    await expect
+      .poll(async () => {
+        const d = await open()
+        d.close()
+        return d.response.status
+      })
+      .toBe(200)
     b.close()
   })
 

@@ -8,7 +8,13 @@ import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
 /** A push that asks for an answer: a new message and a generate for it. */
-const ask = (n: number) => JSON.stringify({ events: [{ id: `m${n}`, type: 'message', payload: { text: `q${n}` } }, { type: 'generate', payload: { for: `m${n}` } }] })
+const ask = (n: number) =>
+  JSON.stringify({
+    events: [
+      { id: `m${n}`, type: 'message', payload: { text: `q${n}` } },
+      { type: 'generate', payload: { for: `m${n}` } },
+    ],
+  })
 
 describe.each(layers)('limits that hold across identities on %s', (kind) => {
   let testDb: TestDb
@@ -129,7 +135,13 @@ describe('limits and scale through the routes (PGlite)', () => {
         { id: `old-g${n}`, type: 'generate', payload: { for: `old-m${n}` } },
         { type: 'finished', payload: { of: `old-g${n}`, attempt: 1, reason: 'stop', usage: { inputTokens, outputTokens } } },
       )
-    const ask = (n: number) => push(sessionId, cookie, { events: [{ id: `m${n}`, type: 'message', payload: { text: `q${n}` } }, { type: 'generate', payload: { for: `m${n}` } }] })
+    const ask = (n: number) =>
+      push(sessionId, cookie, {
+        events: [
+          { id: `m${n}`, type: 'message', payload: { text: `q${n}` } },
+          { type: 'generate', payload: { for: `m${n}` } },
+        ],
+      })
     await answered(1, 300, 200)
     expect((await ask(1)).status).toBe(201) // 500 of 1,000 used
     await answered(2, 400, 100)
@@ -152,7 +164,12 @@ describe('limits and scale through the routes (PGlite)', () => {
     const deleted = await routes.call('DELETE', `/api/sessions/${sessionId}`, { cookie, headers: { 'content-type': 'application/json' } })
     expect(deleted.status).toBe(204)
     const fresh = await server.sessions.create(userId)
-    const asked = await push(fresh.id, cookie, { events: [{ id: 'after-delete', type: 'message', payload: { text: 'again' } }, { type: 'generate', payload: { for: 'after-delete' } }] })
+    const asked = await push(fresh.id, cookie, {
+      events: [
+        { id: 'after-delete', type: 'message', payload: { text: 'again' } },
+        { type: 'generate', payload: { for: 'after-delete' } },
+      ],
+    })
     expect(asked.status).toBe(429)
     expect(((await asked.json()) as { error: { message: string } }).error.message).toMatch(/model tokens \(1000\)/)
   })

@@ -34,7 +34,12 @@ describe.each(layers)('the operator role on %s', (kind) => {
   /** A user with one run whose model call a dead worker left UNKNOWN (as the runtime records it). */
   async function userWithUnknownRun() {
     const user = await routes.newUser()
-    const body = JSON.stringify({ events: [{ id: 'm', type: 'message', payload: { text: 'hi' } }, { id: 'g', type: 'generate', payload: { for: 'm' } }] })
+    const body = JSON.stringify({
+      events: [
+        { id: 'm', type: 'message', payload: { text: 'hi' } },
+        { id: 'g', type: 'generate', payload: { for: 'm' } },
+      ],
+    })
     expect((await routes.push(user.sessionId, user.cookie, body)).status).toBe(201)
     const [job] = await rows(sql`select id from a2_jobs where session_id = ${user.sessionId}`)
     const jobId = Number(job.id)
@@ -50,7 +55,10 @@ describe.each(layers)('the operator role on %s', (kind) => {
     const alice = await userWithUnknownRun()
     const mallory = await userWithUnknownRun()
 
-    const list = (await (await routes.call('GET', '/api/runs', { cookie: alice.cookie })).json()) as { operator: boolean; runs: Array<Record<string, unknown>> }
+    const list = (await (await routes.call('GET', '/api/runs', { cookie: alice.cookie })).json()) as {
+      operator: boolean
+      runs: Array<Record<string, unknown>>
+    }
     expect(list.operator).toBe(false)
     expect(list.runs.map((r) => r.id)).toEqual([alice.jobId])
     expect(list.runs[0]).not.toHaveProperty('owner')
@@ -66,18 +74,27 @@ describe.each(layers)('the operator role on %s', (kind) => {
       const refused = await routes.call('POST', `/api/runs/${jobId}/effects/model`, { cookie: alice.cookie, body: verdict })
       expect(refused.status).toBe(403)
     }
-    const [effects] = await rows(sql`select count(*)::int as n from a2_effects where status = 'UNKNOWN' and job_id in (${alice.jobId}, ${mallory.jobId})`)
+    const [effects] = await rows(
+      sql`select count(*)::int as n from a2_effects where status = 'UNKNOWN' and job_id in (${alice.jobId}, ${mallory.jobId})`,
+    )
     expect(effects.n).toBe(2)
     const [audit] = await rows(sql`select count(*)::int as n from operator_audit`)
     expect(audit.n).toBe(0)
     // A wrong token is no operator.
-    const wrong = await routes.call('POST', `/api/runs/${alice.jobId}/effects/model`, { cookie: alice.cookie, body: verdict, headers: { authorization: 'Bearer nope' } })
+    const wrong = await routes.call('POST', `/api/runs/${alice.jobId}/effects/model`, {
+      cookie: alice.cookie,
+      body: verdict,
+      headers: { authorization: 'Bearer nope' },
+    })
     expect(wrong.status).toBe(403)
   })
 
   it('an operator (token) sees every run with its worker, settles an UNKNOWN effect, and each resolution is audited', async () => {
     const bob = await userWithUnknownRun()
-    const list = (await (await routes.call('GET', '/api/runs', { headers: bearer })).json()) as { operator: boolean; runs: Array<Record<string, unknown>> }
+    const list = (await (await routes.call('GET', '/api/runs', { headers: bearer })).json()) as {
+      operator: boolean
+      runs: Array<Record<string, unknown>>
+    }
     expect(list.operator).toBe(true)
     expect(list.runs.length).toBeGreaterThanOrEqual(3) // alice's, mallory's and bob's
     expect(list.runs.find((r) => r.id === bob.jobId)?.owner).toBe('worker-host:4242')
@@ -87,7 +104,9 @@ describe.each(layers)('the operator role on %s', (kind) => {
     expect(resolved.status).toBe(200)
     const again = await routes.call('POST', `/api/runs/${bob.jobId}/effects/model`, { headers: bearer, body: verdict })
     expect(again.status).toBe(409)
-    const audit = await rows(sql`select operator, action, job_id, effect_key, verdict, outcome, at from operator_audit where job_id = ${bob.jobId} order by id`)
+    const audit = await rows(
+      sql`select operator, action, job_id, effect_key, verdict, outcome, at from operator_audit where job_id = ${bob.jobId} order by id`,
+    )
     expect(audit.map((a) => [a.operator, a.action, Number(a.job_id), a.effect_key, a.verdict])).toEqual([
       [expect.stringMatching(/^token:[0-9a-f]{8}$/), 'resolve_effect', bob.jobId, 'model', { done: false }],
       [expect.stringMatching(/^token:[0-9a-f]{8}$/), 'resolve_effect', bob.jobId, 'model', { done: false }],
@@ -110,7 +129,13 @@ describe.each(layers)('the operator role on %s', (kind) => {
     const dave = await routes.newUser()
     const { POST } = await import('@/app/api/operator/route')
     const signIn = (token: string) =>
-      POST(new Request('http://localhost:3000/api/operator', { method: 'POST', headers: { origin: 'http://localhost:3000', 'content-type': 'application/json', cookie: dave.cookie }, body: JSON.stringify({ token }) }))
+      POST(
+        new Request('http://localhost:3000/api/operator', {
+          method: 'POST',
+          headers: { origin: 'http://localhost:3000', 'content-type': 'application/json', cookie: dave.cookie },
+          body: JSON.stringify({ token }),
+        }),
+      )
     const refused = await signIn('not-the-token')
     expect(refused.status).toBe(403)
     expect(refused.headers.get('set-cookie')).toBeNull()
@@ -118,7 +143,9 @@ describe.each(layers)('the operator role on %s', (kind) => {
     expect(accepted.status).toBe(200)
     const cookie = accepted.headers.get('set-cookie')!
     expect(cookie).toMatch(/^a2_operator=.+; Path=\/; HttpOnly; SameSite=Strict/)
-    const asOperator = (await (await routes.call('GET', '/api/runs', { cookie: `${dave.cookie}; ${cookie.split(';')[0]}` })).json()) as { operator: boolean }
+    const asOperator = (await (await routes.call('GET', '/api/runs', { cookie: `${dave.cookie}; ${cookie.split(';')[0]}` })).json()) as {
+      operator: boolean
+    }
     expect(asOperator.operator).toBe(true)
   })
 })

@@ -31,7 +31,11 @@ export default function NotesPage() {
       <p className="mb-6 text-sm text-neutral-600 dark:text-neutral-400">
         Saved by the assistant when you ask it to remember something. Each is written once, keyed by its effect.
       </p>
-      {error && <p role="alert" className="text-sm text-red-700">{error}</p>}
+      {error && (
+        <p role="alert" className="text-sm text-red-700">
+          {error}
+        </p>
+      )}
       {notes?.length === 0 && <p className="text-sm text-neutral-500">No notes yet. Try “Remember that the demo is on Friday.”</p>}
       <ul className="space-y-2">
         {notes?.map((note) => (

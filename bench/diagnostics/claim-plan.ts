@@ -21,7 +21,9 @@ try {
     union all
     select 'stuck-' || g, 1, 'e1', 'laned', 'L', 3, 0, null, null, now() - interval '1 minute' from generate_series(1, 10000) g`)
   await exec(`insert into a2_sessions (id, owner) select 'fresh-' || g, 'bench' from generate_series(1, 100) g`)
-  await exec(`insert into a2_jobs (session_id, event_index, event_id, consumer, lane, max_attempts) select 'fresh-' || g, 0, 'e0', 'plain', null, 3 from generate_series(1, 100) g`)
+  await exec(
+    `insert into a2_jobs (session_id, event_index, event_id, consumer, lane, max_attempts) select 'fresh-' || g, 0, 'e0', 'plain', null, 3 from generate_series(1, 100) g`,
+  )
   await exec('analyze a2_jobs')
   const claim = claimStatement({ consumers: ['plain', 'laned'], owner: 'diagnostic', leaseMs: { plain: 30_000, laned: 30_000 }, limit: 16 })
   console.log('-- claim, 10k stuck lanes, 100 runnable jobs of another consumer')

@@ -12,7 +12,12 @@ import { chat } from '@/lib/chat/contract'
 const input = { type: 'chunk', payload: { of: 'g', attempt: 1, delta: 'hello ' } }
 const envelope = z
   .object({
-    id: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/).optional(),
+    id: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9_-]+$/)
+      .optional(),
     type: z.string().min(1).max(64),
     payload: z.unknown(),
   })

@@ -52,7 +52,9 @@ async function produce(writer: ChunkWriter, producer: Producer, stopAt: number) 
 
 export async function appendFigure(store: Store, options: { windowMs: number; trials: number }): Promise<AppendFigure> {
   // a2_events' columns, defaults, primary key and unique index; LIKE leaves out foreign keys, so add it.
-  await store.db.execute(sql.raw(`create table if not exists bench_events (like a2_events including defaults including constraints including indexes)`))
+  await store.db.execute(
+    sql.raw(`create table if not exists bench_events (like a2_events including defaults including constraints including indexes)`),
+  )
   await store.db.execute(sql.raw(`alter table bench_events drop constraint if exists bench_events_session_fk`))
   await store.db.execute(
     sql.raw(`alter table bench_events add constraint bench_events_session_fk foreign key (session_id) references a2_sessions(id) on delete cascade`),
@@ -152,7 +154,12 @@ export async function appendFigure(store: Store, options: { windowMs: number; tr
 
 async function makeSessions(store: Store, count: number): Promise<string[]> {
   const ids = Array.from({ length: count }, () => randomUUID())
-  await store.db.execute(sql`insert into a2_sessions (id, owner) values ${sql.join(ids.map((id) => sql`(${id}, ${OWNER})`), sql`, `)}`)
+  await store.db.execute(
+    sql`insert into a2_sessions (id, owner) values ${sql.join(
+      ids.map((id) => sql`(${id}, ${OWNER})`),
+      sql`, `,
+    )}`,
+  )
   return ids
 }
 

@@ -53,7 +53,10 @@ async function exec(store: Store, statement: string) {
 }
 
 async function ddl(store: Store) {
-  for (const statement of BARE_JOBS_DDL.split(';').map((s) => s.trim()).filter(Boolean)) await exec(store, statement)
+  for (const statement of BARE_JOBS_DDL.split(';')
+    .map((s) => s.trim())
+    .filter(Boolean))
+    await exec(store, statement)
 }
 
 /** Queues `count` jobs for `consumer` in one transaction, with the wake-up hint, and returns when committed. */
@@ -221,7 +224,10 @@ async function wakeAcrossProcesses(store: Store, dbUrl: string, samples: number,
       await sleep(randomBetween(5, 15))
       try {
         const t0 = wallNow()
-        await exec(store, `with j as (insert into bench_jobs (n, status) values (${i}, 'ready') returning id) select pg_notify('bench_wake', '') from j`)
+        await exec(
+          store,
+          `with j as (insert into bench_jobs (n, status) values (${i}, 'ready') returning id) select pg_notify('bench_wake', '') from j`,
+        )
         const at = await within(seen(`bare-started:${i}`), 10_000, 'bare claim')
         if (i >= 0) base.push(at - t0)
       } catch (error) {
@@ -279,7 +285,10 @@ async function wakeInProcess(store: Store, samples: number, withBaseline: boolea
     for (let i = -5; i < samples; i++) {
       await sleep(randomBetween(5, 15))
       const t0 = wallNow()
-      await exec(store, `with j as (insert into bench_jobs (n, status) values (${i}, 'ready') returning id) select pg_notify('bench_wake', '') from j`)
+      await exec(
+        store,
+        `with j as (insert into bench_jobs (n, status) values (${i}, 'ready') returning id) select pg_notify('bench_wake', '') from j`,
+      )
       await until(() => bareStarts.has(i), 10_000, 'bare claim', 0)
       if (i >= 0) base.push(bareStarts.get(i)! - t0)
     }

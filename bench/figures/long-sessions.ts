@@ -32,8 +32,11 @@ const EVENTS_PER_ANSWER = 22 // message, generate, 19 chunks, finished
 async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promise<{ id: string; head: number; lastAnswer?: string }> {
   const { id } = await rig.chat.sessions.create(OWNER)
   if (messagesOnly) {
-    await rows(rig.store, sql`insert into a2_events (session_id, index, id, type, payload)
-      select ${id}, g, 'e' || g, 'message', jsonb_build_object('text', 'message ' || g) from generate_series(0, ${answers - 1}) g`)
+    await rows(
+      rig.store,
+      sql`insert into a2_events (session_id, index, id, type, payload)
+      select ${id}, g, 'e' || g, 'message', jsonb_build_object('text', 'message ' || g) from generate_series(0, ${answers - 1}) g`,
+    )
     await rows(rig.store, sql`update a2_sessions set head = ${answers} where id = ${id}`)
     return { id, head: answers }
   }

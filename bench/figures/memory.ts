@@ -115,11 +115,12 @@ async function measureMode(mode: 'a2' | 'plain', count: number, dbUrl: string | 
 export async function memoryFigure(options: { connections: number; dbUrl?: string; store?: Store }): Promise<MemoryFigure> {
   if (options.store?.kind === 'postgres') {
     await options.store.db.execute(
-      sql.raw(`insert into a2_sessions (id, owner) select 'mem-' || g, '${OWNER}' from generate_series(0, ${options.connections - 1}) g on conflict do nothing`),
+      sql.raw(
+        `insert into a2_sessions (id, owner) select 'mem-' || g, '${OWNER}' from generate_series(0, ${options.connections - 1}) g on conflict do nothing`,
+      ),
     )
   }
   const baseline = await measureMode('plain', options.connections, options.dbUrl)
   const ours = await measureMode('a2', options.connections, options.dbUrl)
   return { ours, baseline }
 }
-

@@ -61,7 +61,12 @@ export async function stopThroughLog(rig: ChatRig, pointMs: () => number): Promi
 export async function stopDirect(rig: ChatRig, pointMs: () => number): Promise<StopSample> {
   const tag = `direct${process.pid}x${++seq}`
   const controller = new AbortController()
-  const result = streamText({ model: rig.model, messages: [{ role: 'user', content: prompt(tag, 5_000) }], abortSignal: controller.signal, maxRetries: 0 })
+  const result = streamText({
+    model: rig.model,
+    messages: [{ role: 'user', content: prompt(tag, 5_000) }],
+    abortSignal: controller.signal,
+    maxRetries: 0,
+  })
   const consuming = (async () => {
     try {
       for await (const _ of result.fullStream) void _

@@ -202,7 +202,10 @@ export async function takeoverFigure(
 
   /** The pid of the worker that claimed a chat's run (owner is `<host>:<pid>:<rand>`; cleared when the run ends). */
   const ownerPid = async (sessionId: string): Promise<number | undefined> => {
-    const [job] = await rows<{ owner: string | null }>(store, sql`select owner from a2_jobs where session_id = ${sessionId} and consumer = 'generate'`)
+    const [job] = await rows<{ owner: string | null }>(
+      store,
+      sql`select owner from a2_jobs where session_id = ${sessionId} and consumer = 'generate'`,
+    )
     const pid = Number(/:(\d+):[^:]*$/.exec(job?.owner ?? '')?.[1])
     return Number.isFinite(pid) ? pid : undefined
   }
@@ -319,7 +322,8 @@ export async function takeoverFigure(
       )
       const owner = Number(/:(\d+):[^:]*$/.exec(job?.owner ?? '')?.[1])
       const victim = workers.find((w) => w.pid === owner)
-      if (!victim || Number(job.attempt) !== 1) throw new Error(`run owned by ${job?.owner} (attempt ${job?.attempt}), not one of our workers' first attempt`)
+      if (!victim || Number(job.attempt) !== 1)
+        throw new Error(`run owned by ${job?.owner} (attempt ${job?.attempt}), not one of our workers' first attempt`)
       const survivor = workers.find((w) => w !== victim)!
       const survivorHeldMs = performance.now() - survivor.readyAt
       const survivorWarm = survivor.warm
@@ -345,9 +349,7 @@ export async function takeoverFigure(
       await within(next, GENERATE_LEASE_MS + 10_000, 'the first chunk of the next attempt at the reader')
       const toReader = nextAt! - sentAt
       const machineBusyPct = machineMeter.stop()?.busyPct
-      const survivorLoad = await survivor.child
-        .call<{ pct: number; lag: { p99: number; max: number } }>({ cmd: 'cpu' }, 5_000)
-        .catch(() => undefined)
+      const survivorLoad = await survivor.child.call<{ pct: number; lag: { p99: number; max: number } }>({ cmd: 'cpu' }, 5_000).catch(() => undefined)
 
       // Measured: now keep two alive (the start-up's CPU stays out of the measurement).
       survivor.warm = true
@@ -400,7 +402,10 @@ export async function takeoverFigure(
         toRequest: request ? request.startedAt - sentAt : undefined,
         toFirstToken: request?.firstTokenAt !== undefined ? request.firstTokenAt - sentAt : undefined,
         firstAttempt,
-        nextTokenToAppend: request?.firstTokenAt !== undefined && nextChunks[0] ? Number(nextChunks[0].at) - (performance.timeOrigin + request.firstTokenAt) : undefined,
+        nextTokenToAppend:
+          request?.firstTokenAt !== undefined && nextChunks[0]
+            ? Number(nextChunks[0].at) - (performance.timeOrigin + request.firstTokenAt)
+            : undefined,
         chunksBefore,
         survivorHeldMs,
         survivorWarm,

@@ -71,7 +71,10 @@ export async function spawnChild(
     })
 
   const ready = await new Promise<any>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${file} did not start within ${options.readyTimeoutMs ?? 30_000} ms`)), options.readyTimeoutMs ?? 30_000)
+    const timer = setTimeout(
+      () => reject(new Error(`${file} did not start within ${options.readyTimeoutMs ?? 30_000} ms`)),
+      options.readyTimeoutMs ?? 30_000,
+    )
     const onMessage = (message: any) => {
       if (message?.type === 'ready') {
         clearTimeout(timer)
@@ -166,7 +169,7 @@ export function serveParent(handlers: Record<string, (message: any) => unknown |
     try {
       send({ replyTo: message.id, value: await handler(message) })
     } catch (error) {
-      send({ replyTo: message.id, error: error instanceof Error ? error.stack ?? error.message : String(error) })
+      send({ replyTo: message.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) })
     }
   })
 }

@@ -31,7 +31,13 @@ export function sampleDatabase(url: string, everyMs = 10): { stop(): Promise<DbS
         samples++
         for (const r of rows) {
           const state =
-            r.state === 'active' ? (r.wtype ? `wait ${r.wtype}:${r.wevent}` : 'active (on CPU)') : r.state === 'idle' && r.wtype === 'Client' ? 'idle' : (r.state as string)
+            r.state === 'active'
+              ? r.wtype
+                ? `wait ${r.wtype}:${r.wevent}`
+                : 'active (on CPU)'
+              : r.state === 'idle' && r.wtype === 'Client'
+                ? 'idle'
+                : (r.state as string)
           const app = (r.app as string) || '?'
           const m = counts.get(app) ?? new Map<string, number>()
           m.set(state, (m.get(state) ?? 0) + 1)

@@ -79,7 +79,8 @@ export function withDatabase(url: string, database: string): string {
 export async function serverVersion(url: string): Promise<string> {
   const client = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 })
   try {
-    const [row] = await client`select current_setting('server_version') as v, current_setting('synchronous_commit') as sc, current_setting('max_connections') as mc`
+    const [row] =
+      await client`select current_setting('server_version') as v, current_setting('synchronous_commit') as sc, current_setting('max_connections') as mc`
     return `PostgreSQL ${row.v} (synchronous_commit=${row.sc}, max_connections=${row.mc})`
   } finally {
     await client.end({ timeout: 2 })

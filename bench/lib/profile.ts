@@ -46,7 +46,13 @@ function packageOf(url: string): string {
 }
 
 export function topFunctions(file: string, limit = 15): ProfileSummary {
-  const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: Node[]
+    samples: number[]
+    timeDeltas: number[]
+    startTime: number
+    endTime: number
+  }
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const self = new Map<number, number>()
   profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
@@ -68,7 +74,13 @@ export function topFunctions(file: string, limit = 15): ProfileSummary {
   const pct = (us: number) => Math.round((1000 * us) / total) / 10
   return {
     totalMs: Math.round(total / 1000),
-    functions: [...fn.values()].sort((a, b) => b.us - a.us).slice(0, limit).map((f) => ({ name: f.name, where: f.where, selfPct: pct(f.us) })),
-    packages: [...pkg.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit).map(([name, us]) => ({ name, selfPct: pct(us) })),
+    functions: [...fn.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, limit)
+      .map((f) => ({ name: f.name, where: f.where, selfPct: pct(f.us) })),
+    packages: [...pkg.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, limit)
+      .map(([name, us]) => ({ name, selfPct: pct(us) })),
   }
 }

@@ -40,7 +40,10 @@ export function startBenchUpstream(tokenMs: number): Promise<Upstream> {
 }
 
 /** Index of the upstream's requests by tag, kept current as requests arrive. */
-export function requestsByTag(upstream: Upstream): { get(tag: string): UpstreamRequest | undefined; wait(tag: string, ms?: number): Promise<UpstreamRequest> } {
+export function requestsByTag(upstream: Upstream): {
+  get(tag: string): UpstreamRequest | undefined
+  wait(tag: string, ms?: number): Promise<UpstreamRequest>
+} {
   const byTag = new Map<string, UpstreamRequest>()
   let seen = 0
   const get = (tag: string) => {

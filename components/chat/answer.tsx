@@ -73,11 +73,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
         {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
         <div aria-live="polite" aria-busy={streaming || waiting}>
           <div data-testid="answer-text">
-            {text ? (
-              <Markdown text={text} streaming={streaming} />
-            ) : streaming ? (
-              <span className="streaming-caret" aria-hidden="true" />
-            ) : null}
+            {text ? <Markdown text={text} streaming={streaming} /> : streaming ? <span className="streaming-caret" aria-hidden="true" /> : null}
           </div>
 
           {status === 'stopped' && (

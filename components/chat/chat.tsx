@@ -190,7 +190,9 @@ export function ErrorAlert({
         <p className="break-words text-red-700/90 dark:text-red-300/90">
           {error.message}
           {/* The server's words say which limit; when they do not say when, the wait is added. */}
-          {limited && !namesSeconds(error.message) && (wait > 0 ? ` — try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : ' — you can try again now.')}
+          {limited &&
+            !namesSeconds(error.message) &&
+            (wait > 0 ? ` — try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : ' — you can try again now.')}
         </p>
       </div>
       {onRetry && (

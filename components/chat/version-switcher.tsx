@@ -21,7 +21,12 @@ export function VersionSwitcher({
   const button =
     'inline-flex size-7 items-center justify-center rounded-lg text-base leading-none text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-default disabled:opacity-30 disabled:hover:bg-transparent dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100'
   return (
-    <div data-testid="version-switcher" role="group" aria-label={`Versions of this ${what}`} className="inline-flex items-center text-xs text-neutral-500 dark:text-neutral-400">
+    <div
+      data-testid="version-switcher"
+      role="group"
+      aria-label={`Versions of this ${what}`}
+      className="inline-flex items-center text-xs text-neutral-500 dark:text-neutral-400"
+    >
       <button
         type="button"
         data-testid="version-prev"

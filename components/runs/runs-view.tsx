@@ -59,7 +59,10 @@ const STATUS_STYLE: Record<string, string> = {
 
 function Badge({ status }: { status: string }) {
   return (
-    <span data-testid="status-badge" className={`rounded-full px-2 py-0.5 font-mono text-[11px] font-semibold ${STATUS_STYLE[status] ?? STATUS_STYLE.INTENT}`}>
+    <span
+      data-testid="status-badge"
+      className={`rounded-full px-2 py-0.5 font-mono text-[11px] font-semibold ${STATUS_STYLE[status] ?? STATUS_STYLE.INTENT}`}
+    >
       {status}
     </span>
   )
@@ -251,7 +254,9 @@ function RunDetail({ id, operator, onChanged }: { id: number; operator: boolean;
         <ol className="space-y-1 font-mono text-xs">
           {history.map((t) => (
             <li key={t.id} data-testid="transition">
-              <span className="text-neutral-500">{new Date(t.at).toLocaleTimeString()} · attempt {t.attempt} · </span>
+              <span className="text-neutral-500">
+                {new Date(t.at).toLocaleTimeString()} · attempt {t.attempt} ·{' '}
+              </span>
               {t.fromStatus ?? '—'} → {t.toStatus} <span className="font-semibold">{t.reason}</span>
             </li>
           ))}
@@ -266,7 +271,12 @@ function RunDetail({ id, operator, onChanged }: { id: number; operator: boolean;
         ) : (
           <ul className="space-y-2">
             {effects.map((e) => (
-              <li key={e.key} data-testid="effect" data-status={e.status} className="rounded-lg border border-neutral-200 p-2 text-xs dark:border-neutral-800">
+              <li
+                key={e.key}
+                data-testid="effect"
+                data-status={e.status}
+                className="rounded-lg border border-neutral-200 p-2 text-xs dark:border-neutral-800"
+              >
                 <div className="flex items-center justify-between gap-2">
                   <span className="font-mono">{e.key}</span>
                   <Badge status={e.status} />
@@ -276,10 +286,16 @@ function RunDetail({ id, operator, onChanged }: { id: number; operator: boolean;
                 </p>
                 {operator && e.status === 'UNKNOWN' && (
                   <div className="mt-2 flex gap-2">
-                    <button onClick={() => void resolve(e.key, true)} className="rounded-md bg-emerald-600 px-2 py-1 font-medium text-white hover:bg-emerald-500 focus-visible:outline-2">
+                    <button
+                      onClick={() => void resolve(e.key, true)}
+                      className="rounded-md bg-emerald-600 px-2 py-1 font-medium text-white hover:bg-emerald-500 focus-visible:outline-2"
+                    >
                       It happened
                     </button>
-                    <button onClick={() => void resolve(e.key, false)} className="rounded-md border border-neutral-300 px-2 py-1 hover:bg-neutral-100 focus-visible:outline-2 dark:border-neutral-700 dark:hover:bg-neutral-800">
+                    <button
+                      onClick={() => void resolve(e.key, false)}
+                      className="rounded-md border border-neutral-300 px-2 py-1 hover:bg-neutral-100 focus-visible:outline-2 dark:border-neutral-700 dark:hover:bg-neutral-800"
+                    >
                       It did not happen
                     </button>
                   </div>
@@ -336,7 +352,11 @@ function OperatorSignIn({ operator, onChanged }: { operator: boolean; onChanged:
           onChange={(event) => setToken(event.target.value)}
           className="min-w-0 flex-1 rounded-lg border border-neutral-300 px-2 py-1 dark:border-neutral-700 dark:bg-neutral-900"
         />
-        <button type="submit" data-testid="operator-sign-in" className="rounded-lg border border-neutral-300 px-3 py-1 hover:bg-neutral-100 dark:border-neutral-700 dark:hover:bg-neutral-800">
+        <button
+          type="submit"
+          data-testid="operator-sign-in"
+          className="rounded-lg border border-neutral-300 px-3 py-1 hover:bg-neutral-100 dark:border-neutral-700 dark:hover:bg-neutral-800"
+        >
           Sign in
         </button>
       </form>

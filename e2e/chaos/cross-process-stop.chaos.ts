@@ -85,7 +85,9 @@ test.describe('chaos: Stop on instance A, the run on a worker process', () => {
     const closedAfterMs = request.closedAt! - pressedAt
     expect(closedAfterMs).toBeLessThan(UPSTREAM_CLOSES_WITHIN_MS)
     expect(request.tokensSent).toBeLessThan(TOKENS)
-    console.log(`[chaos] upstream closed ${closedAfterMs.toFixed(0)} ms after Stop on A (run on ${worker.id}); ${request.tokensSent}/${TOKENS} tokens sent`)
+    console.log(
+      `[chaos] upstream closed ${closedAfterMs.toFixed(0)} ms after Stop on A (run on ${worker.id}); ${request.tokensSent}/${TOKENS} tokens sent`,
+    )
 
     // A: cut exactly at what it showed; stragglers in flight vanish.
     await chat.waitForStatus('stopped')

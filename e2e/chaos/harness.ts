@@ -32,7 +32,12 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export class FatalError extends Error {}
 
 /** Polls `check` until it returns something other than undefined/false, or throws `what` after `timeoutMs`. */
-export async function waitUntil<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+export async function waitUntil<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+  everyMs = 100,
+): Promise<T> {
   const until = Date.now() + timeoutMs
   let lastError: unknown
   for (;;) {
@@ -43,7 +48,8 @@ export async function waitUntil<T>(what: string, check: () => Promise<T | undefi
       if (error instanceof FatalError) throw error
       lastError = error
     }
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`)
+    if (Date.now() > until)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`)
     await sleep(everyMs)
   }
 }
@@ -194,7 +200,12 @@ function cleanEnv(): Record<string, string> {
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue
-    if (/^(DATABASE_URL|TEST_DATABASE_URL|E2E_DATABASE_URL|OPENAI_|A2_|NEXT_|__NEXT|PORT$|NODE_OPTIONS$|PW_|PLAYWRIGHT_|TEST_WORKER_INDEX|TEST_PARALLEL_INDEX)/.test(k)) continue
+    if (
+      /^(DATABASE_URL|TEST_DATABASE_URL|E2E_DATABASE_URL|OPENAI_|A2_|NEXT_|__NEXT|PORT$|NODE_OPTIONS$|PW_|PLAYWRIGHT_|TEST_WORKER_INDEX|TEST_PARALLEL_INDEX)/.test(
+        k,
+      )
+    )
+      continue
     env[k] = v
   }
   env.NEXT_TELEMETRY_DISABLED = '1'
@@ -243,9 +254,7 @@ export interface Rig {
 
 export function assertBuilt(): void {
   if (!existsSync(path.join(ROOT, DIST_DIR, 'BUILD_ID'))) {
-    throw new Error(
-      `no production build in ${DIST_DIR}/: run \`A2_NEXT_DIST_DIR=${DIST_DIR} NEXT_TELEMETRY_DISABLED=1 npx next build\` first`,
-    )
+    throw new Error(`no production build in ${DIST_DIR}/: run \`A2_NEXT_DIST_DIR=${DIST_DIR} NEXT_TELEMETRY_DISABLED=1 npx next build\` first`)
   }
 }
 
@@ -314,7 +323,8 @@ export function createRig(suite: string): Rig {
       })
       // The instrumentation boot log: the store is open and the embedded worker (or none) is decided.
       const [boot] = await proc.waitForOutput(/\[a2\] postgres store ready[^\n]*/, 30_000)
-      if (!embeddedWorker && !boot.includes('no worker in this process')) throw new Error(`${name} runs an embedded worker despite A2_EMBEDDED_WORKER=0: ${boot}`)
+      if (!embeddedWorker && !boot.includes('no worker in this process'))
+        throw new Error(`${name} runs an embedded worker despite A2_EMBEDDED_WORKER=0: ${boot}`)
       return { name, url, proc }
     },
 
@@ -480,4 +490,3 @@ export function chaosSuiteHooks(timeoutMs: number, rig: () => Rig | undefined): 
     await rig()?.teardown()
   })
 }
-

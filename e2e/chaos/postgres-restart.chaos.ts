@@ -172,10 +172,13 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
       for (const job of await generateJobs(sql, session)) expect(['COMPLETED', 'CANCELLED', 'FAILED']).toContain(job.status)
     }
     const [interruptedJob] = await generateJobs(sql, second)
-    console.log(`[chaos] interrupted run: ${interruptedJob.status}, attempts ${interruptedJob.attempt}: ${(await transitions(sql, interruptedJob.id)).join(' → ')}`)
+    console.log(
+      `[chaos] interrupted run: ${interruptedJob.status}, attempts ${interruptedJob.attempt}: ${(await transitions(sql, interruptedJob.id)).join(' → ')}`,
+    )
     const secondLog = after.get(second)!
     const chunksByAttempt: Record<number, number> = {}
-    for (const e of secondLog) if (e.type === 'chunk' && e.payload.of === interruptedId) chunksByAttempt[e.payload.attempt] = (chunksByAttempt[e.payload.attempt] ?? 0) + 1
+    for (const e of secondLog)
+      if (e.type === 'chunk' && e.payload.of === interruptedId) chunksByAttempt[e.payload.attempt] = (chunksByAttempt[e.payload.attempt] ?? 0) + 1
     console.log(`[chaos] interrupted answer's chunks in the log, by attempt: ${JSON.stringify(chunksByAttempt)}`)
     expect(secondLog.filter((e) => e.type === 'finished' || e.type === 'a2.failed').map((e) => e.payload.of)).toEqual(
       expect.arrayContaining([interruptedId]),

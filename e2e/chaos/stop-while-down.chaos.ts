@@ -19,18 +19,7 @@ import { performance } from 'node:perf_hooks'
 import { expect, test } from '@playwright/test'
 import type { Upstream } from '../../scripts/upstream-server'
 import { ChatPage } from '../pages/chat'
-import {
-  chaosSuiteHooks,
-  createRig,
-  gapProblem,
-  generateJobs,
-  normalize,
-  sessionLog,
-  upstreamText,
-  waitUntil,
-  type App,
-  type Rig,
-} from './harness'
+import { chaosSuiteHooks, createRig, gapProblem, generateJobs, normalize, sessionLog, upstreamText, waitUntil, type App, type Rig } from './harness'
 
 /** 600 tokens at 100 ms: 60 s, so the answer is still running when the app comes back (~10 s down + its boot). */
 const TOKENS = 600
@@ -134,10 +123,14 @@ for (const topology of topologies) {
       // The Stop arrives by itself and the run ends CANCELLED.
       await expect(chat.lastStoppedMarker()).toHaveAttribute('data-delivered', 'true', { timeout: 20_000 })
       await expect(chat.lastStoppedMarker()).toHaveText('Stopped')
-      const job = await waitUntil('the run to end CANCELLED', async () => {
-        const [row] = await generateJobs(sql, sessionId)
-        return row?.status === 'CANCELLED' ? row : undefined
-      }, 30_000)
+      const job = await waitUntil(
+        'the run to end CANCELLED',
+        async () => {
+          const [row] = await generateJobs(sql, sessionId)
+          return row?.status === 'CANCELLED' ? row : undefined
+        },
+        30_000,
+      )
       await request.closed
       expect(request.closedEarly).toBe(true)
       expect(request.tokensSent).toBeLessThan(TOKENS)
@@ -157,7 +150,10 @@ for (const topology of topologies) {
       const seen = log.filter((e) => e.type === 'chunk' && e.index <= stops[0].payload.lastSeenIndex)
       expect(normalize(seen.map((e) => e.payload.delta).join(''))).toBe(shown)
       if (!topology.embeddedWorker) {
-        expect(log.filter((e) => e.type === 'chunk' && e.index > stops[0].payload.lastSeenIndex).length, 'chunks the worker wrote while the app was down').toBeGreaterThan(0)
+        expect(
+          log.filter((e) => e.type === 'chunk' && e.index > stops[0].payload.lastSeenIndex).length,
+          'chunks the worker wrote while the app was down',
+        ).toBeGreaterThan(0)
       }
       // The standalone worker's attempt ends itself: `finished { reason: 'cancelled' }`. With the embedded
       // worker no attempt is left to write one: the Stop landed before any successor started, and the

@@ -137,7 +137,8 @@ test.describe('chaos: kill -9 of the worker mid-stream', () => {
     const resets = shown.filter((text, i) => i > 0 && !text.startsWith(shown[i - 1])).length
     console.log(`[chaos] the page showed ${shown.length} distinct texts; it went back ${resets} time(s)`)
     expect(resets, 'text the reader saw never disappears').toBe(0)
-    for (const text of shown) expect(FULL.startsWith(text), `the page showed a text that is not a prefix of the answer: "${text.slice(0, 200)}…"`).toBe(true)
+    for (const text of shown)
+      expect(FULL.startsWith(text), `the page showed a text that is not a prefix of the answer: "${text.slice(0, 200)}…"`).toBe(true)
 
     // The durable record: gapless log, the run completed by attempt 2, chunks of both attempts kept as history.
     const log = await sessionLog(sql, sessionId)
@@ -147,7 +148,12 @@ test.describe('chaos: kill -9 of the worker mid-stream', () => {
     // Attempt 2 continued after attempt 1's last committed chunk: together they are the answer, once.
     expect(chunksOf(2)[0].index).toBeGreaterThan(chunksOf(1).at(-1)!.index)
     expect([...chunksOf(1), ...chunksOf(2)].map((e) => e.payload.delta).join('')).toBe(upstreamText(TOKENS))
-    expect(second.body.messages.at(-1)).toMatchObject({ role: 'assistant', content: chunksOf(1).map((e) => e.payload.delta).join('') })
+    expect(second.body.messages.at(-1)).toMatchObject({
+      role: 'assistant',
+      content: chunksOf(1)
+        .map((e) => e.payload.delta)
+        .join(''),
+    })
     const finished = log.filter((e) => e.type === 'finished')
     expect(finished).toHaveLength(1)
     expect(finished[0].payload).toMatchObject({ of: answerId, attempt: 2, reason: 'stop' })

@@ -46,11 +46,7 @@ export function callMessages(call: UpstreamCall): { role: string; text: string }
 }
 
 /** Polls the calls for `nonce` until `predicate` holds; throws with the last record after `timeoutMs`. */
-export async function waitForCalls(
-  nonce: string,
-  predicate: (calls: UpstreamCall[]) => boolean,
-  timeoutMs = 10_000,
-): Promise<UpstreamCall[]> {
+export async function waitForCalls(nonce: string, predicate: (calls: UpstreamCall[]) => boolean, timeoutMs = 10_000): Promise<UpstreamCall[]> {
   const until = Date.now() + timeoutMs
   for (;;) {
     const calls = await callsFor(nonce)

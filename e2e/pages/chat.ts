@@ -59,10 +59,7 @@ export class ChatPage {
     await this.input.fill(text)
     await this.sendButton.click()
     if (!this.page.url().includes('/c/')) await this.page.waitForURL(/\/c\/[^/]+/)
-    await this.page.waitForFunction(
-      (n) => document.querySelectorAll('[data-testid="message-user"]').length > n,
-      before,
-    )
+    await this.page.waitForFunction((n) => document.querySelectorAll('[data-testid="message-user"]').length > n, before)
   }
 
   /** Presses Stop (the answer must be active) and waits for the button to turn back into Send. */

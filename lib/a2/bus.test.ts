@@ -51,7 +51,9 @@ describe.each(layers)('the bus on %s', (kind) => {
       // The cancel is the last append: once it is heard, every earlier notification has been delivered.
       await vi.waitFor(() => expect(heard.some((h) => h.cancels !== undefined)).toBe(true))
       expect(worker.channels).toEqual([JOBS_CHANNEL])
-      expect(heard.filter((h) => h.sessionId === id).map((h) => ({ head: h.head, newJobs: h.newJobs ?? false, cancels: h.cancels?.length ?? 0 }))).toEqual([
+      expect(
+        heard.filter((h) => h.sessionId === id).map((h) => ({ head: h.head, newJobs: h.newJobs ?? false, cancels: h.cancels?.length ?? 0 })),
+      ).toEqual([
         { head: 1, newJobs: true, cancels: 0 },
         { head: 7, newJobs: false, cancels: 1 },
       ])

@@ -63,7 +63,10 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     return { id, texts }
   }
   const checkpointsOf = async (id: string) =>
-    (await query<{ fold: string; at_index: number }>(store.db, sql`select fold, at_index from a2_checkpoints where session_id = ${id} order by at_index`))
+    await query<{ fold: string; at_index: number }>(
+      store.db,
+      sql`select fold, at_index from a2_checkpoints where session_id = ${id} order by at_index`,
+    )
 
   it('folds to the same state as every event, then only the events since its checkpoint', async () => {
     const { id, texts } = await sessionWith(2_500)
@@ -92,7 +95,10 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     await server.fold(id, 'ann', fold) // a checkpoint at 2,199
 
     const { fold: early, counter } = textsFold()
-    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toEqual({ state: { texts: texts.slice(0, 1_200).map(kept), last: 1_199 }, lastSeenIndex: 1_199 })
+    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toEqual({
+      state: { texts: texts.slice(0, 1_200).map(kept), last: 1_199 },
+      lastSeenIndex: 1_199,
+    })
     expect(counter.seen).toBe(1_200)
 
     const { fold: renamed, counter: renamedCounter } = textsFold('texts@2')
@@ -127,7 +133,12 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     })
     const withReader = createServer({ contract: testContract, consumers: [reader], store })
     const { id } = await withReader.sessions.create('ann')
-    await withReader.append(id, { type: 'message', payload: { text: 'before' } }, { type: 'generate', payload: {} }, { type: 'message', payload: { text: 'after' } })
+    await withReader.append(
+      id,
+      { type: 'message', payload: { text: 'before' } },
+      { type: 'generate', payload: {} },
+      { type: 'message', payload: { text: 'after' } },
+    )
     await withReader.startWorker({ pollMs: 20 })
     try {
       await waitUntil(() => seen.length > 0, 'the run to fold its history')

@@ -73,10 +73,7 @@ describe.each(layers)('fault paths on %s', (kind) => {
     const start = () => server.startWorker({ pollMs: 50, graceMs: 400, ...options.worker })
     if (options.start !== false) await start()
     const [generate] = await server.append(sessionId, { type: 'generate', payload: {} })
-    const [{ id: jobId }] = await query<{ id: number }>(
-      store.db,
-      sql`select id from a2_jobs where event_id = ${generate.id} and consumer = ${name}`,
-    )
+    const [{ id: jobId }] = await query<{ id: number }>(store.db, sql`select id from a2_jobs where event_id = ${generate.id} and consumer = ${name}`)
     const cancel = (of = generate.id) => server.append(sessionId, { type: 'cancelled', payload: { of, lastSeenIndex: 0 } })
     /** What the drain needs of this server, on any store (a test drives drains by hand). */
     const host = (on: Store = store) => ({
@@ -110,10 +107,12 @@ describe.each(layers)('fault paths on %s', (kind) => {
   const effectsOf = (jobId: number) =>
     query<{ key: string; status: string }>(store.db, sql`select key, status from a2_effects where job_id = ${jobId} order by key`)
   const jobRow = async (jobId: number) =>
-    (await query<{ status: string; attempt: number; cancel_version: number; cancelled_by: unknown }>(
-      store.db,
-      sql`select status, attempt, cancel_version, cancelled_by from a2_jobs where id = ${jobId}`,
-    ))[0]
+    (
+      await query<{ status: string; attempt: number; cancel_version: number; cancelled_by: unknown }>(
+        store.db,
+        sql`select status, attempt, cancel_version, cancelled_by from a2_jobs where id = ${jobId}`,
+      )
+    )[0]
 
   it('3 · a Stop appended while the run is UNKNOWN is recorded, and honoured when the operator resolves it', async () => {
     const started: Array<{ attempt: number; signalled: boolean }> = []
@@ -226,10 +225,14 @@ describe.each(layers)('fault paths on %s', (kind) => {
     await waitForJob(store, s.generate.id, s.name, (j) => j.attempt === 1)
     await s.cancel()
     await unwinding.promise
-    const [{ lease: leaseAtStop }] = await query<{ lease: string }>(store.db, sql`select lease_until::text as lease from a2_jobs where id = ${s.jobId}`)
+    const [{ lease: leaseAtStop }] = await query<{ lease: string }>(
+      store.db,
+      sql`select lease_until::text as lease from a2_jobs where id = ${s.jobId}`,
+    )
     // Until the lease the attempt held at the Stop has run out in the database's clock.
     await waitUntil(
-      async () => (await query<{ past: boolean }>(store.db, sql`select now() > ${leaseAtStop}::timestamptz + interval '200 milliseconds' as past`))[0].past,
+      async () =>
+        (await query<{ past: boolean }>(store.db, sql`select now() > ${leaseAtStop}::timestamptz + interval '200 milliseconds' as past`))[0].past,
       'the lease held at the Stop to run out',
     )
     proceed.open()

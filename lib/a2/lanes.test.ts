@@ -54,8 +54,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
       const [{ id }] = await query<{ id: number }>(store.db, sql`select id from a2_jobs where event_id = ${event.id} and consumer = ${name}`)
       return { eventId: event.id, jobId: Number(id) }
     }
-    const claim = async (): Promise<ClaimedJob[]> =>
-      claimJobs(store.db, { consumers: [name], owner: 'test', leaseMs: { [name]: 60_000 }, limit: 10 })
+    const claim = async (): Promise<ClaimedJob[]> => claimJobs(store.db, { consumers: [name], owner: 'test', leaseMs: { [name]: 60_000 }, limit: 10 })
     const cancel = (eventId: string) => server.append(sessionId, { type: 'cancelled', payload: { of: eventId, lastSeenIndex: 0 } })
     /** Each job of the lane in log order: its status and, while open, whether it waits behind an earlier one (a settled job's flag means nothing). */
     const jobs = async () =>
@@ -136,7 +135,10 @@ describe.each(layers)('lane heads on %s', (kind) => {
   /** Claims the head and ends it UNKNOWN: an effect its attempt dispatched could not be reconciled. */
   async function unknownHead(l: Awaited<ReturnType<typeof lane>>) {
     const [head] = await l.claim()
-    await query(store.db, sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${head.id}, 'tool', 'UNKNOWN', ${head.attempt}, 0)`)
+    await query(
+      store.db,
+      sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${head.id}, 'tool', 'UNKNOWN', ${head.attempt}, 0)`,
+    )
     expect(await completeJob(store.db, { jobId: head.id, attempt: head.attempt })).toBe('UNKNOWN')
     return head
   }
@@ -176,7 +178,9 @@ describe.each(layers)('lane heads on %s', (kind) => {
     const [head] = await l.claim()
     await l.cancel(second.eventId)
     // As the drain settles a run cancelled before it started (attempt 0, never claimed).
-    expect(await finishRun(store.db, { jobId: second.jobId, attempt: 0 }, { CANCELLING: { to: 'CANCELLED', reason: 'CANCELLED_BEFORE_START' } })).toBe('CANCELLED')
+    expect(
+      await finishRun(store.db, { jobId: second.jobId, attempt: 0 }, { CANCELLING: { to: 'CANCELLED', reason: 'CANCELLED_BEFORE_START' } }),
+    ).toBe('CANCELLED')
     expect(await l.jobs()).toEqual(['ACTIVE', 'CANCELLED', 'ACTIVE (waits)'])
     expect(await l.claim()).toEqual([])
     expect(await completeJob(store.db, { jobId: head.id, attempt: head.attempt })).toBe('COMPLETED')

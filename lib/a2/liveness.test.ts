@@ -66,8 +66,11 @@ describe.each(layers)('liveness on %s', (kind) => {
     const [held] = await server.append(sessionId, { type: 'generate', payload: {} })
     const [orphan] = await server.append(sessionId, { type: 'generate', payload: {} })
     const claimAs = (eventId: string, owner: string, key: number) =>
-      query(store.db, sql`update a2_jobs set attempt = 1, owner = ${owner}, owner_key = ${key}, lease_until = now() + interval '60 seconds'
-                          where event_id = ${eventId}`)
+      query(
+        store.db,
+        sql`update a2_jobs set attempt = 1, owner = ${owner}, owner_key = ${key}, lease_until = now() + interval '60 seconds'
+                          where event_id = ${eventId}`,
+      )
     await claimAs(held.id, 'live-process', 777_777)
     await claimAs(orphan.id, 'dead-process', 12_345)
     await server.startWorker({ pollMs: 50 })

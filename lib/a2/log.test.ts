@@ -23,12 +23,14 @@ describe.each(layers)('the log on %s', (kind) => {
 
   /** A server whose `generate` runs are cancelled by `cancelled` (no worker: its jobs stay unclaimed). */
   const serverWithGenerate = async () => {
-    const gen = (await import('./internal/consumer')).consumer({
-      contract: testContract,
-      name: 'generate',
-      types: ['generate'],
-      abortOn: ['cancelled'],
-    }).run(async () => {})
+    const gen = (await import('./internal/consumer'))
+      .consumer({
+        contract: testContract,
+        name: 'generate',
+        types: ['generate'],
+        abortOn: ['cancelled'],
+      })
+      .run(async () => {})
     return createServer({ contract: testContract, consumers: [gen], store })
   }
 
@@ -39,9 +41,7 @@ describe.each(layers)('the log on %s', (kind) => {
     const { id } = await server.sessions.create('u1')
     // Postgres: each appender on its own connection, so the row lock really arbitrates.
     const appenders =
-      kind === 'postgres'
-        ? await Promise.all(Array.from({ length: 8 }, () => testDb.open({ max: 1 })))
-        : Array.from({ length: 8 }, () => store)
+      kind === 'postgres' ? await Promise.all(Array.from({ length: 8 }, () => testDb.open({ max: 1 }))) : Array.from({ length: 8 }, () => store)
     const servers = appenders.map((s) => createServer({ contract: testContract, consumers: [], store: s }))
     await Promise.all(
       servers.map(async (s, w) => {
@@ -135,7 +135,15 @@ describe.each(layers)('the log on %s', (kind) => {
     ['invalid_text', { type: 'message', payload: { text: 'lone \ud800 surrogate' } }],
     ['invalid_text', { type: 'message', payload: { text: 'a', ['\udfff']: 1 } }],
     ['too_deep', { type: 'message', payload: { text: 'a', deep: JSON.parse('['.repeat(100) + ']'.repeat(100)) } }],
-    ['bad_request', { events: [{ id: 'same', type: 'message', payload: { text: 'a' } }, { id: 'same', type: 'message', payload: { text: 'b' } }] }],
+    [
+      'bad_request',
+      {
+        events: [
+          { id: 'same', type: 'message', payload: { text: 'a' } },
+          { id: 'same', type: 'message', payload: { text: 'b' } },
+        ],
+      },
+    ],
   ])('refuses %s and writes nothing (%j)', async (code, body) => {
     const { id } = await server.sessions.create('u1')
     const error = await server.push(id, 'u1', body).catch((e) => e)
@@ -147,7 +155,12 @@ describe.each(layers)('the log on %s', (kind) => {
   it('refuses a batch as a whole when one event is bad', async () => {
     const { id } = await server.sessions.create('u1')
     const error = await server
-      .push(id, 'u1', { events: [{ type: 'message', payload: { text: 'ok' } }, { type: 'chunk', payload: { of: 'a', delta: 'b' } }] })
+      .push(id, 'u1', {
+        events: [
+          { type: 'message', payload: { text: 'ok' } },
+          { type: 'chunk', payload: { of: 'a', delta: 'b' } },
+        ],
+      })
       .catch((e) => e)
     expect(error.code).toBe('server_only_type')
     expect(await countEvents(id)).toBe(0)

@@ -15,8 +15,7 @@ import { query } from './internal/store'
 import { LEASED_STATUSES, OPEN_STATUSES, STOPPED_STATUSES } from './internal/transitions'
 
 const rows = <Row>(store: Store, statement: ReturnType<typeof sql>) => query<Row>(store.db, statement)
-const applied = async (store: Store) =>
-  rows<{ id: number; name: string }>(store, sql`select id, name from a2_migrations order by id`)
+const applied = async (store: Store) => rows<{ id: number; name: string }>(store, sql`select id, name from a2_migrations order by id`)
 
 describe.each(layers)('migrate on %s', (kind) => {
   let testDb: TestDb

@@ -82,7 +82,11 @@ describe.skipIf(!POSTGRES_URL)('consumer runtime across processes on postgres (s
   /** Until every child has held its liveness lock long enough to judge others dead (liveness.ts). */
   async function trusted(children: WorkerChild[]): Promise<void> {
     const readyAt = Math.max(...children.map((c) => c.reports.find((r) => r.t === 'ready')!.at))
-    await waitUntil(() => epochNow() - readyAt > LIVENESS_SETTLE_MS + 100, 'the workers to trust their own liveness locks', LIVENESS_SETTLE_MS + 5_000)
+    await waitUntil(
+      () => epochNow() - readyAt > LIVENESS_SETTLE_MS + 100,
+      'the workers to trust their own liveness locks',
+      LIVENESS_SETTLE_MS + 5_000,
+    )
   }
 
   it('kill -9 of a worker mid-run: another worker sees the owner die and takes the run over long before its 15 s lease', async () => {

@@ -16,17 +16,7 @@ import { consumer, createServer, type A2Server, type ConsumerOptions, type Store
 import { query } from './internal/store'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
-import {
-  claimTicks,
-  freezableStore,
-  gate,
-  historyOf,
-  interceptStore,
-  quarantineOpenJobs,
-  waitForJob,
-  waitUntil,
-  type Gate,
-} from '@/test/runtime'
+import { claimTicks, freezableStore, gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUntil, type Gate } from '@/test/runtime'
 
 type Handler = Parameters<ReturnType<typeof consumer<typeof chat, 'generate'>>['run']>[0]
 
@@ -303,9 +293,10 @@ describe.each(layers)('the race table on %s', (kind) => {
     const { name, sessionId, generate, cancel, worker } = await setup(async (ctx) => {
       running.open()
       await release.promise // ignores ctx.signal entirely
-      appendError = await ctx
-        .append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'too late' } })
-        .then(() => undefined, (e: unknown) => e)
+      appendError = await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'too late' } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
     })
     await running.promise
     await cancel()
@@ -558,9 +549,13 @@ describe.each(layers)('the race table on %s', (kind) => {
 
       // The restarted controller: a new server and worker on the same store, only durable state to go on.
       let restartedRan = 0
-      const restarted = serve(name, async () => {
-        restartedRan++
-      }, { leaseMs: 600 })
+      const restarted = serve(
+        name,
+        async () => {
+          restartedRan++
+        },
+        { leaseMs: 600 },
+      )
       await restarted.server.startWorker({ pollMs: 50, graceMs: 60_000 }) // the grace period cannot be what ends it
       const job = await waitForJob(store, first.generate.id, name, (j) => j.status === 'CANCELLED')
       // Taken as a new attempt from the dead holder: every late write of the dead one is fenced out.

@@ -23,7 +23,8 @@ describe.each(layers)('renaming a session on %s', (kind) => {
     await testDb.drop()
   })
 
-  const titleOf = async (id: string) => (await query<{ title: string | null }>(store.db, sql`select title from a2_sessions where id = ${id}`))[0].title
+  const titleOf = async (id: string) =>
+    (await query<{ title: string | null }>(store.db, sql`select title from a2_sessions where id = ${id}`))[0].title
 
   it('appends a2.renamed after the events before it, with the row’s new title', async () => {
     const server = createServer({ contract: chat, consumers: [], store })

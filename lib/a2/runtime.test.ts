@@ -7,16 +7,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
-import {
-  abortReason,
-  consumer,
-  createServer,
-  openPostgresStore,
-  RunAborted,
-  type A2Server,
-  type Store,
-  type Worker,
-} from '@/lib/a2/server'
+import { abortReason, consumer, createServer, openPostgresStore, RunAborted, type A2Server, type Store, type Worker } from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
 import { completeJob } from './internal/jobs'
 import { query } from './internal/store'
@@ -77,11 +68,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
 
   afterAll(async () => {
     try {
-      await guard.check(
-        kind === 'postgres'
-          ? { closeStores: true, postgresUrl: POSTGRES_URL, database: new URL(testDb.url!).pathname.slice(1) }
-          : {},
-      )
+      await guard.check(kind === 'postgres' ? { closeStores: true, postgresUrl: POSTGRES_URL, database: new URL(testDb.url!).pathname.slice(1) } : {})
     } finally {
       await testDb.drop()
     }
@@ -592,16 +579,14 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
 
     it.each(['return', 'throw'] as const)('after an abortOn abort, %s → CANCELLED, never retried', async (then) => {
       const seen = new Recorder()
-      const c = consumer({ contract: chat, name: `cancel-${then}`, types: ['generate'], abortOn: ['cancelled'], maxAttempts: 3 }).run(
-        async (ctx) => {
-          seen.add('start', { attempt: ctx.attempt })
-          try {
-            await abortableWork(ctx.signal)
-          } catch (error) {
-            if (then === 'throw') throw error
-          }
-        },
-      )
+      const c = consumer({ contract: chat, name: `cancel-${then}`, types: ['generate'], abortOn: ['cancelled'], maxAttempts: 3 }).run(async (ctx) => {
+        seen.add('start', { attempt: ctx.attempt })
+        try {
+          await abortableWork(ctx.signal)
+        } catch (error) {
+          if (then === 'throw') throw error
+        }
+      })
       const { server, ticks } = serveCounted([c])
       await work(server)
       const { id: session } = await server.sessions.create('u1')
@@ -715,7 +700,16 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       }
       await waitUntil(() => seen.count('end') === 5, 'five runs')
       expect(seen.entries.map((e) => `${e.what}${e.index}`)).toEqual([
-        'start0', 'end0', 'start1', 'end1', 'start2', 'end2', 'start3', 'end3', 'start4', 'end4',
+        'start0',
+        'end0',
+        'start1',
+        'end1',
+        'start2',
+        'end2',
+        'start3',
+        'end3',
+        'start4',
+        'end4',
       ])
     })
 

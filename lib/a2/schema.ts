@@ -8,19 +8,7 @@
  * fencing token); an *effect* is a side effect outside the log, recorded by stable key.
  */
 import { sql } from 'drizzle-orm'
-import {
-  bigint,
-  bigserial,
-  boolean,
-  index,
-  integer,
-  jsonb,
-  pgTable,
-  primaryKey,
-  text,
-  timestamp,
-  uniqueIndex,
-} from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 export const sessions = pgTable(
   'a2_sessions',
@@ -100,14 +88,24 @@ export const jobs = pgTable(
     uniqueIndex('a2_jobs_event_consumer').on(t.sessionId, t.eventIndex, t.consumer),
     // The claim's index (jobs.ts, CLAIMABLE): only lane heads, by when they are next free, so
     // neither a waiting job nor a running one's lease is walked by a claim.
-    index('a2_jobs_claimable').on(sql`greatest(${t.runAt}, coalesce(${t.leaseUntil}, '-infinity'::timestamptz))`, t.id).where(sql`status = 'ACTIVE' and not lane_blocked`),
+    index('a2_jobs_claimable')
+      .on(sql`greatest(${t.runAt}, coalesce(${t.leaseUntil}, '-infinity'::timestamptz))`, t.id)
+      .where(sql`status = 'ACTIVE' and not lane_blocked`),
     // The drain's runs whose last attempt was claimed (drain.ts, takeExhausted): usually none.
-    index('a2_jobs_exhausted').on(t.id).where(sql`status = 'ACTIVE' and attempt >= max_attempts`),
+    index('a2_jobs_exhausted')
+      .on(t.id)
+      .where(sql`status = 'ACTIVE' and attempt >= max_attempts`),
     // Every open run holds its lane, UNKNOWN ones included.
-    index('a2_jobs_session_open').on(t.sessionId, t.consumer).where(sql`status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`),
+    index('a2_jobs_session_open')
+      .on(t.sessionId, t.consumer)
+      .where(sql`status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`),
     // The liveness sweep looks only at runs held under a lease.
-    index('a2_jobs_owned').on(t.ownerKey).where(sql`owner_key is not null`),
-    index('a2_jobs_cancelling').on(t.cancellingSince).where(sql`status = 'CANCELLING'`),
+    index('a2_jobs_owned')
+      .on(t.ownerKey)
+      .where(sql`owner_key is not null`),
+    index('a2_jobs_cancelling')
+      .on(t.cancellingSince)
+      .where(sql`status = 'CANCELLING'`),
     index('a2_jobs_updated').on(t.updatedAt),
   ],
 )

@@ -174,7 +174,15 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
   it('keeps retrying past the ordinary retries, is never rolled back, survives a reload, and is sent with the same id after it', async () => {
     const storage = memoryStorage()
     const down = offline()
-    const before = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: down.fn, retryDelaysMs: [1, 1, 1], durableTypes: ['note'], storage })
+    const before = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: down.fn,
+      retryDelaysMs: [1, 1, 1],
+      durableTypes: ['note'],
+      storage,
+    })
     void before.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
     // Twice the ordinary budget (1 try + 3 retries) has failed: still shown, still kept, no error.
     await until(() => down.calls.length >= 8, 'eight failed sends')
@@ -192,7 +200,15 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
       await acknowledged
       return Response.json({ events: [{ ...event(0, 'stop'), id: body.id }] }, { status: 201 })
     })
-    const after = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: up.fn, retryDelaysMs: [1, 1, 1], durableTypes: ['note'], storage })
+    const after = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: up.fn,
+      retryDelaysMs: [1, 1, 1],
+      durableTypes: ['note'],
+      storage,
+    })
     expect(after.getSnapshot().state).toEqual(['note:stop'])
     expect(down.calls.length).toBe(sentBeforeReload) // the closed store stopped retrying
     after.connect()
@@ -207,7 +223,15 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
   it('treats a 4xx as final (except 408 and 429): one send, dropped from the outbox, reported', async () => {
     const storage = memoryStorage()
     const refused = fakeFetch(() => Response.json({ error: { code: 'invalid_payload', message: 'bad' } }, { status: 400 }))
-    const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: refused.fn, retryDelaysMs: [1], durableTypes: ['note'], storage })
+    const store = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: refused.fn,
+      retryDelaysMs: [1],
+      durableTypes: ['note'],
+      storage,
+    })
     await expect(store.push({ type: 'note', payload: { v: 'x' } })).rejects.toMatchObject({ status: 400 })
     expect(refused.calls).toHaveLength(1)
     expect(store.getSnapshot()).toMatchObject({ outbox: [], error: { code: 'invalid_payload' } })
@@ -218,7 +242,15 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
       const busy = fakeFetch((body) =>
         ++n < 6 ? new Response('{}', { status }) : Response.json({ events: [{ ...event(0, 'y'), id: body.id }] }, { status: 201 }),
       )
-      const retrying = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: busy.fn, retryDelaysMs: [1], durableTypes: ['note'], storage })
+      const retrying = createSessionStore<State>({
+        sessionId: 's',
+        reducer,
+        initial: [],
+        fetch: busy.fn,
+        retryDelaysMs: [1],
+        durableTypes: ['note'],
+        storage,
+      })
       await retrying.push({ type: 'note', payload: { v: 'y' } })
       expect(busy.calls).toHaveLength(6)
       expect(retrying.getSnapshot().outbox).toEqual([])
@@ -268,7 +300,15 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
   it('drops an entry the server had already taken (its answer was lost) once the reloaded feed holds it', async () => {
     const storage = memoryStorage()
     const lost = offline()
-    const first = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: lost.fn, retryDelaysMs: [1], durableTypes: ['note'], storage })
+    const first = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: lost.fn,
+      retryDelaysMs: [1],
+      durableTypes: ['note'],
+      storage,
+    })
     void first.push({ id: 'stop-2', type: 'note', payload: { v: 'stop' } })
     await until(() => lost.calls.length >= 1, 'one send')
     first.close()

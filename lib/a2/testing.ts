@@ -54,15 +54,16 @@ export async function waitForRun(
   options: { timeoutMs?: number; everyMs?: number } = {},
 ): Promise<Run> {
   const { timeoutMs = 10_000, everyMs = 20 } = options
-  const done =
-    typeof until === 'function' ? until : (run: Run) => (Array.isArray(until) ? until : [until]).includes(run.status as RunStatus)
+  const done = typeof until === 'function' ? until : (run: Run) => (Array.isArray(until) ? until : [until]).includes(run.status as RunStatus)
   const deadline = performance.now() + timeoutMs
   let last: Run | undefined
   for (;;) {
     last = await runOf(store, key)
     if (last && done(last)) return last
     if (performance.now() > deadline) {
-      throw new Error(`run of ${key.consumer} for ${key.eventId} did not reach ${String(until)} within ${timeoutMs} ms; last state ${JSON.stringify(last)}`)
+      throw new Error(
+        `run of ${key.consumer} for ${key.eventId} did not reach ${String(until)} within ${timeoutMs} ms; last state ${JSON.stringify(last)}`,
+      )
     }
     await new Promise((resolve) => setTimeout(resolve, everyMs))
   }

@@ -203,6 +203,13 @@ describe('continuing an interrupted answer', () => {
       { role: 'user', content: prompt },
       { role: 'assistant', content: 'one two three ' },
     ])
-    expect(rest).toBe(full.slice(full.split(/(?<=\s)(?=\S)/).slice(0, 3).join('').length))
+    expect(rest).toBe(
+      full.slice(
+        full
+          .split(/(?<=\s)(?=\S)/)
+          .slice(0, 3)
+          .join('').length,
+      ),
+    )
   })
 })

@@ -39,11 +39,7 @@ const TOPICS: Topic[] = [
       'Because events are never edited in place, the log doubles as an audit trail. You can tell exactly when generation started, which tokens arrived, and whether it finished on its own or was stopped by a person.',
       'Keep the events small and boring. A type, a sequence number, a timestamp and a payload are usually enough, and anything derived, such as the full message text, can be rebuilt by folding over the log.',
     ],
-    list: [
-      'Assign sequence numbers on write, not on read.',
-      'Let readers resume from a cursor.',
-      'Rebuild views by folding events in order.',
-    ],
+    list: ['Assign sequence numbers on write, not on read.', 'Let readers resume from a cursor.', 'Rebuild views by folding events in order.'],
     code: 'for (const event of log.since(cursor)) {\n  text += event.delta\n  cursor = event.seq\n}',
   },
   {
@@ -53,12 +49,8 @@ const TOPICS: Topic[] = [
       'The important detail is fencing. Every renewal carries a token that increases monotonically, and writes from a worker whose token is stale are rejected, so a paused process cannot wake up and overwrite newer results.',
       'Choose the lease length from how long you are willing to wait after a crash, then renew at a fraction of it. One third is a common choice because it tolerates a missed heartbeat without losing ownership.',
     ],
-    list: [
-      'Claim with an expiry and a fencing token.',
-      'Renew well before the lease runs out.',
-      'Reject writes that carry a stale token.',
-    ],
-    code: "const lease = await jobs.claim(jobId, { ttlMs: 15_000 })\nconst timer = setInterval(() => lease.renew(), 5_000)\ntry { await run(lease) } finally { clearInterval(timer) }",
+    list: ['Claim with an expiry and a fencing token.', 'Renew well before the lease runs out.', 'Reject writes that carry a stale token.'],
+    code: 'const lease = await jobs.claim(jobId, { ttlMs: 15_000 })\nconst timer = setInterval(() => lease.renew(), 5_000)\ntry { await run(lease) } finally { clearInterval(timer) }',
   },
   {
     // streaming
@@ -72,7 +64,7 @@ const TOPICS: Topic[] = [
       'Send a distinct final event for each outcome.',
       'Close the connection when the client goes away.',
     ],
-    code: "const result = streamText({ model, prompt })\nfor await (const delta of result.textStream) {\n  process.stdout.write(delta)\n}",
+    code: 'const result = streamText({ model, prompt })\nfor await (const delta of result.textStream) {\n  process.stdout.write(delta)\n}',
   },
   {
     // backpressure
@@ -81,11 +73,7 @@ const TOPICS: Topic[] = [
       'Web streams build this in through the pull model. A source is asked for more data only when the consumer has room, so a model that generates faster than the network can deliver simply pauses instead of piling up text.',
       'Measuring it is straightforward: watch the queue size at each hop. If one stage is always full and the next is always empty, you have found the bottleneck, and adding more buffering there only hides the problem.',
     ],
-    list: [
-      'Prefer pull-based sources to push-based ones.',
-      'Keep high-water marks small and explicit.',
-      'Watch queue sizes to find the slow stage.',
-    ],
+    list: ['Prefer pull-based sources to push-based ones.', 'Keep high-water marks small and explicit.', 'Watch queue sizes to find the slow stage.'],
     code: 'const stream = new ReadableStream({\n  async pull(controller) {\n    controller.enqueue(await source.next())\n  },\n})',
   },
   {
@@ -109,11 +97,7 @@ const TOPICS: Topic[] = [
       'Exponential backoff with jitter is the safe default. Each attempt waits longer than the last, and the random spread keeps a crowd of clients from retrying in lockstep and knocking the service over again.',
       'Not every error deserves a retry. A timeout or a dropped connection usually does, but a validation error will fail the same way every time, and a user pressing Stop should never be retried at all.',
     ],
-    list: [
-      'Put a timeout on every remote call.',
-      'Back off exponentially and add jitter.',
-      'Never retry an abort the user asked for.',
-    ],
+    list: ['Put a timeout on every remote call.', 'Back off exponentially and add jitter.', 'Never retry an abort the user asked for.'],
     code: 'const delay = Math.min(30_000, 250 * 2 ** attempt)\nawait sleep(delay / 2 + Math.random() * (delay / 2))',
   },
   {
@@ -123,11 +107,7 @@ const TOPICS: Topic[] = [
       'Two numbers tell most of the story: time to first token and time from Stop to the upstream connection closing. The first is what users feel; the second tells you whether cancellation actually saves money.',
       'Tests are observability you run before shipping. A fake upstream that records when each request opened and closed lets you assert that pressing Stop really ends the model call, rather than trusting that it probably does.',
     ],
-    list: [
-      'Trace one request across every hop.',
-      'Track time to first token and time to stop.',
-      'Assert on upstream behaviour in tests.',
-    ],
+    list: ['Trace one request across every hop.', 'Track time to first token and time to stop.', 'Assert on upstream behaviour in tests.'],
     code: "const started = performance.now()\nconst first = await firstToken(stream)\nmetrics.record('ttft_ms', first - started)",
   },
 ]
@@ -156,7 +136,11 @@ function hash(text: string): number {
 
 // Trailing punctuation is dropped so the question sits naturally inside the quotes.
 function restate(prompt: string): string {
-  const oneLine = prompt.replace(/\s+/g, ' ').trim().replace(/[?.!]+$/, '') || 'nothing in particular'
+  const oneLine =
+    prompt
+      .replace(/\s+/g, ' ')
+      .trim()
+      .replace(/[?.!]+$/, '') || 'nothing in particular'
   return oneLine.length > 80 ? `${oneLine.slice(0, 77).trimEnd()}...` : oneLine
 }
 
@@ -254,12 +238,12 @@ function shapedAnswer(prompt: string, shape: Shape, h: number): string {
     case 'poem':
       return POEM // a poem needs no preamble
     case 'table':
-      body = /server-sent|\bsse\b/i.test(prompt) && /websocket/i.test(prompt)
-        ? SSE_VS_WEBSOCKETS
-        : [
-            topic.paragraphs[0],
-            ['| Step | Practice |', '| --- | --- |', ...topic.list.map((item, i) => `| ${i + 1} | ${item} |`)].join('\n'),
-          ].join('\n\n')
+      body =
+        /server-sent|\bsse\b/i.test(prompt) && /websocket/i.test(prompt)
+          ? SSE_VS_WEBSOCKETS
+          : [topic.paragraphs[0], ['| Step | Practice |', '| --- | --- |', ...topic.list.map((item, i) => `| ${i + 1} | ${item} |`)].join('\n')].join(
+              '\n\n',
+            )
       break
     case 'code':
       body = /debounce/i.test(prompt) ? DEBOUNCE : [topic.paragraphs[0], '```ts\n' + topic.code + '\n```', topic.paragraphs[1]].join('\n\n')
@@ -314,9 +298,7 @@ function lastUserText(prompt: LanguageModelV3Prompt): string {
 function promptText(prompt: LanguageModelV3Prompt): string {
   return prompt
     .map((message) =>
-      typeof message.content === 'string'
-        ? message.content
-        : message.content.map((part) => ('text' in part ? part.text : '')).join(' '),
+      typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(' '),
     )
     .join('\n')
 }

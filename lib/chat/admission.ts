@@ -112,4 +112,3 @@ export async function keepSpentTokens(tx: Executor, sessionId: string, owner: st
     where e.session_id = ${sessionId} and e.type = 'finished' and e.created_at > now() - interval '1 day'
       and e.payload ? 'usage'`)
 }
-

@@ -58,7 +58,10 @@ describe.each(layers)('a successor attempt continues the answer on %s', (kind) =
       const log = await logWhenFinished(server, id, 'dana')
 
       const chunks = log.filter((e): e is Extract<ChatEvent, { type: 'chunk' }> => e.type === 'chunk')
-      const committedByFirst = chunks.filter((c) => c.payload.attempt === 1).map((c) => c.payload.delta).join('')
+      const committedByFirst = chunks
+        .filter((c) => c.payload.attempt === 1)
+        .map((c) => c.payload.delta)
+        .join('')
       expect(committedByFirst.length).toBeGreaterThan(0)
       expect(chunks.some((c) => c.payload.attempt === 2)).toBe(true)
 

@@ -38,11 +38,7 @@ export function estimateTokens(text: string): number {
  * attempt's committed text) ends the list as the assistant's unfinished message, for the
  * model to continue.
  */
-export function toModelMessages(
-  state: ChatState,
-  forMessage: string,
-  options: { answerSoFar?: string; budgetTokens?: number } = {},
-): ModelMessage[] {
+export function toModelMessages(state: ChatState, forMessage: string, options: { answerSoFar?: string; budgetTokens?: number } = {}): ModelMessage[] {
   const { answerSoFar = '', budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
   const relevant = state.turns.some((t) => t.id === forMessage) ? pathTo(state, forMessage) : latestBranch(state.turns)
   const all: Array<{ role: 'user' | 'assistant'; content: string }> = []

@@ -61,7 +61,10 @@ describe.each(layers)('a long session on %s', (kind) => {
   it('answers a new message in its first attempt, from the history it had', { timeout: 120_000 }, async () => {
     const model = createOfflineModel({ msPerToken: 1 })
     const prompts: unknown[] = []
-    const recording = { ...model, doStream: (options: Parameters<typeof model.doStream>[0]) => (prompts.push(options.prompt), model.doStream(options)) }
+    const recording = {
+      ...model,
+      doStream: (options: Parameters<typeof model.doStream>[0]) => (prompts.push(options.prompt), model.doStream(options)),
+    }
     const server = createServer({ contract: chat, consumers: [generateConsumer({ model: recording, notes: noteOutbox(store) })], store })
     const { id } = await server.sessions.create('erin')
     const head = await seedLongHistory(store, id)
@@ -74,10 +77,17 @@ describe.each(layers)('a long session on %s', (kind) => {
           { id: 'g-new', type: 'generate', payload: { for: 'm-new' } },
         ],
       })
-      const run = await waitUntil(async () => {
-        const [row] = await query<{ status: string; attempt: number }>(store.db, sql`select status, attempt from a2_jobs where session_id = ${id} and event_id = 'g-new'`)
-        return row && row.status !== 'ACTIVE' ? row : undefined
-      }, 'the new answer\'s run to end', 90_000)
+      const run = await waitUntil(
+        async () => {
+          const [row] = await query<{ status: string; attempt: number }>(
+            store.db,
+            sql`select status, attempt from a2_jobs where session_id = ${id} and event_id = 'g-new'`,
+          )
+          return row && row.status !== 'ACTIVE' ? row : undefined
+        },
+        "the new answer's run to end",
+        90_000,
+      )
       expect(run).toEqual({ status: 'COMPLETED', attempt: 1 })
 
       // The model saw the long history's tail (trimmed to the context budget) and the new question last.

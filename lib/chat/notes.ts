@@ -35,7 +35,12 @@ export function noteOutbox(store: Store): NoteOutbox {
       return row
     },
     list(owner, limit = 100) {
-      return db.select().from(notes).where(and(eq(notes.owner, owner))).orderBy(desc(notes.createdAt)).limit(limit)
+      return db
+        .select()
+        .from(notes)
+        .where(and(eq(notes.owner, owner)))
+        .orderBy(desc(notes.createdAt))
+        .limit(limit)
     },
   }
 }

@@ -33,14 +33,21 @@ const drafts: Draft[] = [
   {
     type: 'message',
     pick: (ids) =>
-      fc.record({ text: hostileText, edits: fc.option(reference(ids), { nil: undefined }), after: fc.option(reference(ids), { nil: undefined }) }, { requiredKeys: ['text'] }),
+      fc.record(
+        { text: hostileText, edits: fc.option(reference(ids), { nil: undefined }), after: fc.option(reference(ids), { nil: undefined }) },
+        { requiredKeys: ['text'] },
+      ),
   },
-  { type: 'generate', pick: (ids) => fc.record({ for: reference(ids), replaces: fc.option(reference(ids), { nil: undefined }) }, { requiredKeys: ['for'] }) },
+  {
+    type: 'generate',
+    pick: (ids) => fc.record({ for: reference(ids), replaces: fc.option(reference(ids), { nil: undefined }) }, { requiredKeys: ['for'] }),
+  },
   { type: 'chunk', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },
   { type: 'chunk', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },
   {
     type: 'cancelled',
-    pick: (ids, index) => fc.record({ of: reference(ids), lastSeenIndex: fc.oneof(fc.integer({ min: -1, max: index + 2 }), fc.constant(Number.MAX_SAFE_INTEGER)) }),
+    pick: (ids, index) =>
+      fc.record({ of: reference(ids), lastSeenIndex: fc.oneof(fc.integer({ min: -1, max: index + 2 }), fc.constant(Number.MAX_SAFE_INTEGER)) }),
   },
   {
     type: 'finished',
@@ -50,7 +57,10 @@ const drafts: Draft[] = [
           of: reference(ids),
           attempt: fc.integer({ min: 1, max: 4 }),
           reason: fc.constantFrom('stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other'),
-          usage: fc.option(fc.record({ inputTokens: fc.option(fc.nat(), { nil: undefined }), outputTokens: fc.option(fc.nat(), { nil: undefined }) }), { nil: undefined }),
+          usage: fc.option(
+            fc.record({ inputTokens: fc.option(fc.nat(), { nil: undefined }), outputTokens: fc.option(fc.nat(), { nil: undefined }) }),
+            { nil: undefined },
+          ),
         },
         { requiredKeys: ['of', 'attempt', 'reason'] },
       ),
@@ -64,9 +74,14 @@ const drafts: Draft[] = [
 function chatLog(max: number): fc.Arbitrary<ChatEvent[]> {
   return fc.array(fc.tuple(fc.nat({ max: drafts.length - 1 }), fc.nat()), { maxLength: max }).chain((shape) => {
     const ids = shape.map((_, i) => `e${i}`)
-    return fc.tuple(...shape.map(([kind], i) => drafts[kind].pick(ids.slice(0, i + 2), i))).map((payloads) =>
-      payloads.map((payload, i) => ({ id: ids[i], sessionId: 's', index: i, type: drafts[shape[i][0]].type, payload, createdAt: '2026-12-01T00:00:00.000Z' }) as ChatEvent),
-    )
+    return fc
+      .tuple(...shape.map(([kind], i) => drafts[kind].pick(ids.slice(0, i + 2), i)))
+      .map((payloads) =>
+        payloads.map(
+          (payload, i) =>
+            ({ id: ids[i], sessionId: 's', index: i, type: drafts[shape[i][0]].type, payload, createdAt: '2026-12-01T00:00:00.000Z' }) as ChatEvent,
+        ),
+      )
   })
 }
 

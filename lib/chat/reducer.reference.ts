@@ -125,4 +125,3 @@ function latestBranch(turns: Turn[]): Turn[] {
   }
   return branch
 }
-

@@ -103,10 +103,7 @@ describe('the chat fold', () => {
   })
 
   it('shows a failure the runtime reported, keeping what streamed', () => {
-    const log = [
-      ...conversation(),
-      ev('a2.failed', { of: 'g1', consumer: 'generate', attempts: 3, error: { message: 'upstream 500' } }),
-    ]
+    const log = [...conversation(), ev('a2.failed', { of: 'g1', consumer: 'generate', attempts: 3, error: { message: 'upstream 500' } })]
     expect(answers(foldChat(log))[0]).toMatchObject({ status: 'failed', error: 'upstream 500', text: 'Hello there' })
   })
 

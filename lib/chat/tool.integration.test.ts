@@ -36,7 +36,10 @@ describe.each(layers)('the saveNote tool on %s', (kind) => {
     expect(saved.map((n) => n.body)).toEqual(['the demo is on Friday'])
     // `finished` is appended just before the consumer returns; the run settles right after.
     const run = await waitForRun(store(), { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'COMPLETED')
-    const effects = await query<{ key: string; status: string }>(store().db, sql`select key, status from a2_effects where job_id = ${run.id} order by key`)
+    const effects = await query<{ key: string; status: string }>(
+      store().db,
+      sql`select key, status from a2_effects where job_id = ${run.id} order by key`,
+    )
     expect(effects.map((e) => e.status)).toEqual(['DONE', 'DONE'])
     expect(effects.map((e) => e.key)).toEqual(['model', expect.stringMatching(/^note:call_/)])
     expect(saved[0].idempotencyKey).toBe(`a2-${run.id}-${effects[1].key}`)

@@ -35,8 +35,7 @@ export function useChat(sessionId: string) {
   const active = activeAnswer(session.state)
   /** Answers whose Stop has not reached the server yet (a send failed): shown as "Stopping". */
   const stopsUndelivered = useMemo(
-    () =>
-      new Set(outbox.filter((e) => e.event.type === 'cancelled' && e.failures > 0).map((e) => (e.event.payload as { of: string }).of)),
+    () => new Set(outbox.filter((e) => e.event.type === 'cancelled' && e.failures > 0).map((e) => (e.event.payload as { of: string }).of)),
     [outbox],
   )
 

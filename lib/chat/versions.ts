@@ -47,7 +47,7 @@ export function visibleTurns(state: ChatState, selection: Selection = {}): Visib
 export function pathTo(state: ChatState, turnId: string): Turn[] {
   const byId = new Map(state.turns.map((t) => [t.id, t]))
   const path: Turn[] = []
-  for (let turn = byId.get(turnId); turn; ) {
+  for (let turn = byId.get(turnId); turn;) {
     path.unshift(turn)
     const up = turn.kind === 'user' ? turn.parent : turn.for
     turn = up === null ? undefined : byId.get(up)

@@ -26,7 +26,12 @@ describe.each(layers)('database-backed rate limits on %s', (kind) => {
     )
     // 30 concurrent takes, alternating instances: exactly the allowance gets through.
     const outcomes = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).consume('198.51.100.7').then(() => 'ok', (error: unknown) => error)),
+      Array.from({ length: 30 }, (_, i) =>
+        (i % 2 ? a : b).consume('198.51.100.7').then(
+          () => 'ok',
+          (error: unknown) => error,
+        ),
+      ),
     )
     expect(outcomes.filter((o) => o === 'ok')).toHaveLength(10)
     const refused = outcomes.filter((o) => o !== 'ok')

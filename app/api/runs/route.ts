@@ -15,7 +15,8 @@ export async function GET(request: Request) {
     request,
     async ({ userId }) => {
       const operator = operatorOf(request, userId)
-      if (new URL(request.url).searchParams.get('scope') === 'all' && !operator) throw new A2Error('forbidden', 'only an operator can see every user\'s runs')
+      if (new URL(request.url).searchParams.get('scope') === 'all' && !operator)
+        throw new A2Error('forbidden', "only an operator can see every user's runs")
       const { server } = await getChatServer()
       if (operator) return Response.json({ operator: true, runs: await server.operator.listRuns({ limit: 200 }) })
       if (!userId) throw new A2Error('unauthorized', 'no identity: load the app first')

@@ -28,7 +28,13 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     routes.call('DELETE', `/api/sessions/${id}`, { cookie, headers: { 'content-type': 'application/json' } })
   const list = async (cookie: string, query = '') => {
     const response = await routes.call('GET', `/api/sessions${query}`, { cookie })
-    return { status: response.status, body: (await response.json()) as { sessions: Array<{ id: string; title: string; generating?: boolean; snippet?: string }>; error?: { code: string } } }
+    return {
+      status: response.status,
+      body: (await response.json()) as {
+        sessions: Array<{ id: string; title: string; generating?: boolean; snippet?: string }>
+        error?: { code: string }
+      },
+    }
   }
   const send = async (id: string, cookie: string, text: string, generate = false) => {
     const events: unknown[] = [{ id: `m${Math.random().toString(36).slice(2)}`, type: 'message', payload: { text } }]
@@ -41,12 +47,15 @@ describe.each(layers)('chat management routes on %s', (kind) => {
   }
   const rows = async (id: string) => {
     const { server } = await routes.chatServer.getChatServer()
-    const [counts] = await query<Record<string, number>>(server.store.db, sql`
+    const [counts] = await query<Record<string, number>>(
+      server.store.db,
+      sql`
       select (select count(*)::int from a2_sessions where id = ${id}) as sessions,
              (select count(*)::int from a2_events where session_id = ${id}) as events,
              (select count(*)::int from a2_jobs where session_id = ${id}) as jobs,
              (select count(*)::int from a2_job_transitions where job_id in (select id from a2_jobs where session_id = ${id})) as transitions,
-             (select count(*)::int from a2_effects where job_id in (select id from a2_jobs where session_id = ${id})) as effects`)
+             (select count(*)::int from a2_effects where job_id in (select id from a2_jobs where session_id = ${id})) as effects`,
+    )
     return counts
   }
 
@@ -62,7 +71,9 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     for (const sessionId of [user.sessionId, other.sessionId]) {
       for (const jobId of await jobIds(sessionId)) {
         await server.store.db.execute(sql`update a2_jobs set status = 'COMPLETED' where id = ${jobId}`)
-        await server.store.db.execute(sql`insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason) values (${jobId}, 1, 'ACTIVE', 'COMPLETED', 'RETURNED')`)
+        await server.store.db.execute(
+          sql`insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason) values (${jobId}, 1, 'ACTIVE', 'COMPLETED', 'RETURNED')`,
+        )
         await server.store.db.execute(sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${jobId}, 'k', 'DONE', 1, 0)`)
       }
     }
@@ -75,9 +86,12 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     expect(response.status).toBe(204)
 
     expect(await rows(user.sessionId)).toEqual({ sessions: 0, events: 0, jobs: 0, transitions: 0, effects: 0 })
-    const [left] = await query<Record<string, number>>(server.store.db, sql`
+    const [left] = await query<Record<string, number>>(
+      server.store.db,
+      sql`
       select (select count(*)::int from a2_job_transitions where job_id in ${deletedJobs}) as transitions,
-             (select count(*)::int from a2_effects where job_id in ${deletedJobs}) as effects`)
+             (select count(*)::int from a2_effects where job_id in ${deletedJobs}) as effects`,
+    )
     expect(left).toEqual({ transitions: 0, effects: 0 })
     // Someone else's chat is untouched.
     expect(await rows(other.sessionId)).toEqual(otherBefore)

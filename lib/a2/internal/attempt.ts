@@ -101,10 +101,7 @@ export class Attempt {
   private armExpiry(): void {
     clearTimeout(this.expiry)
     if (this.finished) return
-    this.expiry = setTimeout(
-      () => this.abort(new RunAborted('CLAIM_EXPIRED')),
-      Math.max(0, this.deadline - performance.now()),
-    )
+    this.expiry = setTimeout(() => this.abort(new RunAborted('CLAIM_EXPIRED')), Math.max(0, this.deadline - performance.now()))
   }
 
   private stopClock(): void {

@@ -147,7 +147,13 @@ async function createBus(store: Store): Promise<Bus> {
     close: async () => {
       clearInterval(poll)
       poll = undefined
-      await Promise.all([unlistenJobs(), tailChannel?.then((unlisten) => unlisten(), () => {})])
+      await Promise.all([
+        unlistenJobs(),
+        tailChannel?.then(
+          (unlisten) => unlisten(),
+          () => {},
+        ),
+      ])
     },
   }
 }

@@ -5,8 +5,7 @@ import type { Contract, EventInput, EventOf, EventTypes } from './contract'
 import type { ConsumerReconcile, EffectOptions, Fold, Folded, ReconcileResult } from './types'
 
 export type AbortOn<C extends Contract, T extends EventTypes<C>> =
-  | ReadonlyArray<EventTypes<C>>
-  | { [K in EventTypes<C>]?: (event: EventOf<C, K>, trigger: EventOf<C, T>) => boolean }
+  ReadonlyArray<EventTypes<C>> | { [K in EventTypes<C>]?: (event: EventOf<C, K>, trigger: EventOf<C, T>) => boolean }
 
 export interface ConsumerOptions<C extends Contract, T extends EventTypes<C>> {
   contract: C
@@ -92,9 +91,7 @@ function validate(options: ConsumerOptions<Contract, string>): void {
   }
   const abortOn = options.abortOn
   if (abortOn !== undefined) {
-    const entries: Array<[string, unknown]> = Array.isArray(abortOn)
-      ? abortOn.map((type) => [type, undefined])
-      : Object.entries(abortOn)
+    const entries: Array<[string, unknown]> = Array.isArray(abortOn) ? abortOn.map((type) => [type, undefined]) : Object.entries(abortOn)
     for (const [type, predicate] of entries) {
       if (!known.has(type)) throw new Error(`consumer "${name}": abortOn "${type}" is not an event type of its contract`)
       if (predicate !== undefined && typeof predicate !== 'function') {

@@ -52,10 +52,7 @@ export interface Contract<D extends Record<string, EventDefinition> = Record<str
 /** 32 KiB: a long pasted message fits; a runaway client cannot bloat the log. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 32 * 1024
 
-export function defineContract<D extends Record<string, EventDefinition>>(spec: {
-  events: D
-  maxPayloadBytes?: number
-}): Contract<D> {
+export function defineContract<D extends Record<string, EventDefinition>>(spec: { events: D; maxPayloadBytes?: number }): Contract<D> {
   for (const reserved of [FAILED_TYPE, RENAMED_TYPE]) if (reserved in spec.events) throw new Error(`"${reserved}" is reserved by a2`)
   const events = { ...spec.events, [FAILED_TYPE]: { schema: failedPayload }, [RENAMED_TYPE]: { schema: renamedPayload } } as D & BuiltIn
   return {
@@ -91,18 +88,19 @@ export type Origin = 'browser' | 'server'
 /** Every event's outer shape. Built once: building it per call cost ~200 µs an event (bench profile). */
 const envelope = z
   .object({
-    id: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'ids use A-Z a-z 0-9 _ -').optional(),
+    id: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9_-]+$/, 'ids use A-Z a-z 0-9 _ -')
+      .optional(),
     type: z.string().min(1).max(64),
     payload: z.unknown(),
   })
   .strict()
 
 /** Validates one input against the contract; throws an A2Error with a typed code. */
-export function validateInput(
-  contract: Contract,
-  input: unknown,
-  origin: Origin,
-): { id?: string; type: string; payload: unknown } {
+export function validateInput(contract: Contract, input: unknown, origin: Origin): { id?: string; type: string; payload: unknown } {
   const shape = envelope.safeParse(input)
   if (!shape.success) {
     throw new A2Error('bad_request', 'an event is { id?, type, payload }', { details: z.treeifyError(shape.error) })

@@ -52,16 +52,22 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
             ? 'CANCELLED_BETWEEN_ATTEMPTS'
             : 'DRAINED_AFTER_OWNER_LOST'
     // A forced-out attempt may still be inside an effect: "not done" is no proof for it.
-    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch(
-      (error) => console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
+    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch((error) =>
+      console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
     )
   }
 
   for (const run of await takeExhausted(host.store.db, claim)) {
-    await failRun(host, run, { jobId: run.id, attempt: run.attempt }, {
-      message: `the worker running attempt ${run.previousAttempt} stopped renewing its lease`,
-      code: 'LEASE_EXPIRED',
-    }, run.previousAttempt).catch((error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message))
+    await failRun(
+      host,
+      run,
+      { jobId: run.id, attempt: run.attempt },
+      {
+        message: `the worker running attempt ${run.previousAttempt} stopped renewing its lease`,
+        code: 'LEASE_EXPIRED',
+      },
+      run.previousAttempt,
+    ).catch((error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message))
   }
 }
 

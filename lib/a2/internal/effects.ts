@@ -121,10 +121,7 @@ export async function runEffect<R>(
           returning job_id`,
     )
     if (cancelled.length !== 1) {
-      const [state] = await query<{ status: EffectStatus }>(
-        db,
-        sql`select status from a2_effects where job_id = ${fence.jobId} and key = ${key}`,
-      )
+      const [state] = await query<{ status: EffectStatus }>(db, sql`select status from a2_effects where job_id = ${fence.jobId} and key = ${key}`)
       if (state?.status !== 'CANCELLED_BEFORE_DISPATCH') throw fenced(fence, key)
     }
     throw new EffectNotDispatched(key)
@@ -247,9 +244,11 @@ export async function applyVerdict(
         returning id`,
   )
   if (rows.length !== 1) {
-    throw new A2Error('fenced', `effect "${key}" was not reconciled: attempt ${attempt} no longer holds job ${jobId}, or the effect was settled meanwhile`)
+    throw new A2Error(
+      'fenced',
+      `effect "${key}" was not reconciled: attempt ${attempt} no longer holds job ${jobId}, or the effect was settled meanwhile`,
+    )
   }
   if (verdict === 'unknown') throw new EffectUnknown(key)
   return verdict.done ? { value: verdict.result ?? null } : undefined
 }
-

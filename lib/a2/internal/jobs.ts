@@ -142,8 +142,14 @@ export type Ending = Partial<Record<RunStatus, { to: 'COMPLETED' | 'CANCELLED' |
 export async function finishRun(executor: Executor, fence: Fence, ending: Ending, detail?: unknown): Promise<RunStatus | undefined> {
   const from = Object.keys(ending) as RunStatus[]
   if (from.length === 0) return undefined
-  const target = sql.join(from.map((status) => sql`when ${status}::text then ${ending[status]!.to}::text`), sql` `)
-  const reason = sql.join(from.map((status) => sql`when ${status}::text then ${ending[status]!.reason}::text`), sql` `)
+  const target = sql.join(
+    from.map((status) => sql`when ${status}::text then ${ending[status]!.to}::text`),
+    sql` `,
+  )
+  const reason = sql.join(
+    from.map((status) => sql`when ${status}::text then ${ending[status]!.reason}::text`),
+    sql` `,
+  )
   const [row] = await query<{ to_status: RunStatus }>(
     executor,
     sql`with prev as (
@@ -246,4 +252,3 @@ export function backoffMs(attempt: number): number {
   const ceiling = Math.min(30_000, 250 * 2 ** Math.max(0, attempt - 1))
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
 }
-

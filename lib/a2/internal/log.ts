@@ -184,11 +184,7 @@ async function insertEvents(
 }
 
 /** A client-supplied id makes a push idempotent: a repeat answers the original and writes nothing. */
-async function findDuplicates(
-  tx: Executor,
-  sessionId: string,
-  inputs: readonly ValidInput[],
-): Promise<A2Event[] | undefined> {
+async function findDuplicates(tx: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<A2Event[] | undefined> {
   const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
   if (ids.length === 0) return undefined
   const existing = await query<EventRow>(
@@ -217,7 +213,10 @@ function sameJson(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, i) => sameJson(item, (b as unknown[])[i]))
   const keysA = Object.keys(a)
   const keysB = Object.keys(b)
-  return keysA.length === keysB.length && keysA.every((key) => Object.hasOwn(b, key) && sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
+  return (
+    keysA.length === keysB.length &&
+    keysA.every((key) => Object.hasOwn(b, key) && sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
+  )
 }
 
 /**
@@ -279,11 +278,7 @@ interface OpenJob extends EventRow {
  * recorded, so resolving it ends the run CANCELLED. Either way cancel_version is bumped and
  * cancelled_by set — a compare-and-set on status, in the append's transaction.
  */
-async function applyCancellation(
-  tx: Executor,
-  routing: Routing,
-  appended: A2Event[],
-): Promise<CancelNotice[]> {
+async function applyCancellation(tx: Executor, routing: Routing, appended: A2Event[]): Promise<CancelNotice[]> {
   const out: CancelNotice[] = []
   for (const event of appended) {
     const routes = routing.cancelsFor(event.type)
@@ -359,11 +354,7 @@ export interface SessionSummary {
   updatedAt: string
 }
 
-export async function createSession(
-  store: Store,
-  owner: string,
-  options: { id?: string; title?: string } = {},
-): Promise<SessionSummary> {
+export async function createSession(store: Store, owner: string, options: { id?: string; title?: string } = {}): Promise<SessionSummary> {
   const [row] = await store.db
     .insert(sessions)
     .values({ id: options.id ?? randomUUID(), owner, title: options.title ?? '' })

@@ -95,7 +95,13 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
     inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>,
     appendOptions: { fence?: Fence; within?: (tx: Executor) => Promise<void> } = {},
   ): Promise<AppendResult> =>
-    append(store, routing, sessionId, inputs.map((input) => prepare(input, 'server')), appendOptions)
+    append(
+      store,
+      routing,
+      sessionId,
+      inputs.map((input) => prepare(input, 'server')),
+      appendOptions,
+    )
 
   const workers = new Set<Worker>()
 
@@ -172,7 +178,11 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
        * Runs of `consumer` still running (queued, streaming or being cancelled), with the
        * event that started each: of one session, of every session an owner holds, or of all.
        */
-      async open(filter: { consumer: string; sessionId?: string; owner?: string }): Promise<Array<{ jobId: number; eventId: string; payload: unknown }>> {
+      async open(filter: {
+        consumer: string
+        sessionId?: string
+        owner?: string
+      }): Promise<Array<{ jobId: number; eventId: string; payload: unknown }>> {
         const rows = await query<{ id: number; event_id: string; payload: unknown }>(
           store.db,
           sql`select j.id, j.event_id, e.payload
@@ -246,4 +256,3 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
 }
 
 export type A2Server<C extends Contract = Contract> = ReturnType<typeof createServer<C>>
-

@@ -105,7 +105,13 @@ export interface SessionStore<S> {
 /** Client event ids: 22 url-safe characters of randomness, accepted by the push route's id rule. */
 export function clientEventId(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16))
-  return 'c' + btoa(String.fromCharCode(...bytes)).replaceAll('+', '-').replaceAll('/', '_').replaceAll('=', '')
+  return (
+    'c' +
+    btoa(String.fromCharCode(...bytes))
+      .replaceAll('+', '-')
+      .replaceAll('/', '_')
+      .replaceAll('=', '')
+  )
 }
 
 /**
@@ -214,7 +220,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   }
 
   const open = () => {
-    if (closed || typeof options.EventSource === 'undefined' && typeof EventSource === 'undefined') return
+    if (closed || (typeof options.EventSource === 'undefined' && typeof EventSource === 'undefined')) return
     const Source = options.EventSource ?? EventSource
     connection = connection === 'open' ? 'reconnecting' : connection === 'closed' ? 'connecting' : connection
     emit()
@@ -330,10 +336,12 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         await sleep(durableDelays[Math.min(entry.failures, durableDelays.length - 1)])
       }
     })
-    queue = run.finally(() => delivering.delete(id)).then(
-      () => undefined,
-      () => undefined,
-    )
+    queue = run
+      .finally(() => delivering.delete(id))
+      .then(
+        () => undefined,
+        () => undefined,
+      )
   }
 
   const pushDurable = (optimistic: A2Event[]): Promise<A2Event[]> => {

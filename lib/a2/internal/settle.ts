@@ -10,16 +10,7 @@ import { abortReason } from './abort'
 import { EffectNotDispatched, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
 import { isA2Error } from './errors'
 import type { RuntimeHost } from './host'
-import {
-  backoffMs,
-  describeError,
-  failureEvent,
-  finishRun,
-  scheduleRetry,
-  surrenderJob,
-  type ClaimedJob,
-  type Ending,
-} from './jobs'
+import { backoffMs, describeError, failureEvent, finishRun, scheduleRetry, surrenderJob, type ClaimedJob, type Ending } from './jobs'
 import type { Fence } from './types'
 import { query } from './store'
 import type { RunStatus, TransitionReason } from './transitions'
@@ -45,7 +36,10 @@ export async function settleAttempt(
   }
   if (error instanceof EffectUnknown) {
     // The effect is stored UNKNOWN, so the run ends UNKNOWN (finishRun decides from it).
-    await end({ ACTIVE: { to: 'FAILED', reason: 'EFFECT_UNKNOWN' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }, describeError(error))
+    await end(
+      { ACTIVE: { to: 'FAILED', reason: 'EFFECT_UNKNOWN' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } },
+      describeError(error),
+    )
     return
   }
   if (reason?.isCancel || error instanceof EffectNotDispatched) {
@@ -140,12 +134,7 @@ async function endRun(
  * proof for it, so it becomes UNKNOWN and its late outcome settles it (recordOutcome).
  * False when this attempt no longer holds the run.
  */
-async function reconcileInFlight(
-  host: RuntimeHost,
-  consumerName: string,
-  fence: Fence,
-  options: { runningAttempt?: number },
-): Promise<boolean> {
+async function reconcileInFlight(host: RuntimeHost, consumerName: string, fence: Fence, options: { runningAttempt?: number }): Promise<boolean> {
   const db = host.store.db
   const inFlight = await query<{ key: string; attempt: number }>(
     db,

@@ -40,5 +40,11 @@ export function splitStatements(text: string): string[] {
 }
 
 function isOnlyComments(statement: string): boolean {
-  return statement.replace(/--[^\n]*/g, '').replace(/\/\*[\s\S]*?\*\//g, '').trim().replace(/;$/, '') === ''
+  return (
+    statement
+      .replace(/--[^\n]*/g, '')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .trim()
+      .replace(/;$/, '') === ''
+  )
 }

@@ -43,10 +43,7 @@ export async function query<Row = Record<string, unknown>>(executor: Executor, s
   return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
 }
 
-export async function openPostgresStore(
-  url: string,
-  options: { max?: number; onNotice?: (n: unknown) => void } = {},
-): Promise<Store> {
+export async function openPostgresStore(url: string, options: { max?: number; onNotice?: (n: unknown) => void } = {}): Promise<Store> {
   const { default: postgres } = await import('postgres')
   const { drizzle } = await import('drizzle-orm/postgres-js')
   const client = postgres(url, {
@@ -187,8 +184,7 @@ export async function openPgliteStore(options: { dataDir?: string } = {}): Promi
       const since = performance.now()
       return { heldForMs: () => performance.now() - since, release: async () => void liveKeys.delete(key) }
     },
-    ownerGone: (ownerKey) =>
-      sql`${ownerKey} not in (select jsonb_array_elements_text(${JSON.stringify([...liveKeys].map(String))}::jsonb)::int)`,
+    ownerGone: (ownerKey) => sql`${ownerKey} not in (select jsonb_array_elements_text(${JSON.stringify([...liveKeys].map(String))}::jsonb)::int)`,
     close: () => pg.close(),
   }
 }

@@ -46,7 +46,10 @@ export async function DELETE(request: Request, { params }: Params) {
     const running = (await server.sessions.openRuns([id])).filter((run) => run.consumer === 'generate')
     const unstopped = running.filter((run) => run.status === 'ACTIVE')
     if (unstopped.length > 0) {
-      await server.append(id, ...unstopped.map((run) => ({ type: 'cancelled' as const, payload: { of: run.eventId, lastSeenIndex: session.head - 1 } })))
+      await server.append(
+        id,
+        ...unstopped.map((run) => ({ type: 'cancelled' as const, payload: { of: run.eventId, lastSeenIndex: session.head - 1 } })),
+      )
     }
     const until = Date.now() + SETTLE_MS
     while (running.length > 0 && Date.now() < until && (await server.sessions.openRuns([id])).length > 0) {

@@ -53,8 +53,7 @@ export async function GET(request: Request, { params }: Params) {
     const url = new URL(request.url)
     // The browser's reconnect sends Last-Event-ID: it wins over the URL it first opened.
     // An empty one (or an empty `after=`) is no cursor: read from the start, never from 0.
-    const after =
-      decimal(request.headers.get('last-event-id'), 'Last-Event-ID', -1) ?? decimal(url.searchParams.get('after'), 'after', -1) ?? -1
+    const after = decimal(request.headers.get('last-event-id'), 'Last-Event-ID', -1) ?? decimal(url.searchParams.get('after'), 'after', -1) ?? -1
     const { server } = await getChatServer()
     await server.sessions.get(id, userId) // a 404 before a place is taken
     const release = openTail(userId)

@@ -32,7 +32,13 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
         await recordResolution(server.store, { operator, jobId: id, effectKey: key, verdict: body, outcome: String(resolved.status ?? 'resolved') })
         return Response.json(resolved)
       } catch (error) {
-        await recordResolution(server.store, { operator, jobId: id, effectKey: key, verdict: body, outcome: isA2Error(error) ? `refused:${error.code}` : 'error' })
+        await recordResolution(server.store, {
+          operator,
+          jobId: id,
+          effectKey: key,
+          verdict: body,
+          outcome: isA2Error(error) ? `refused:${error.code}` : 'error',
+        })
         throw error
       }
     },
