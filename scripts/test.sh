@@ -25,7 +25,7 @@ npx tsc --noEmit -p .
 echo "== lint (eslint.config.mjs: recommended rules, the library's doors, no import cycles)"
 npx eslint .
 
-echo "== format (.prettierrc; `npm run format` fixes)"
+echo '== format (.prettierrc; npm run format fixes it)'
 npx prettier --check . --log-level warn
 
 echo "== unit, store, runtime and integration tests (vitest)"
