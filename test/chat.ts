@@ -2,28 +2,10 @@
  * The chat's integration tests' shared setup (lib/chat/*.integration.test.ts): a store per
  * describe block, a question asked in a new session, and the log once its answer finished.
  */
-import { afterAll, beforeAll } from 'vitest'
-import type { A2Server, Store } from '@/lib/a2/server'
+import type { A2Server } from '@/lib/a2/server'
 import type { Chat, ChatEvent } from '@/lib/chat/contract'
-import { createTestDb, type TestDb } from './db'
+export { useTestStore } from './db'
 import { waitUntil } from './runtime'
-
-/** One database for the enclosing describe block: created before its tests, dropped after them. */
-export function useTestStore(kind: TestDb['kind']): () => Store {
-  let testDb: TestDb | undefined
-  let store: Store | undefined
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-  })
-  afterAll(async () => {
-    await testDb?.drop()
-  })
-  return () => {
-    if (!store) throw new Error('the test store is opened in beforeAll')
-    return store
-  }
-}
 
 /** A new session of `owner` with `text` asked in one push: message `m1`, its generate `g1`. */
 export async function ask(server: A2Server<Chat>, owner: string, text: string): Promise<string> {

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import postgres from 'postgres'
+import { afterAll, beforeAll } from 'vitest'
 import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
 import { migrateDatabase } from '@/db/migrate'
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || ''
@@ -65,4 +66,21 @@ export function withDatabase(url: string, database: string): string {
   const parsed = new URL(url)
   parsed.pathname = `/${database}`
   return parsed.toString()
+}
+
+/** One database for the enclosing describe block: created before its tests, dropped after them. */
+export function useTestStore(kind: TestDb['kind']): () => Store {
+  let testDb: TestDb | undefined
+  let store: Store | undefined
+  beforeAll(async () => {
+    testDb = await createTestDb(kind)
+    store = await testDb.open()
+  })
+  afterAll(async () => {
+    await testDb?.drop()
+  })
+  return () => {
+    if (!store) throw new Error('the test store is opened in beforeAll')
+    return store
+  }
 }

@@ -5,9 +5,11 @@
  * on PGlite, a seam for races on both drivers).
  */
 import { performance } from 'node:perf_hooks'
+import { afterEach } from 'vitest'
 import { sql, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import type { Store } from '@/lib/a2/server'
+import { useTestStore, type TestDb } from './db'
 import { query } from '@/lib/a2/internal/store'
 
 export interface Entry {
@@ -350,4 +352,29 @@ export function claimTicks(store: Store, interceptor: Interceptor = {}): ClaimTi
       await waitUntil(() => started >= target, `${n} more claim ticks`, timeoutMs, 5)
     },
   }
+}
+
+/**
+ * A runtime test's world for one describe block: its database, the servers a test starts
+ * (their workers stopped after each test), the gates it holds and the cleanups it leaves
+ * (run first, so a frozen "dead" worker can be stopped), and the runs a test left open
+ * quarantined, so the next test's workers do not pick them up.
+ */
+export function useRuntimeWorld<S extends { stopWorkers(options: { graceMs: number }): Promise<void> }>(kind: TestDb['kind']) {
+  const store = useTestStore(kind)
+  const servers: S[] = []
+  const gates: Gate[] = []
+  const cleanups: Array<() => void> = []
+  afterEach(async () => {
+    for (const g of gates.splice(0)) g.open()
+    for (const cleanup of cleanups.splice(0)) cleanup()
+    await Promise.all(servers.splice(0).map((s) => s.stopWorkers({ graceMs: 0 })))
+    await quarantineOpenJobs(store())
+  })
+  const hold = (): Gate => {
+    const g = gate()
+    gates.push(g)
+    return g
+  }
+  return { store, servers, cleanups, hold }
 }

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { createServer, type Store } from '@/lib/a2/server'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers, useTestStore } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { countingStore } from '@/test/counting-store'
 import { busFor, wakeWorkers, type Hint } from './internal/bus'
@@ -23,19 +23,14 @@ function listeningStore(store: Store): Store & { channels: string[] } {
 }
 
 describe.each(layers)('the bus on %s', (kind) => {
-  let testDb: TestDb
+  const testStore = useTestStore(kind)
   let store: Store
   let server: ReturnType<typeof createServer<typeof testContract>>
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
+  beforeAll(() => {
+    store = testStore()
     // `generate` starts a job and `cancelled` cancels it: those appends are the jobs channel's.
     const generate = consumer({ contract: testContract, name: 'generate', types: ['generate'], abortOn: ['cancelled'] }).run(async () => {})
     server = createServer({ contract: testContract, consumers: [generate], store })
-  })
-  afterAll(async () => {
-    await testDb.drop()
   })
 
   it('a process that does not tail LISTENs on the jobs channel only, and its workers never hear a chunk', async () => {

@@ -2,10 +2,10 @@
  * Folding a session from checkpoints (`server.fold`, `ctx.fold`): the same state as folding
  * every event, at the cost of the events since the newest usable checkpoint.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, isA2Error, type A2Event, type Fold, type Store } from '@/lib/a2/server'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers, useTestStore } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { waitUntil } from '@/test/runtime'
 import { query } from './internal/store'
@@ -41,17 +41,12 @@ const HOSTILE = ['\u202Eevil', '𝄞🙂', '"}]\\', '\u2028line', "'; drop table
 const kept = (text: string) => `${text}\u0000\uD800`
 
 describe.each(layers)('folding from checkpoints on %s', (kind) => {
-  let testDb: TestDb
+  const testStore = useTestStore(kind)
   let store: Store
   let server: ReturnType<typeof createServer<typeof testContract>>
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
+  beforeAll(() => {
+    store = testStore()
     server = createServer({ contract: testContract, consumers: [], store })
-  })
-  afterAll(async () => {
-    await testDb.drop()
   })
 
   async function sessionWith(count: number, owner = 'ann'): Promise<{ id: string; texts: string[] }> {

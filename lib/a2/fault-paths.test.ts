@@ -9,41 +9,24 @@
  * A dead attempt is written as a killed process leaves it: the job claimed at some attempt
  * by an owner that renews no more, and effects it had dispatched.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
 import { drainOnce } from './internal/drain'
 import { query } from './internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
-import { gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUntil, type Gate } from '@/test/runtime'
+import { historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from '@/test/runtime'
 
 type Chat = typeof chat
 type Handler = Parameters<ReturnType<typeof consumer<Chat, 'generate'>>['run']>[0]
 
 describe.each(layers)('fault paths on %s', (kind) => {
-  let testDb: TestDb
+  const world = useRuntimeWorld<A2Server<Chat>>(kind)
+  const { servers, hold } = world
   let store: Store
-  let servers: Array<A2Server<Chat>> = []
-  const gates: Gate[] = []
-  const hold = () => {
-    const g = gate()
-    gates.push(g)
-    return g
-  }
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-  })
-  afterEach(async () => {
-    for (const g of gates.splice(0)) g.open()
-    await Promise.all(servers.map((s) => s.stopWorkers({ graceMs: 0 })))
-    servers = []
-    await quarantineOpenJobs(store)
-  })
-  afterAll(async () => {
-    await testDb.drop()
+  beforeAll(() => {
+    store = world.store()
   })
 
   let n = 0

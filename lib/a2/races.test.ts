@@ -10,42 +10,22 @@
  * happens" is the worker's further claim ticks (`claimTicks`), a retry "being due" is
  * `run_at <= now()` in the database.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
 import { query } from './internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
-import { claimTicks, freezableStore, gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUntil, type Gate } from '@/test/runtime'
+import { claimTicks, freezableStore, gate, historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from '@/test/runtime'
 
 type Handler = Parameters<ReturnType<typeof consumer<typeof chat, 'generate'>>['run']>[0]
 
 describe.each(layers)('the race table on %s', (kind) => {
-  let testDb: TestDb
+  const world = useRuntimeWorld<A2Server<typeof chat>>(kind)
+  const { servers, hold, cleanups } = world
   let store: Store
-  let servers: Array<A2Server<typeof chat>> = []
-  /** Run before the workers stop (a "dead" worker's frozen store is thawed so it can be stopped). */
-  const cleanups: Array<() => void> = []
-  const gates: Gate[] = []
-  const hold = () => {
-    const g = gate()
-    gates.push(g)
-    return g
-  }
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-  })
-  afterEach(async () => {
-    for (const g of gates.splice(0)) g.open()
-    for (const cleanup of cleanups.splice(0)) cleanup()
-    await Promise.all(servers.map((s) => s.stopWorkers({ graceMs: 0 })))
-    servers = []
-    await quarantineOpenJobs(store)
-  })
-  afterAll(async () => {
-    await testDb.drop()
+  beforeAll(() => {
+    store = world.store()
   })
 
   let n = 0

@@ -2,25 +2,20 @@
  * A rename is an event in the log (`a2.renamed`), committed with the session row's new title:
  * in index order with the rest, never one without the other, and a consumer may abortOn it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type Store } from '@/lib/a2/server'
 import { RENAMED_TYPE, isA2Error } from '@/lib/a2'
 import { query, waitForRun } from '@/lib/a2/testing'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers, useTestStore } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
 import { aborted, gate } from '@/test/runtime'
 
 describe.each(layers)('renaming a session on %s', (kind) => {
-  let testDb: TestDb
+  const testStore = useTestStore(kind)
   let store: Store
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-  })
-  afterAll(async () => {
-    await testDb.drop()
+  beforeAll(() => {
+    store = testStore()
   })
 
   const titleOf = async (id: string) =>

@@ -6,11 +6,11 @@
  * array), a 110k-event session took 68 s to fold, and at ~50k events each attempt blocked
  * its worker past the 15 s lease, lost the claim, and after three attempts the run FAILED.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { createServer, type Store } from '@/lib/a2/server'
 import { query } from '@/lib/a2/testing'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers, useTestStore } from '@/test/db'
 import { waitUntil } from '@/test/runtime'
 import { createOfflineModel, offlineAnswer } from '@/lib/ai/offline-model'
 import { chat, type ChatEvent } from './contract'
@@ -47,15 +47,10 @@ async function seedLongHistory(store: Store, sessionId: string): Promise<number>
 }
 
 describe.each(layers)('a long session on %s', (kind) => {
-  let testDb: TestDb
+  const testStore = useTestStore(kind)
   let store: Store
-
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    store = await testDb.open()
-  })
-  afterAll(async () => {
-    await testDb.drop()
+  beforeAll(() => {
+    store = testStore()
   })
 
   it('answers a new message in its first attempt, from the history it had', { timeout: 120_000 }, async () => {

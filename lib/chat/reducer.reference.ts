@@ -4,7 +4,7 @@
  * is checked against (reducer.property.test.ts). Test-only.
  */
 import type { ChatEvent } from './contract'
-import { isTerminal, nextSlot, ROOT_SLOT, slotOf, type AnswerTurn, type ChatState, type Turn } from './reducer'
+import { isTerminal, latestBranch, type AnswerTurn, type ChatState } from './reducer'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
@@ -112,16 +112,4 @@ function parentOf(state: ChatState, payload: { edits?: string; after?: string })
   const last = branch.at(-1)
   if (!last) return null
   return last.kind === 'assistant' ? last.id : last.parent
-}
-
-/** The branch made of every slot's newest version (what a fresh page shows). */
-function latestBranch(turns: Turn[]): Turn[] {
-  const newest = new Map<string, Turn>()
-  for (const turn of turns) newest.set(slotOf(turn), turn)
-  const branch: Turn[] = []
-  for (let slot = ROOT_SLOT, turn = newest.get(slot); turn; turn = newest.get(slot)) {
-    branch.push(turn)
-    slot = nextSlot(turn)
-  }
-  return branch
 }

@@ -25,3 +25,21 @@ export function markClassChain(instance: object, newTarget: unknown): void {
 export function hasBrand(value: unknown, brand: symbol): boolean {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true
 }
+
+/**
+ * The base of the library's error classes: each declares `static readonly brand =
+ * brandOf(name)`, and `instanceof` matches on the brand, which every instance carries for
+ * each branded class of its chain (so `x instanceof A2Error` holds for its subclasses too).
+ */
+export class BrandedError extends Error {
+  static readonly brand?: symbol
+  static [Symbol.hasInstance](value: unknown): boolean {
+    const brand = (this as { brand?: symbol }).brand
+    return brand !== undefined && hasBrand(value, brand)
+  }
+
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, options)
+    markClassChain(this, new.target)
+  }
+}

@@ -2,7 +2,7 @@
  * One error class for the whole library, with a typed code that maps to an HTTP status.
  * The cause is kept, never swallowed.
  */
-import { brandOf, hasBrand, markClassChain } from './brand'
+import { brandOf, BrandedError } from './brand'
 import { errorBody, type ErrorBody } from './wire'
 
 export const errorStatus = {
@@ -38,12 +38,9 @@ export const errorStatus = {
 
 export type A2ErrorCode = keyof typeof errorStatus
 
-export class A2Error extends Error {
+export class A2Error extends BrandedError {
   /** Each class's mark; subclasses declare their own. See brand.ts for why not plain instanceof. */
   static readonly brand: symbol = brandOf('A2Error')
-  static [Symbol.hasInstance](value: unknown): boolean {
-    return hasBrand(value, (this as unknown as { brand: symbol }).brand)
-  }
 
   readonly code: A2ErrorCode
   readonly details?: unknown
@@ -53,8 +50,6 @@ export class A2Error extends Error {
     this.name = 'A2Error'
     this.code = code
     this.details = options.details
-    // Every class in the chain marks the instance, so `x instanceof A2Error` holds for subclasses too.
-    markClassChain(this, new.target)
   }
 
   get status(): number {

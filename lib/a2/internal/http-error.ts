@@ -5,7 +5,7 @@
  * catch can test `instanceof A2HttpError` and read `status` without guessing a shape.
  * (A2Error is the server's side of the same answer: it is what the route turned into it.)
  */
-import { brandOf, hasBrand, markClassChain } from './brand'
+import { brandOf, BrandedError } from './brand'
 
 export interface A2HttpErrorOptions {
   /** The HTTP status; undefined when the server was not reached. */
@@ -15,12 +15,9 @@ export interface A2HttpErrorOptions {
   cause?: unknown
 }
 
-export class A2HttpError extends Error {
+export class A2HttpError extends BrandedError {
   /** Each class's mark; subclasses declare their own. See brand.ts for why not plain instanceof. */
   static readonly brand: symbol = brandOf('A2HttpError')
-  static [Symbol.hasInstance](value: unknown): boolean {
-    return hasBrand(value, (this as unknown as { brand: symbol }).brand)
-  }
 
   readonly code: string
   readonly status?: number
@@ -32,7 +29,6 @@ export class A2HttpError extends Error {
     this.code = code
     if (options.status !== undefined) this.status = options.status
     if (options.retryAfterS !== undefined) this.retryAfterS = options.retryAfterS
-    markClassChain(this, new.target)
   }
 
   /** A refusal: 4xx. Retrying the same request cannot help (408 and 429 excepted by the callers that retry). */
