@@ -1,10 +1,12 @@
 // ESLint (flat config): the recommended rules, plus the few that keep the layers apart.
 //
 // Layers, and who may import what:
-// - lib/a2 is the library. Its own code imports nothing of the app (db/, lib/chat, lib/ai, lib/http, app/,
+// - lib/a2 is the library. Its own code imports nothing of the app (lib/db, lib/chat, lib/ai, lib/http, app/,
 //   components/, …): a forker copies lib/a2 alone. Its tests may use the shared test helpers in test/.
 // - Outside lib/a2, nothing imports lib/a2/internal: the doors are @/lib/a2, @/lib/a2/server, @/lib/a2/react
-//   (and @/lib/a2/testing, for tests only). db/ is app code here like any other.
+//   (and @/lib/a2/testing, for tests only). lib/db (the app's tables and migrations) is app code like any other.
+// - lib/ is the ground floor: its code imports nothing from the folders above it (app/, components/, scripts/,
+//   bench/, e2e/, test/), so every arrow between top-level folders points down.
 // - Tooling that measures or drives the library's internals on purpose may reach them: test/ (the test
 //   helpers shared by every suite) and bench/ (benchmarks and diagnostics of internal queries). scripts/ is
 //   app entry points and tools (the worker, the upstream stand-in), held to the app's rule.
@@ -87,6 +89,25 @@ export default tseslint.config(
     ignores: ['lib/a2/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [INTERNALS] }],
+    },
+  },
+  {
+    // lib/ is what app/, components/ and the tools stand on: its code never imports them back.
+    files: ['lib/**/*.{ts,tsx}'],
+    ignores: ['lib/**/*.test.{ts,tsx}'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: './lib',
+              from: ['./app', './components', './scripts', './bench', './e2e', './test'],
+              message: 'lib/ is the ground floor: it imports nothing from the folders that stand on it.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -17,7 +17,7 @@ import { chunkWriter } from './chunk-writer'
 import { chatFold } from './reducer'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
-import type { NoteRow } from '@/db/schema'
+import type { NoteRow } from '@/lib/db/schema'
 
 export interface GenerateOptions {
   model: LanguageModel

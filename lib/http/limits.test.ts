@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RateLimiterDrizzle, RateLimiterRes } from 'rate-limiter-flexible'
-import { rateLimits } from '@/db/schema'
+import { rateLimits } from '@/lib/db/schema'
 import type { Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 

@@ -6,9 +6,9 @@
  */
 import { RateLimiterDrizzle, RateLimiterRes } from 'rate-limiter-flexible'
 import { A2Error } from '@/lib/a2'
-import { getStore } from '@/db'
+import { getStore } from '@/lib/db'
 import type { Store } from '@/lib/a2/server'
-import { rateLimits } from '@/db/schema'
+import { rateLimits } from '@/lib/db/schema'
 import { env } from '@/lib/env'
 
 export type LimitName = 'identitiesByAddress' | 'pushesByAddress' | 'pushesByUser' | 'generationsByAddress' | 'generationsByUser'

@@ -3,7 +3,6 @@
  * The cause is kept, never swallowed.
  */
 import { brandOf, BrandedError } from './brand'
-import { errorBody, type ErrorBody } from './wire'
 
 export const errorStatus = {
   bad_request: 400,
@@ -63,4 +62,13 @@ export class A2Error extends BrandedError {
 
 export function isA2Error(error: unknown, code?: A2ErrorCode): error is A2Error {
   return error instanceof A2Error && (code === undefined || error.code === code)
+}
+
+/** `{ error: { code, message, details? } }`: every 4xx and 5xx body (PROTOCOL.md). `code` is an A2ErrorCode or `internal`. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown }
+}
+
+export function errorBody(code: string, message: string, details?: unknown): ErrorBody {
+  return { error: { code, message, ...(details ? { details } : {}) } }
 }

@@ -241,14 +241,10 @@ export function decodePushAnswer(value: unknown): PushAnswer {
 // ---------------------------------------------------------------------------------------
 // Errors (every 4xx and 5xx)
 
-/** `{ error: { code, message, details? } }`; `code` is an A2ErrorCode (errors.ts) or `internal`. */
-export interface ErrorBody {
-  error: { code: string; message: string; details?: unknown }
-}
-
-export function errorBody(code: string, message: string, details?: unknown): ErrorBody {
-  return { error: { code, message, ...(details ? { details } : {}) } }
-}
+// The body's shape lives beside the error class that serialises itself to it (errors.ts), so
+// errors.ts needs nothing from here and the modules import one way: wire → errors.
+export { errorBody, type ErrorBody } from './errors'
+import type { ErrorBody } from './errors'
 
 /** The error a refusal carries, or undefined when the body is not an ErrorBody (a proxy's HTML page). */
 export function decodeErrorBody(value: unknown): ErrorBody['error'] | undefined {
