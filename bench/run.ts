@@ -6,8 +6,8 @@
  *                                 dropped at the end; workers on another process.
  *   npm run bench -- --pglite     what fits one process, on an in-memory PGlite.
  *   npm run bench -- --only=1,4   some figures only (1 stop, 2 tokens, 3 append, 4 claim,
- *                                 5 memory, 6 scale, 7 takeover, 8 long sessions; 7 is
- *                                 Postgres only).
+ *                                 5 memory, 6 scale, 7 takeover, 8 long sessions, 9 Stop
+ *                                 from the browser's send; 7 and 9 are Postgres only).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
@@ -35,6 +35,7 @@ import { claimFigure, type ClaimFigure } from './figures/claim'
 import { memoryFigure, type MemoryFigure } from './figures/memory'
 import { takeoverFigure, type TakeoverFigure, type TakeoverPart } from './figures/takeover'
 import { longSessionFigure, type LongSessionLevel } from './figures/long-sessions'
+import { stopSendFigure, type StopSendFigure } from './figures/stop-send'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -69,6 +70,7 @@ interface Results {
     memory?: MemoryFigure
     takeover?: TakeoverFigure
     longSessions?: LongSessionLevel[]
+    stopSend?: StopSendFigure
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -152,7 +154,7 @@ async function main(): Promise<number> {
   }
 
   // Figures 1, 2, 6: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6) || wants(8)) {
+  if (wants(1) || wants(2) || wants(6) || wants(8) || (wants(9) && kind === 'postgres')) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -184,6 +186,11 @@ async function main(): Promise<number> {
           Date.now() + 90_000,
           kind === 'postgres' ? 15_000 : 10_000,
         ),
+      )
+    }
+    if (wants(9) && kind === 'postgres') {
+      results.figures.stopSend = await phase("9 Stop from the browser's send", () =>
+        stopSendFigure(rig!, { databaseUrl: db!.url, stops: 100, chats: 10, deadline: Date.now() + 45_000 }),
       )
     }
     if (wants(8)) {
@@ -342,6 +349,12 @@ function rowsOf(r: Results): Row[] {
     out.push(row(`6 stop p99 ${at}`, 'ms', level.stop.ours.p99, level.stop.baseline.p99))
     out.push(row(`6 token p50 ${at}`, 'ms', level.token.ours.p50, level.token.baseline.p50))
     out.push(row(`6 token p99 ${at}`, 'ms', level.token.ours.p99, level.token.baseline.p99))
+  }
+  if (f.stopSend) {
+    const s = f.stopSend
+    const local = { baselineLabel: '(local abort)' }
+    out.push(row('9 Stop, push route called → upstream closed p50', 'ms', s.ours.p50, s.baseline.p50, { ...local, target: { op: '<=', value: 5 }, note: `${s.ours.n} stops, ${s.chats} chats at once; the route answered p50 ${fmt(s.route.p50)} ms` }))
+    out.push(row('9 Stop, push route called → upstream closed p99', 'ms', s.ours.p99, s.baseline.p99, { ...local, target: { op: '<=', value: 15 } }))
   }
   for (const level of f.longSessions ?? []) {
     const fresh = { baselineLabel: '(fresh session)' }
