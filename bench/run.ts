@@ -353,7 +353,13 @@ function rowsOf(r: Results): Row[] {
   if (f.stopSend) {
     const s = f.stopSend
     const local = { baselineLabel: '(local abort)' }
-    out.push(row('9 Stop, push route called → upstream closed p50', 'ms', s.ours.p50, s.baseline.p50, { ...local, target: { op: '<=', value: 5 }, note: `${s.ours.n} stops, ${s.chats} chats at once; the route answered p50 ${fmt(s.route.p50)} ms` }))
+    out.push(
+      row('9 Stop, push route called → upstream closed p50', 'ms', s.ours.p50, s.baseline.p50, {
+        ...local,
+        target: { op: '<=', value: 5 },
+        note: `${s.ours.n} stops, ${s.chats} chats at once; the route answered p50 ${fmt(s.route.p50)} ms`,
+      }),
+    )
     out.push(row('9 Stop, push route called → upstream closed p99', 'ms', s.ours.p99, s.baseline.p99, { ...local, target: { op: '<=', value: 15 } }))
   }
   for (const level of f.longSessions ?? []) {

@@ -50,16 +50,26 @@ async function stopThroughRoute(rig: ChatRig, routes: Routes, pointMs: () => num
   await until(() => request.tokensSent >= 1, 20_000, 'first upstream token', 2)
   await sleep(pointMs())
   const called = performance.now()
-  const stopped = await routes.push(user.sessionId, user.cookie, JSON.stringify({ id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: 1 } }))
+  const stopped = await routes.push(
+    user.sessionId,
+    user.cookie,
+    JSON.stringify({ id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: 1 } }),
+  )
   const answered = performance.now()
   if (stopped.status !== 201) throw new Error(`the Stop answered ${stopped.status}: ${await stopped.text()}`)
   await within(request.closed, 15_000, 'upstream request to close after Stop')
   return { fromCalled: request.closedAt! - called, routeMs: answered - called, closedEarly: request.closedEarly }
 }
 
-export async function stopSendFigure(rig: ChatRig, options: { databaseUrl: string; stops: number; chats: number; deadline: number }): Promise<StopSendFigure> {
+export async function stopSendFigure(
+  rig: ChatRig,
+  options: { databaseUrl: string; stops: number; chats: number; deadline: number },
+): Promise<StopSendFigure> {
   // The routes' own chat server pushes into the rig's database; the rig's worker process runs the answers.
-  const routes = await loadRoutes({ databaseUrl: options.databaseUrl, env: { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: rig.upstream.url, OPENAI_MODEL: 'bench' } })
+  const routes = await loadRoutes({
+    databaseUrl: options.databaseUrl,
+    env: { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: rig.upstream.url, OPENAI_MODEL: 'bench' },
+  })
   const point = () => randomBetween(0, 60)
   await runPool(4, 4, () => stopThroughRoute(rig, routes, point)) // warm-up: route modules, pools, JIT
   await rig.settled()
