@@ -4,6 +4,7 @@
  * `sseResponse` serves it over real HTTP), at 1 and at 100 concurrent streams, 50 tokens/s
  * each. Baseline: a route that pipes streamText straight to the client as SSE.
  */
+import { performance } from 'node:perf_hooks'
 import type { ChatRig, CpuSample } from '../lib/rig'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
@@ -19,6 +20,11 @@ export interface TokenLevel extends LogPath {
   baseline: Summary
   lost: { ours: number; baseline: number }
   cpu: { ours: CpuSample; baseline: CpuSample }
+  /**
+   * CPU time per token received, all processes together (this one — the upstream stand-in,
+   * the HTTP server and its SSE clients —, the worker child and Postgres's backends), in µs.
+   */
+  cpuPerToken: { ours: number; baseline: number }
   errors?: string
 }
 
@@ -38,6 +44,7 @@ export async function tokenFigure(
       const outcomes: ChatOutcome[] = []
       const errors: unknown[] = []
       await rig.cpu()
+      const started = performance.now()
       // Once a level has started, both sides run at least one round: ours always has its baseline.
       for (let round = 0; round < level.rounds && (round === 0 || Date.now() < deadline); round++) {
         // Random phase: streams start spread over 500 ms, as independent users would.
@@ -49,7 +56,12 @@ export async function tokenFigure(
         errors.push(...r.errors)
         await rig.settled().catch((error) => errors.push(error))
       }
-      return { outcomes, errors, failed: errors.length, cpu: await rig.cpu() }
+      const cpu = await rig.cpu()
+      const wallMs = performance.now() - started
+      const tokens = sum(outcomes.map((o) => o.latencies.length))
+      // pct is % of one core over the phase: pct/100 × wall ms × 1000 = µs of CPU.
+      const busyPct = cpu.parentPct + (cpu.workerPct ?? 0) + (cpu.postgresPct ?? 0)
+      return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN }
     }
     const ours = await run(chatThroughLog)
     const base = await run(chatDirect)
@@ -61,6 +73,7 @@ export async function tokenFigure(
       baseline: summarize(base.outcomes.flatMap((o) => o.latencies)),
       lost: { ours: sum(ours.outcomes.map((o) => o.lost)), baseline: sum(base.outcomes.map((o) => o.lost)) },
       cpu: { ours: ours.cpu, baseline: base.cpu },
+      cpuPerToken: { ours: ours.cpuPerToken, baseline: base.cpuPerToken },
       ...summarizeLogPath(ours.outcomes),
       errors: firstError([...ours.errors, ...base.errors]),
     })
