@@ -6,6 +6,7 @@ import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
 import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
 import { ThemeToggle } from './theme-toggle'
+import { useDocumentTitle } from './document-title'
 
 /**
  * The product frame: sidebar (a drawer on narrow screens, collapsible on wide ones),
@@ -215,23 +216,6 @@ function UndoToast({ pending }: { pending: PendingDelete }) {
       </button>
     </div>
   )
-}
-
-/**
- * Sets the tab's title while mounted. Next writes the route's metadata title on navigation,
- * possibly after this effect ran, so a change to <head> puts ours back.
- */
-function useDocumentTitle(title: string | undefined) {
-  useEffect(() => {
-    if (title === undefined) return
-    const apply = () => {
-      if (document.title !== title) document.title = title
-    }
-    apply()
-    const observer = new MutationObserver(apply)
-    observer.observe(document.head, { childList: true, subtree: true, characterData: true })
-    return () => observer.disconnect()
-  }, [title])
 }
 
 function safeDecode(value: string): string {

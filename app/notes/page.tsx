@@ -2,6 +2,7 @@
 /** The notes the assistant saved (say "remember that …" in a chat). */
 import Link from 'next/link'
 import { useEffect, useState } from 'react'
+import { useDocumentTitle } from '@/components/document-title'
 
 interface Note {
   idempotencyKey: string
@@ -13,6 +14,7 @@ interface Note {
 export default function NotesPage() {
   const [notes, setNotes] = useState<Note[]>()
   const [error, setError] = useState<string>()
+  useDocumentTitle('a2 chat')
   useEffect(() => {
     fetch('/api/notes')
       .then(async (r) => {

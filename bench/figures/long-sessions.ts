@@ -6,10 +6,9 @@
  * written straight into the log (appending 100k events one by one would take minutes).
  */
 import { performance } from 'node:perf_hooks'
-import { sql } from 'drizzle-orm'
 import type { ChatRig, CpuSample } from '../lib/rig'
 import { OWNER, openSse } from '../lib/http'
-import { rows } from '../lib/db'
+import { seedLongHistory } from '@/test/long-history'
 import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
@@ -26,37 +25,10 @@ export interface LongSessionLevel {
   cpu: CpuSample
 }
 
-const EVENTS_PER_ANSWER = 22 // message, generate, 19 chunks, finished
-
 /** Writes `answers` answered messages (or, with `messagesOnly`, that many user messages) into a new session. */
 async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promise<{ id: string; head: number; lastAnswer?: string }> {
   const { id } = await rig.chat.sessions.create(OWNER)
-  if (messagesOnly) {
-    await rows(
-      rig.store,
-      sql`insert into a2_events (session_id, index, id, type, payload)
-      select ${id}, g, 'e' || g, 'message', jsonb_build_object('text', 'message ' || g) from generate_series(0, ${answers - 1}) g`,
-    )
-    await rows(rig.store, sql`update a2_sessions set head = ${answers} where id = ${id}`)
-    return { id, head: answers }
-  }
-  const total = answers * EVENTS_PER_ANSWER
-  await rows(
-    rig.store,
-    sql`insert into a2_events (session_id, index, id, type, payload)
-        select ${id}, g, 'e' || g,
-          case when g % 22 = 0 then 'message' when g % 22 = 1 then 'generate' when g % 22 = 21 then 'finished' else 'chunk' end,
-          case
-            when g % 22 = 0 and g = 0 then jsonb_build_object('text', 'question ' || g / 22)
-            when g % 22 = 0 then jsonb_build_object('text', 'question ' || g / 22, 'after', 'e' || (g - 21))
-            when g % 22 = 1 then jsonb_build_object('for', 'e' || (g - 1))
-            when g % 22 = 21 then jsonb_build_object('of', 'e' || (g - 20), 'attempt', 1, 'reason', 'stop')
-            else jsonb_build_object('of', 'e' || (g - g % 22 + 1), 'attempt', 1, 'delta', 'a token of some answer ')
-          end
-        from generate_series(0, ${total - 1}) g`,
-  )
-  await rows(rig.store, sql`update a2_sessions set head = ${total} where id = ${id}`)
-  return { id, head: total, lastAnswer: `e${total - 21}` }
+  return { id, ...(await seedLongHistory(rig.store, id, { answers, messagesOnly, delta: 'a token of some answer ' })) }
 }
 
 /** Opening the chat as the snapshot route does it: the fold and its JSON. */

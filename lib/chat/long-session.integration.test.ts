@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { createServer, type Store } from '@/lib/a2/server'
 import { query } from '@/lib/a2/testing'
+import { seedLongHistory } from '@/test/long-history'
 import { layers, useTestStore } from '@/test/db'
 import { waitUntil } from '@/test/runtime'
 import { createOfflineModel, offlineAnswer } from '@/lib/ai/offline-model'
@@ -20,31 +21,6 @@ import { foldChat, type AnswerTurn } from './reducer'
 
 /** 2,500 answers of 19 chunks: 55k events, past the size where the old fold lost its lease. */
 const ANSWERS = 2_500
-const EVENTS_PER_ANSWER = 22
-
-/**
- * Writes a realistic history straight into the log (an append per event would take minutes):
- * per answer a message (following the previous answer), its generate, 19 chunks, finished.
- */
-async function seedLongHistory(store: Store, sessionId: string): Promise<number> {
-  const total = ANSWERS * EVENTS_PER_ANSWER
-  await query(
-    store.db,
-    sql`insert into a2_events (session_id, index, id, type, payload)
-        select ${sessionId}, g, 'e' || g,
-          case when g % 22 = 0 then 'message' when g % 22 = 1 then 'generate' when g % 22 = 21 then 'finished' else 'chunk' end,
-          case
-            when g % 22 = 0 and g = 0 then jsonb_build_object('text', 'question ' || g / 22)
-            when g % 22 = 0 then jsonb_build_object('text', 'question ' || g / 22, 'after', 'e' || (g - 21))
-            when g % 22 = 1 then jsonb_build_object('for', 'e' || (g - 1))
-            when g % 22 = 21 then jsonb_build_object('of', 'e' || (g - 20), 'attempt', 1, 'reason', 'stop')
-            else jsonb_build_object('of', 'e' || (g - g % 22 + 1), 'attempt', 1, 'delta', 'word ')
-          end
-        from generate_series(0, ${total - 1}) g`,
-  )
-  await query(store.db, sql`update a2_sessions set head = ${total} where id = ${sessionId}`)
-  return total
-}
 
 describe.each(layers)('a long session on %s', (kind) => {
   const testStore = useTestStore(kind)
@@ -62,7 +38,7 @@ describe.each(layers)('a long session on %s', (kind) => {
     }
     const server = createServer({ contract: chat, consumers: [generateConsumer({ model: recording, notes: noteOutbox(store) })], store })
     const { id } = await server.sessions.create('erin')
-    const head = await seedLongHistory(store, id)
+    const { head } = await seedLongHistory(store, id, { answers: ANSWERS })
     await server.startWorker({ pollMs: 50 })
     try {
       const lastAnswer = `e${head - 21}`
