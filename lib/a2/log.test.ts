@@ -3,6 +3,7 @@ import { createServer, type Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { countingStore } from '@/test/counting-store'
+import { waitUntil } from '@/test/runtime'
 import { isA2Error } from '@/lib/a2'
 import { query } from './internal/store'
 import { sql } from 'drizzle-orm'
@@ -92,7 +93,17 @@ describe.each(layers)('the log on %s', (kind) => {
       }
     })()
     if (kind === 'postgres') {
-      await new Promise((r) => setTimeout(r, 300))
+      // B's statement is queued behind A's row lock (a backend of this database waits on a Lock).
+      await waitUntil(
+        async () =>
+          (
+            await query<{ n: number }>(
+              store.db,
+              sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+            )
+          )[0].n > 0,
+        'B to wait on the row lock',
+      )
       expect(bDone).toBe(false) // B waits on A's row lock
       expect(seen).toEqual([]) // and nothing is visible yet
     }

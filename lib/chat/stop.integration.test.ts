@@ -62,7 +62,8 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     const run = await waitForRun(store(), { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'CANCELLED')
     expect(run.attempt).toBe(1)
     const settled = await server.read(id, 'alice', { limit: 10_000 })
-    await new Promise((r) => setTimeout(r, 300))
+    // Once the worker has stopped, every attempt it ran has returned: a late write would be in the log by now.
+    await server.stopWorkers()
     const later = await server.read(id, 'alice', { limit: 10_000 })
     expect(later.length).toBe(settled.length) // nothing lands after the run returned
 
