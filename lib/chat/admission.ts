@@ -9,7 +9,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'
-import type { A2Server, Executor } from '@/lib/a2/server'
+import type { A2Server, Executor, PushFound } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'
 import type { Chat } from './contract'
@@ -29,16 +29,30 @@ const REFERENCES: Record<string, Array<[field: string, type: string]>> = {
 /** 5 s: roughly how long an answer takes to finish or be stopped, freeing a place. */
 const BUSY_RETRY_MS = 5_000
 
-export async function admitChatPush(server: A2Server<Chat>, sessionId: string, owner: string, inputs: readonly Input[]): Promise<void> {
-  const named = inputs.flatMap((input) => (REFERENCES[input.type] ?? []).map(([field]) => (input.payload as Record<string, unknown>)[field]))
-  const ids = [...new Set([...inputs.flatMap((i) => (i.id ? [i.id] : [])), ...named.filter((v): v is string => typeof v === 'string')])]
-  const inLog = new Map((await server.eventsById(sessionId, owner, ids)).map((event) => [event.id, event.type as string]))
+/** The ids a push's events refer to (what `admitChatPush` checks): handed to `push` as `refersTo`. */
+export function referencedIds(inputs: readonly Input[]): string[] {
+  return inputs.flatMap((input) =>
+    (REFERENCES[input.type] ?? []).flatMap(([field]) => {
+      const target = (input.payload as Record<string, unknown>)[field]
+      return typeof target === 'string' ? [target] : []
+    }),
+  )
+}
+
+/**
+ * Admits a push on what one read of the session found (`found`: the events with the pushed and
+ * referenced ids, the runs still running); only a push that asks for answers reads more (the
+ * concurrency caps and the token budget). A Stop costs no read of its own.
+ */
+export async function admitChatPush(server: A2Server<Chat>, owner: string, inputs: readonly Input[], found: PushFound<Chat>): Promise<void> {
+  const inLog = new Map(found.events.map((event) => [event.id, event.type as string]))
   // A retry of a push that landed (every id already in the log) is answered by the append
   // as a duplicate, or refused there if its content differs: nothing new to admit.
   if (inputs.length > 0 && inputs.every((input) => input.id && inLog.has(input.id))) return
 
-  const open = await server.runs.open({ consumer: 'generate', sessionId })
-  const running = new Map(open.map((run) => [run.eventId, (run.payload as { for: string }).for]))
+  const running = new Map(
+    found.running.filter((run) => run.consumer === 'generate').map((run) => [run.eventId, (run.payload as { for: string }).for]),
+  )
   const known = new Map(inLog)
   let generations = 0
   for (const input of inputs) {

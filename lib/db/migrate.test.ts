@@ -24,6 +24,8 @@ const A2_IDS = MIGRATIONS.map((m) => m.id)
 /** The a2 migrations that map onto old 0000–0004 (tables) and 0001–0002 (functions); 3 and 4 are old 0006 and 0007. */
 const BEFORE_CHECKPOINTS = [1, 2]
 const AFTER_SPENT_TOKENS = [3, 4]
+/** a2 migrations written after the old layout ended (its last is old 0007 = a2's 4): applied, never baselined. */
+const SINCE_OLD_LAYOUT = A2_IDS.filter((id) => id > 4)
 
 const rows = <Row>(store: Store, statement: ReturnType<typeof sql>) => query<Row>(store.db, statement)
 /**
@@ -103,7 +105,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
       expect(drizzleRows).toBe(8)
 
       // What the app does at start: a2's migrations, then its own. Nothing runs.
-      expect(await migrate(store)).toEqual({ applied: [], baselined: A2_IDS })
+      expect(await migrate(store)).toEqual({ applied: SINCE_OLD_LAYOUT, baselined: A2_IDS.filter((id) => id <= 4) })
       expect(await migrateApp(store)).toEqual([])
       expect(await migrate(store)).toEqual({ applied: [], baselined: [] })
 
@@ -165,7 +167,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
       const server = createServer({ contract: testContract, consumers: [], store })
       const { id } = await server.sessions.create('u1')
       await server.append(id, { type: 'message', payload: { text: 'from before' } })
-      expect(await migrate(store)).toEqual({ applied: AFTER_SPENT_TOKENS, baselined: BEFORE_CHECKPOINTS })
+      expect(await migrate(store)).toEqual({ applied: [...AFTER_SPENT_TOKENS, ...SINCE_OLD_LAYOUT], baselined: BEFORE_CHECKPOINTS })
       expect(await migrateApp(store)).toEqual([])
       expect((await server.read(id, 'u1')).map((e) => e.payload)).toEqual([{ text: 'from before' }])
       const fresh = await open()
@@ -180,7 +182,7 @@ describe.each(layers)('a database made by the old layout, on %s', (kind) => {
     async () => {
       const store = await open()
       await migrateLegacy(store, 5)
-      expect(await migrate(store)).toEqual({ applied: AFTER_SPENT_TOKENS, baselined: BEFORE_CHECKPOINTS })
+      expect(await migrate(store)).toEqual({ applied: [...AFTER_SPENT_TOKENS, ...SINCE_OLD_LAYOUT], baselined: BEFORE_CHECKPOINTS })
       const [spentTokens] = JSON.parse(readFileSync(path.join(APP, 'meta', '_journal.json'), 'utf8')).entries.slice(-1)
       expect(await migrateApp(store)).toEqual([spentTokens.when])
       const [{ exists }] = await rows<{ exists: boolean }>(store, sql`select to_regclass('spent_tokens') is not null as exists`)

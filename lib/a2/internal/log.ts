@@ -13,34 +13,13 @@ import { encodeHint, encodeHintEvents, hintEventsSql, JOBS_CHANNEL, MAX_CANCELS_
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
+import { checkCaps, pushedBytes, sameEventsAgain } from './append-checks'
+import { appendInOneStatement } from './one-statement-append'
+import type { PushContext } from './push-context'
 import { LEASED, STOPPED, recordTransitions, type RunStatus, type Transition } from './transitions'
 
-export interface JobRoute {
-  consumer: string
-  lane: string | null
-  maxAttempts: number
-}
-export interface CancelRoute {
-  consumer: string
-  /** Absent: every earlier open job of the consumer is cancelled. */
-  predicate?: (event: A2Event, trigger: A2Event) => boolean
-}
-/** Which consumers an event type starts, and which it cancels. Built by the server from its consumers. */
-export interface Routing {
-  jobsFor(type: string): readonly JobRoute[]
-  cancelsFor(type: string): readonly CancelRoute[]
-}
-
-import type { Fence, ValidInput } from './types'
-export type { Fence, ValidInput } from './types'
-
-/** What one session may hold, checked under its row lock so concurrent pushes cannot overshoot. */
-export interface SessionCaps {
-  /** Events in the log (the server's too): an append past it is refused. */
-  maxEvents: number
-  /** Bytes of pushed payloads. */
-  maxPushedBytes: number
-}
+import type { Fence, Routing, SessionCaps, ValidInput } from './types'
+export type { CancelRoute, Fence, JobRoute, Routing, SessionCaps, ValidInput } from './types'
 
 export interface AppendOptions {
   /** Set for pushes: the session must belong to this owner. */
@@ -54,6 +33,8 @@ export interface AppendOptions {
    * it commit together (a job's FAILED status and its `a2.failed` event).
    */
   within?: (tx: Executor) => Promise<void>
+  /** The session as a push read it before its admission (push-context.ts): the one-statement append reuses it. */
+  context?: PushContext
 }
 
 export interface AppendResult {
@@ -63,12 +44,15 @@ export interface AppendResult {
 }
 
 /**
- * A server's step batch (no ids, nothing to start or cancel, no `within`) goes to the
- * cross-session group commit (steps.ts). Everything else is one transaction, where round
- * trips matter most: the session's row lock is held from the first statement to the commit,
- * so every round trip is a wait for the next append in that session (a Stop queued behind
- * another push). It is four — lock and reserve, fence and admission, insert and notify,
- * commit — where it was eight (bench: append p50 ~4 ms → ~1 ms with one writer on Postgres).
+ * Three ways in, by what the append carries:
+ * - a server's step batch (no ids, nothing to start or cancel, no `within`) goes to the
+ *   cross-session group commit (steps.ts);
+ * - pushes and other appends without a fence or `within` go in one statement
+ *   (one-statement-append.ts): a Stop is one round trip;
+ * - the rest (a fenced append, a status change that commits with its event, and whatever the
+ *   one statement sends back as stale) is one transaction, where round trips matter most: the
+ *   session's row lock is held from the first statement to the commit, so every round trip is
+ *   a wait for the next append in that session.
  */
 export async function append(
   store: Store,
@@ -81,6 +65,10 @@ export async function append(
   const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
   if (!routed && options.owner === undefined && !options.within && inputs.every((input) => !input.id)) {
     return { events: await appendSteps(store, sessionId, inputs, options.fence), duplicate: false }
+  }
+  if (!options.fence && !options.within && inputs.every((input) => !input.stepOf)) {
+    const done = await appendInOneStatement(store, routing, sessionId, inputs, options)
+    if (done !== 'unsupported' && done !== 'stale') return done
   }
   try {
     return await store.db.transaction(async (tx) => {
@@ -133,24 +121,6 @@ export async function append(
   }
 }
 
-/** What a push adds to the session's pushed bytes: its payloads as JSON. */
-function pushedBytes(inputs: readonly ValidInput[]): number {
-  return inputs.reduce((sum, input) => sum + Buffer.byteLength(JSON.stringify(input.payload ?? null)), 0)
-}
-
-function checkCaps(caps: SessionCaps, head: number, bytes: number): void {
-  if (head > caps.maxEvents) {
-    throw new A2Error('session_full', `this chat holds its limit of ${caps.maxEvents} events: start a new chat`, {
-      details: { maxEvents: caps.maxEvents },
-    })
-  }
-  if (bytes > caps.maxPushedBytes) {
-    throw new A2Error('session_full', `this chat holds its limit of ${caps.maxPushedBytes} bytes of messages: start a new chat`, {
-      details: { maxPushedBytes: caps.maxPushedBytes },
-    })
-  }
-}
-
 /** Thrown inside the transaction to roll back a push whose ids were all already in the log. */
 class DuplicatePush extends Error {
   constructor(readonly events: A2Event[]) {
@@ -192,31 +162,7 @@ async function findDuplicates(tx: Executor, sessionId: string, inputs: readonly 
     sql`select ${EVENT_COLUMNS} from a2_events where session_id = ${sessionId} and id in ${ids} order by index`,
   )
   if (existing.length === 0) return undefined
-  if (existing.length !== inputs.length) throw new A2Error('conflict', 'some of these event ids are already in the log and some are not')
-  // A repeat is the same events again (a retry after a lost answer); the same id with other
-  // content is a different request, and answering it as a duplicate would drop it silently.
-  const byId = new Map(existing.map((row) => [row.id, row]))
-  for (const input of inputs) {
-    const stored = byId.get(input.id!)
-    if (!stored || stored.type !== input.type || !sameJson(stored.payload, input.payload ?? null)) {
-      throw new A2Error('conflict', `event id "${input.id}" is already in the log with other content`)
-    }
-  }
-  return existing.map(eventFromRow)
-}
-
-/** Structural equality of two JSON values; object key order does not count (jsonb reorders keys). */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
-  if (Array.isArray(a) !== Array.isArray(b)) return false
-  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((item, i) => sameJson(item, (b as unknown[])[i]))
-  const keysA = Object.keys(a)
-  const keysB = Object.keys(b)
-  return (
-    keysA.length === keysB.length &&
-    keysA.every((key) => Object.hasOwn(b, key) && sameJson((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
-  )
+  return sameEventsAgain(existing.map(eventFromRow), inputs)
 }
 
 /**

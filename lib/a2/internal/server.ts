@@ -32,9 +32,9 @@ import { foldSession, type Fold, type Folded } from './checkpoints'
 import { Worker, type WorkerOptions } from './worker'
 import { DEFAULT_MAX_ATTEMPTS } from './host'
 import { busFor } from './bus'
-import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { pushedEvents } from './wire'
 import { operator } from './operator'
+import { readPushContext, type PushContext } from './push-context'
 
 /** Most events one push may carry: a message and its generate request fit many times over. */
 export const MAX_EVENTS_PER_PUSH = 20
@@ -71,6 +71,14 @@ export function buildRouting(consumers: ReadonlyArray<Consumer<any, any>>): Rout
     jobsFor: (type) => jobs.get(type) ?? [],
     cancelsFor: (type) => cancels.get(type) ?? [],
   }
+}
+
+/** What a push's admission is handed (`push(…, { admit })`). */
+export interface PushFound<C extends Contract = Contract> {
+  /** The session's events with the pushed ids and the `refersTo` ids. */
+  events: Array<EventOf<C>>
+  /** Runs still running in the session (queued, streaming or being cancelled), with the event that started each. */
+  running: Array<{ jobId: number; consumer: string; eventId: string; payload: unknown }>
 }
 
 export function createServer<C extends Contract>(options: ServerOptions<C>) {
@@ -125,11 +133,15 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       body: unknown,
       pushOptions: {
         caps?: SessionCaps
+        /** Ids of other events the admission needs to see (what the pushed events refer to). */
+        refersTo?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>) => readonly string[]
         /**
          * The app's own admission, after validation and before the append: a throw refuses
-         * the push with nothing written (references to other events, concurrency caps).
+         * the push with nothing written (references to other events, concurrency caps). It is
+         * handed what one read of the session found: the events with the pushed ids and the
+         * `refersTo` ids, and the runs still running (queued, streaming or being cancelled).
          */
-        admit?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>) => Promise<void>
+        admit?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>, found: PushFound<C>) => Promise<void>
       } = {},
     ): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
       checkJsonValue(body)
@@ -141,8 +153,17 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       const inputs = list.map((input) => prepare(input, 'browser'))
       const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
       if (new Set(ids).size !== ids.length) throw new A2Error('bad_request', 'each event in one push needs its own id')
-      await pushOptions.admit?.(inputs)
-      const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps })
+      let context: PushContext | undefined
+      if (pushOptions.admit) {
+        const named = [...ids, ...(pushOptions.refersTo?.(inputs) ?? [])]
+        context = await readPushContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
+        const running = context.openRuns.filter((run) => run.status !== 'UNKNOWN')
+        await pushOptions.admit(inputs, {
+          events: context.events as Array<EventOf<C>>,
+          running: running.map((run) => ({ jobId: run.jobId, consumer: run.consumer, eventId: run.trigger.id, payload: run.trigger.payload })),
+        })
+      }
+      const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps, context })
       return { events: result.events as Array<EventOf<C>>, duplicate: result.duplicate }
     },
 
@@ -161,38 +182,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       return foldSession(store, sessionId, reducer, { before: Math.min(options.before ?? session.head, session.head) })
     },
 
-    /** The events with these ids in the owner's session (any order; missing ids are left out). */
-    async eventsById(sessionId: string, owner: string, ids: readonly string[]): Promise<Array<EventOf<C>>> {
-      await getOwnedSession(store, sessionId, owner)
-      if (ids.length === 0) return []
-      const rows = await query<EventRow>(
-        store.db,
-        sql`select ${EVENT_COLUMNS} from a2_events
-            where session_id = ${sessionId} and id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
-      )
-      return rows.map(eventFromRow) as Array<EventOf<C>>
-    },
-
     runs: {
-      /**
-       * Runs of `consumer` still running (queued, streaming or being cancelled), with the
-       * event that started each: of one session, of every session an owner holds, or of all.
-       */
-      async open(filter: {
-        consumer: string
-        sessionId?: string
-        owner?: string
-      }): Promise<Array<{ jobId: number; eventId: string; payload: unknown }>> {
-        const rows = await query<{ id: number; event_id: string; payload: unknown }>(
-          store.db,
-          sql`select j.id, j.event_id, e.payload
-              from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
-              where j.consumer = ${filter.consumer} and j.status in ${LEASED}
-                ${filter.sessionId !== undefined ? sql`and j.session_id = ${filter.sessionId}` : sql``}
-                ${filter.owner !== undefined ? sql`and j.session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
-        )
-        return rows.map((r) => ({ jobId: Number(r.id), eventId: r.event_id, payload: r.payload }))
-      },
       /** How many runs of `consumer` are running, of one owner or of everyone: what a concurrency cap counts. */
       async countOpen(filter: { consumer: string; owner?: string }): Promise<number> {
         const [row] = await query<{ n: number }>(

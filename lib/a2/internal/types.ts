@@ -57,3 +57,27 @@ export interface Folded<S> {
   /** The index of the last event folded in: -1 for none. A tail continues after it. */
   lastSeenIndex: number
 }
+
+export interface JobRoute {
+  consumer: string
+  lane: string | null
+  maxAttempts: number
+}
+export interface CancelRoute {
+  consumer: string
+  /** Absent: every earlier open job of the consumer is cancelled. */
+  predicate?: (event: A2Event, trigger: A2Event) => boolean
+}
+/** Which consumers an event type starts, and which it cancels. Built by the server from its consumers. */
+export interface Routing {
+  jobsFor(type: string): readonly JobRoute[]
+  cancelsFor(type: string): readonly CancelRoute[]
+}
+
+/** What one session may hold, checked under its row lock so concurrent pushes cannot overshoot. */
+export interface SessionCaps {
+  /** Events in the log (the server's too): an append past it is refused. */
+  maxEvents: number
+  /** Bytes of pushed payloads. */
+  maxPushedBytes: number
+}

@@ -7,6 +7,7 @@ import tables from './0001_tables'
 import appendFunctions from './0002_append_functions'
 import checkpoints from './0003_checkpoints'
 import laneHeads from './0004_lane_heads'
+import pushFunction from './0006_push_function'
 
 export interface Migration {
   id: number
@@ -19,4 +20,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 2, name: 'append_functions', sql: appendFunctions },
   { id: 3, name: 'checkpoints', sql: checkpoints },
   { id: 4, name: 'lane_heads', sql: laneHeads },
+  { id: 6, name: 'push_function', sql: pushFunction },
 ]

@@ -6,7 +6,7 @@
  */
 import { sseResponse } from '@/lib/a2/server'
 import { getChatServer } from '@/lib/chat/server'
-import { admitChatPush } from '@/lib/chat/admission'
+import { admitChatPush, referencedIds } from '@/lib/chat/admission'
 import { decimal, parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 import { take } from '@/lib/http/limits'
 import { clientAddress } from '@/lib/http/request-facts'
@@ -25,14 +25,15 @@ export async function POST(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const address = clientAddress(request)
-    await take('pushesByAddress', address)
-    await take('pushesByUser', userId)
+    // Two limits, two rows: taken at once (a Stop waits for one round trip, not two).
+    await Promise.all([take('pushesByAddress', address), take('pushesByUser', userId)])
     const body = await readBody(request, MAX_BODY_BYTES)
     const { server } = await getChatServer()
     const { events, duplicate } = await server.push(id, userId, body, {
       caps: { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION },
-      admit: async (inputs) => {
-        await admitChatPush(server, id, userId, inputs)
+      refersTo: referencedIds,
+      admit: async (inputs, found) => {
+        await admitChatPush(server, userId, inputs, found)
         const generations = inputs.filter((input) => input.type === 'generate').length
         await take('generationsByAddress', address, generations)
         await take('generationsByUser', userId, generations)

@@ -1,0 +1,86 @@
+/**
+ * What an append reads before it writes, in one statement and without a lock: the session
+ * (its owner, and its head for the events' provisional indexes), the events a push names by
+ * id, and the session's open runs with the events that started them. A push's admission
+ * decides on it (references, "already running"), and the one-statement append evaluates
+ * abortOn predicates on its open runs; the append then re-checks under the session's lock
+ * that no run opened since (one-statement-append.ts).
+ */
+import { sql } from 'drizzle-orm'
+import type { A2Event } from './contract'
+import { A2Error } from './errors'
+import { eventFromRow, type EventRow } from './event-row'
+import { query, type Executor } from './store'
+import { OPEN, type RunStatus } from './transitions'
+
+export interface OpenRunRead {
+  jobId: number
+  consumer: string
+  status: RunStatus
+  /** A cancel is already recorded against it (an UNKNOWN run that was stopped). */
+  cancelled: boolean
+  /** The event that started the run: what an abortOn predicate compares with. */
+  trigger: A2Event
+}
+
+export interface PushContext {
+  head: number
+  /** The session's events with the ids asked for (missing ids are left out). */
+  events: A2Event[]
+  /** Runs not yet settled (OPEN_STATUSES), in job id order. */
+  openRuns: OpenRunRead[]
+}
+
+const EVENT_JSON = sql.raw(
+  `jsonb_build_object('id', e.id, 'session_id', e.session_id, 'index', e.index, 'type', e.type, 'payload', e.payload, 'created_at', e.created_at)`,
+)
+
+/** Reads a session's push context; `owner` set: someone else's session is `not_found`, like a missing one. */
+export async function readPushContext(
+  executor: Executor,
+  sessionId: string,
+  options: { owner?: string; ids?: readonly string[] } = {},
+): Promise<PushContext> {
+  const ids = options.ids ?? []
+  const [row] = await query<{ owner: string; head: number; events: EventRow[] | null; open: OpenRow[] | null }>(
+    executor,
+    sql`select s.owner, s.head,
+               ${
+                 ids.length > 0
+                   ? sql`(select jsonb_agg(${EVENT_JSON}) from a2_events e
+                          where e.session_id = s.id and e.id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`
+                   : sql`null::jsonb`
+               } as events,
+               (select jsonb_agg(jsonb_build_object('job', j.id, 'consumer', j.consumer, 'status', j.status,
+                                                    'cancelled', j.cancelled_by is not null, 'event', ${EVENT_JSON}) order by j.id)
+                from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
+                where j.session_id = s.id and j.status in ${OPEN}) as open
+        from a2_sessions s where s.id = ${sessionId}`,
+  )
+  if (!row || (options.owner !== undefined && row.owner !== options.owner)) throw new A2Error('not_found', 'no such session')
+  return {
+    head: row.head,
+    events: parsed(row.events).map(eventFromRow),
+    openRuns: parsed(row.open).map((r) => ({
+      jobId: Number(r.job),
+      consumer: r.consumer,
+      status: r.status,
+      cancelled: r.cancelled,
+      trigger: eventFromRow(r.event),
+    })),
+  }
+}
+
+interface OpenRow {
+  job: number
+  consumer: string
+  status: RunStatus
+  cancelled: boolean
+  event: EventRow
+}
+
+/** A jsonb column as the driver hands it: parsed by postgres-js and PGlite alike, or a string on a raw path. */
+function parsed<T>(value: T[] | string | null): T[] {
+  if (value === null) return []
+  return typeof value === 'string' ? (JSON.parse(value) as T[]) : value
+}

@@ -1,0 +1,241 @@
+/**
+ * Pushes that start and cancel runs, racing: fast-check generates batches of concurrent
+ * pushes and server appends — start an answer, Stop one (an abortOn predicate), start and
+ * Stop in one push, a reset (abortOn without a predicate), a retry of an earlier push — and
+ * its scheduler interleaves their statements (the read a push makes before it appends, the
+ * one-statement append, the transactional fallback's begin). On PGlite, and on Postgres when
+ * TEST_DATABASE_URL is set. A failure prints its seed; replay with FC_SEED=… (and FC_PATH=…).
+ *
+ * Invariants, against a model folded from the final log (whatever order the races chose):
+ *   1. the log is gapless, each id once;
+ *   2. a run is cancelled exactly when an event after its own matches its abortOn, by the
+ *      first such event (cancelled_by), with cancel_version 1;
+ *   3. each cancel has its one CANCEL_APPENDED history row, carrying the same event;
+ *   4. a retried push answers the events it first wrote (duplicate) and writes nothing.
+ * And over the whole run: the stale fallback (a run opened between a push's read and its
+ * append) was taken at least once, so it is explored, not assumed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { sql } from 'drizzle-orm'
+import { z } from 'zod'
+import { defineContract } from '@/lib/a2'
+import { consumer, createServer, type Store } from '@/lib/a2/server'
+import { query } from './internal/store'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+import { interceptStore } from '@/test/runtime'
+
+const RUNS = Number(process.env.FC_RUNS ?? 60)
+const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : process.env.FC_EXPLORE ? undefined : 20261202
+const PATH = process.env.FC_PATH
+
+const contract = defineContract({
+  events: {
+    generate: { schema: z.object({}).strict(), push: true },
+    cancelled: { schema: z.object({ of: z.string(), lastSeenIndex: z.number().int().min(-1) }), push: true },
+    reset: { schema: z.object({}).strict(), push: true },
+  },
+  maxPayloadBytes: 2048,
+})
+
+/** Stopped by the Stop that names it (a predicate); a second consumer of the same event, laned, stopped by any reset. */
+const consumers = [
+  consumer({ contract, name: 'answer', types: ['generate'], abortOn: { cancelled: (event, trigger) => event.payload.of === trigger.id } }).run(
+    async () => {},
+  ),
+  consumer({ contract, name: 'sweep', types: ['generate'], lane: 'one', abortOn: ['reset'] }).run(async () => {}),
+]
+
+type Via = 'push' | 'append'
+type Command =
+  | { kind: 'start'; via: Via }
+  | { kind: 'stop'; target: number; via: Via }
+  | { kind: 'startAndStop' }
+  | { kind: 'reset'; via: Via }
+  | { kind: 'retry'; which: number }
+
+const via = fc.constantFrom<Via>('push', 'append')
+const command: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('start' as const), via }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('stop' as const), target: fc.nat(8), via }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('startAndStop' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), via }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('retry' as const), which: fc.nat(8) }) },
+)
+const batches = fc.array(fc.array(command, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 4 })
+
+interface JobRow {
+  event_id: string
+  consumer: string
+  status: string
+  cancel_version: number
+  cancelled_by: { id: string; index: number; type: string } | null
+  transitions: Array<{ reason: string; from_status: string; to_status: string; detail: { id: string } }> | null
+}
+
+describe.each(layers)('pushes racing on %s', (kind) => {
+  let db: TestDb
+  let store: Store
+  beforeAll(async () => {
+    db = await createTestDb(kind)
+    store = await db.open({ max: 8 })
+  })
+  afterAll(async () => {
+    await db?.drop()
+  })
+
+  it('cancels exactly the runs a later event matches, whatever the interleaving, through the stale fallback too', async () => {
+    let staleFallbacks = 0
+    let session = 0
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), batches, async (scheduler, plan) => {
+        const sessionId = `push-${kind}-${++session}`
+        const owner = 'u'
+        let appendsInFlight = 0
+        let begins = 0
+        /** Pushes of several events (start and Stop together, and their retries): these take the transaction by design. */
+        let multi = 0
+        const raced = interceptStore(store, {
+          before: async (text) => {
+            if (text === 'begin') begins++
+            await scheduler.schedule(Promise.resolve(), text.replace(/\s+/g, ' ').slice(0, 50))
+          },
+        })
+        const server = createServer({ contract, consumers, store: raced })
+        await server.sessions.create(owner, { id: sessionId })
+        const started: string[] = []
+        const pushed: Array<{ body: unknown; first: Promise<Array<{ id: string; index: number }>> }> = []
+        let n = 0
+        const send = async (how: Via, events: Array<{ id: string; type: string; payload: unknown }>) => {
+          appendsInFlight++
+          try {
+            if (how === 'append') return await server.append(sessionId, ...(events as never[]))
+            // An admission that reads nothing of its own: the push's one read serves it.
+            const body = events.length === 1 ? events[0] : { events }
+            if (events.length > 1) multi++
+            const answer = server.push(sessionId, owner, body, { admit: async () => {} }).then((r) => r.events)
+            pushed.push({ body, first: answer })
+            return await answer
+          } finally {
+            appendsInFlight--
+          }
+        }
+        for (const batch of plan) {
+          const running = batch.map((cmd) => {
+            switch (cmd.kind) {
+              case 'start': {
+                const id = `g${++n}`
+                started.push(id)
+                return send(cmd.via, [{ id, type: 'generate', payload: {} }])
+              }
+              case 'stop': {
+                const of = started[cmd.target % Math.max(1, started.length)] ?? 'nobody'
+                return send(cmd.via, [{ id: `c${++n}`, type: 'cancelled', payload: { of, lastSeenIndex: 0 } }])
+              }
+              case 'startAndStop': {
+                const id = `g${++n}`
+                started.push(id)
+                return send('push', [
+                  { id, type: 'generate', payload: {} },
+                  { id: `c${++n}`, type: 'cancelled', payload: { of: id, lastSeenIndex: 0 } },
+                ])
+              }
+              case 'reset':
+                return send(cmd.via, [{ id: `r${++n}`, type: 'reset', payload: {} }])
+              case 'retry': {
+                const earlier = pushed[cmd.which % Math.max(1, pushed.length)]
+                if (!earlier) return Promise.resolve([])
+                if ('events' in (earlier.body as object)) multi++
+                return server.push(sessionId, owner, earlier.body, { admit: async () => {} }).then(async (again) => {
+                  // 4: a retry answers what the first push wrote, as a duplicate (or lands first, and the first is the duplicate).
+                  const first = await earlier.first
+                  expect(again.events.map((e) => [e.id, e.index])).toEqual(first.map((e) => [e.id, e.index]))
+                  return again.events
+                })
+              }
+            }
+          })
+          await scheduler.waitFor(Promise.all(running))
+        }
+        expect(appendsInFlight).toBe(0)
+        staleFallbacks += begins - multi
+
+        const log = await query<{ index: number; id: string; type: string; payload: { of?: string } }>(
+          store.db,
+          sql`select index, id, type, payload from a2_events where session_id = ${sessionId} order by index`,
+        )
+        // 1: gapless, each id once.
+        expect(log.map((e) => e.index)).toEqual(log.map((_, i) => i))
+        expect(new Set(log.map((e) => e.id)).size).toBe(log.length)
+        const [{ head }] = await query<{ head: number }>(store.db, sql`select head from a2_sessions where id = ${sessionId}`)
+        expect(head).toBe(log.length)
+
+        // The model: each run's first matching later event.
+        const expected = new Map<string, string | null>()
+        for (const event of log) {
+          if (event.type === 'generate') {
+            expected.set(`answer:${event.id}`, null)
+            expected.set(`sweep:${event.id}`, null)
+          }
+          const key = event.type === 'cancelled' ? `answer:${event.payload.of}` : undefined
+          if (key && expected.get(key) === null) expected.set(key, event.id)
+          if (event.type === 'reset') for (const [k, by] of expected) if (k.startsWith('sweep:') && by === null) expected.set(k, event.id)
+        }
+        const jobs = await query<JobRow>(
+          store.db,
+          sql`select j.event_id, j.consumer, j.status, j.cancel_version, j.cancelled_by,
+                     (select jsonb_agg(jsonb_build_object('reason', t.reason, 'from_status', t.from_status, 'to_status', t.to_status, 'detail', t.detail) order by t.id)
+                      from a2_job_transitions t where t.job_id = j.id) as transitions
+              from a2_jobs j where j.session_id = ${sessionId}`,
+        )
+        expect(jobs.length).toBe(expected.size)
+        for (const job of jobs) {
+          const by = expected.get(`${job.consumer}:${job.event_id}`)
+          const what = `${job.consumer} run of ${job.event_id} in ${log.map((e) => `${e.id}${e.payload.of ? `(${e.payload.of})` : ''}`).join(' ')}`
+          // 2: cancelled exactly by the first later event that matches it.
+          expect({ what, status: job.status, by: job.cancelled_by?.id ?? null, version: job.cancel_version }).toEqual({
+            what,
+            status: by ? 'CANCELLING' : 'ACTIVE',
+            by: by ?? null,
+            version: by ? 1 : 0,
+          })
+          // 3: one history row per cancel, carrying the event that cancelled it.
+          expect({ what, history: job.transitions ?? [] }).toEqual({
+            what,
+            history: by ? [{ reason: 'CANCEL_APPENDED', from_status: 'ACTIVE', to_status: 'CANCELLING', detail: job.cancelled_by }] : [],
+          })
+        }
+      }),
+      { numRuns: RUNS, seed: SEED, path: PATH, endOnFailure: true },
+    )
+    expect(staleFallbacks).toBeGreaterThan(0)
+  }, 300_000)
+
+  it('stops a run in one statement after the read its admission uses', async () => {
+    const statements: string[] = []
+    const counted = interceptStore(store, { before: async (text) => void statements.push(text.replace(/\s+/g, ' ').slice(0, 100)) })
+    const server = createServer({ contract, consumers, store: counted })
+    const { id: sessionId } = await server.sessions.create('u')
+    await server.push(sessionId, 'u', { id: 'g', type: 'generate', payload: {} }, { admit: async () => {} })
+    statements.length = 0
+    let found: unknown
+    const { events } = await server.push(
+      sessionId,
+      'u',
+      { id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: 0 } },
+      { refersTo: () => ['g'], admit: async (_inputs, seen) => void (found = seen) },
+    )
+    expect(events.map((e) => [e.id, e.index])).toEqual([['c', 1]])
+    expect(statements).toEqual([expect.stringMatching(/^select s\.owner, s\.head/), expect.stringMatching(/a2_push\(/)])
+    // The admission saw the answer it stops, and it running, from that one read.
+    expect(found).toMatchObject({
+      events: [{ id: 'g', type: 'generate' }],
+      running: [
+        { eventId: 'g', consumer: 'answer' },
+        { eventId: 'g', consumer: 'sweep' },
+      ],
+    })
+    const [job] = await query<{ status: string }>(store.db, sql`select status from a2_jobs where session_id = ${sessionId} and consumer = 'answer'`)
+    expect(job.status).toBe('CANCELLING')
+  })
+})
