@@ -25,20 +25,16 @@ export async function POST(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const address = clientAddress(request)
-    // Two limits, two rows: taken at once (a Stop waits for one round trip, not two).
-    await Promise.all([take('pushesByAddress', address), take('pushesByUser', userId)])
-    const body = await readBody(request, MAX_BODY_BYTES)
-    const { server } = await getChatServer()
-    const { events, duplicate } = await server.push(id, userId, body, {
-      caps: { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION },
-      refersTo: referencedIds,
-      admit: async (inputs, found) => {
-        await admitChatPush(server, userId, inputs, found)
-        const generations = inputs.filter((input) => input.type === 'generate').length
-        await take('generationsByAddress', address, generations)
-        await take('generationsByUser', userId, generations)
-      },
-    })
+    // The two limits (a row each) are taken while the push reads the session, and admission
+    // waits for both: a Stop waits for one round trip there, not three in turn. A refused
+    // push has written nothing but its limit rows either way.
+    const limited = Promise.all([take('pushesByAddress', address), take('pushesByUser', userId)])
+    limited.catch(() => {}) // awaited below, whichever way the push goes
+    const pushed = pushAdmitted(request, id, userId, address, limited)
+    // Past its limit, a client hears 429 whatever else was wrong with its push.
+    await Promise.allSettled([limited, pushed])
+    await limited
+    const { events, duplicate, server } = await pushed
     const first = events.find((e) => e.type === 'message')
     if (!duplicate && first && first.index === 0) {
       // Derived from the message every tab already has in the log: the row only, no a2.renamed.
@@ -46,6 +42,22 @@ export async function POST(request: Request, { params }: Params) {
     }
     return Response.json({ events, duplicate }, { status: duplicate ? 200 : 201 })
   })
+}
+
+async function pushAdmitted(request: Request, id: string, userId: string, address: string, limited: Promise<unknown>) {
+  const body = await readBody(request, MAX_BODY_BYTES)
+  const { server } = await getChatServer()
+  const { events, duplicate } = await server.push(id, userId, body, {
+    caps: { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION },
+    refersTo: referencedIds,
+    admit: async (inputs, found) => {
+      await limited
+      await admitChatPush(server, userId, inputs, found)
+      const generations = inputs.filter((input) => input.type === 'generate').length
+      await Promise.all([take('generationsByAddress', address, generations), take('generationsByUser', userId, generations)])
+    },
+  })
+  return { events, duplicate, server }
 }
 
 export async function GET(request: Request, { params }: Params) {
