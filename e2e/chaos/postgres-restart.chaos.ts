@@ -113,12 +113,13 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
     const streaming = upstream.requests.at(-1)!
     expect(streaming.completedAt, 'the second answer is mid-stream at the restart').toBeUndefined()
 
+    const workerOutputBefore = worker.proc.output().length
     await pg.stop('fast')
     const downAt = Date.now()
-    // The outage is the scenario: it lasts until the app has observed it (a request that needs
-    // the database answers an error), rather than for a guessed time that may end before anyone
-    // noticed. The worker needs no such wait: its connections were terminated by the stop itself
-    // (`-m fast`), mid-stream, and its next write (every 50 ms token) fails.
+    // The outage is the scenario: it lasts until both processes have observed it, rather than
+    // for a guessed time that a fast reconnect could straddle unnoticed. The app: a request that
+    // reads the database answers an error. The worker: a tick of its loop (drain, claim; one at
+    // least every 500 ms) fails and says so.
     const refused = await waitUntil(
       'the app to answer a database read with an error while Postgres is down',
       async () => {
@@ -128,6 +129,20 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
       30_000,
       100,
     )
+    const [workerSaw] = await waitUntil(
+      'the worker to report a failed tick while Postgres is down',
+      () => {
+        if (!worker.proc.running) throw new FatalError(`the worker died while Postgres was down:\n${worker.proc.tail(20)}`)
+        return (
+          worker.proc
+            .output()
+            .slice(workerOutputBefore)
+            .match(/\[a2\] worker \w+ failed[^\n]*/) ?? undefined
+        )
+      },
+      30_000,
+      50,
+    )
     if (EXTRA_DOWN_MS > 0) {
       // Exploration only (CHAOS_PG_DOWN_MS): the length of the outage is then the scenario itself.
       const remaining = downAt + EXTRA_DOWN_MS - Date.now()
@@ -135,7 +150,7 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
     }
     await pg.start()
     const upAt = Date.now()
-    console.log(`[chaos] Postgres was down for ${upAt - downAt} ms; the app answered ${refused} meanwhile`)
+    console.log(`[chaos] Postgres was down for ${upAt - downAt} ms; meanwhile the app answered ${refused} and the worker said: ${workerSaw}`)
 
     // The interrupted answer settles in the UI, live (no reload): resumed, or reported.
     const settled = await waitUntil(
