@@ -7,7 +7,7 @@ import { expect, test, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
 import { installRecorder, recordedFor, tokenSequenceProblem } from './helpers/recorder'
 import { appTarget, startProxy } from './helpers/proxy'
-import { fullAnswer, nonce, UPSTREAM_TOKEN_MS, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
+import { callsFor, fullAnswer, nonce, UPSTREAM_TOKEN_MS, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
 
 // Note: context.setOffline(true) alone does not cut an established SSE stream in Chromium
 // (the answer keeps flowing), so the drops here are real: a TCP proxy resets the sockets.
@@ -77,12 +77,16 @@ test('Stop pressed while the network is down: the cut holds locally, reaches the
 
     // Stop now: the view cuts at once, though the push cannot get out yet.
     const shown = await chat.stopAndReadShown()
+    const [atStop] = await callsFor(prompt)
     await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
     await expect(chat.stopButton).toHaveCount(0)
+    // The Stop went out and failed: it waits in the outbox for the network.
+    await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
     await page.screenshot({ path: 'test-results/network-stopped-offline.png' })
-    await page.waitForTimeout(1_500)
-    // Meanwhile the model is still running: only the Stop in the log can end it.
-    const [running] = await waitForCalls(prompt, (c) => c.length === 1)
+    // Meanwhile the model is still running: only the Stop in the log can end it. Shown by the
+    // call's progress, not a pause: it streams on well past the Stop (20 tokens, 1.2 s at 60 ms),
+    // its reader gone and its Stop failed; closed by then, it fails here.
+    const [running] = await waitForCalls(prompt, (c) => c.length === 1 && (c[0].closedAt !== undefined || c[0].tokensSent >= atStop.tokensSent + 20))
     expect(running.closedAt).toBeUndefined()
 
     await context.setOffline(false)

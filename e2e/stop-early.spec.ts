@@ -6,7 +6,8 @@
 import { expect, test, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
 import { installRecorder, recordedFor } from './helpers/recorder'
-import { callsFor, nonce, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
+import { nonce, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
+import { pollUntil } from '../test/poll'
 
 /** Arms a click on Stop for the very DOM change that shows the button (same task, no polling gap). */
 async function armStopOnAppear(page: Page): Promise<void> {
@@ -25,6 +26,17 @@ async function armStopOnAppear(page: Page): Promise<void> {
       })
       observer.observe(document.body, { subtree: true, childList: true, attributes: true })
     })
+  })
+}
+
+/** The session's generate runs as the server holds them, once none is running any more (polled: the server announces nothing). */
+async function runsOf(page: Page, sessionId: string): Promise<{ eventId: string; status: string }[]> {
+  return pollUntil(`every generate run of ${sessionId} to end`, async () => {
+    const response = await page.request.get('/api/runs')
+    expect(response.status()).toBe(200)
+    const { runs } = (await response.json()) as { runs: { sessionId: string; eventId: string; consumer: string; status: string }[] }
+    const mine = runs.filter((r) => r.sessionId === sessionId && r.consumer === 'generate')
+    return mine.every((r) => ['CANCELLED', 'COMPLETED', 'FAILED'].includes(r.status)) ? mine : undefined
   })
 }
 
@@ -81,10 +93,16 @@ test('Stop pressed at once after Send: the model is never reached or its request
     expect(history.statuses.at(-1)).toBe('stopped')
   }
 
-  // A while later: still no (new) model call for any of them, and the chat is still settled.
-  await page.waitForTimeout(1_500)
+  // No (new) model call for any of them, ever: each one's run is CANCELLED on the server, and a
+  // terminal run is never claimed again — the condition "nothing more happens" stands for.
+  const sessionId = chat.sessionId()!
+  const answerIds = await chat.answers.evaluateAll((articles) => articles.map((a) => a.getAttribute('data-answer-id')))
+  const runs = await runsOf(page, sessionId)
+  expect(new Set(runs.map((r) => r.eventId))).toEqual(new Set(answerIds))
+  expect(runs.map((r) => r.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED'])
   for (const prompt of prompts) {
-    const calls = await callsFor(prompt)
+    // A call its ended run made is closed by now, or closing: the upstream sees the socket go a moment later.
+    const calls = await waitForCalls(prompt, (c) => c.every((x) => x.closedAt !== undefined), 5_000)
     expect(calls.length).toBeLessThanOrEqual(1)
     for (const call of calls) expect(call.closedEarly).toBe(true)
   }

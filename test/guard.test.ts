@@ -20,7 +20,7 @@ describe('the leak guard', () => {
       const server = leaky.server(createServer({ contract: testContract, consumers: [c], store }))
       leaky.worker(await server.startWorker({ pollMs: 60_000 }))
       // The worker's first tick (drain, claim) ends in its poll sleep.
-      while (leaky.pendingTimers().length === 0) await new Promise((r) => setTimeout(r, 10))
+      await leaky.timerPending()
       const error = await leaky.check({ settleMs: 50 }).catch((e: Error) => e)
       expect(error).toBeInstanceOf(Error)
       expect((error as Error).message).toMatch(/holds 1 bus subscription/)

@@ -14,6 +14,7 @@
 import type { ChildProcess } from 'node:child_process'
 import postgres from 'postgres'
 import type { Store } from '@/lib/a2/server'
+import { pollUntil } from './poll'
 
 interface Tracked {
   kind: 'timeout' | 'interval'
@@ -36,6 +37,8 @@ export interface LeakGuard {
   store<S extends Store>(store: S): S
   /** a2 timers that are still pending (for diagnostics). */
   pendingTimers(): string[]
+  /** Resolves once an a2 timer is pending (at once if one is); rejects after `timeoutMs`. */
+  timerPending(timeoutMs?: number): Promise<void>
   /**
    * Call after stopping workers and killing children. Closes the registered stores when
    * `closeStores` is set (then checks Postgres connections to `database`), restores the timer
@@ -44,12 +47,41 @@ export interface LeakGuard {
   check(options?: { closeStores?: boolean; postgresUrl?: string; database?: string; settleMs?: number }): Promise<void>
 }
 
+/** Resolves when `holds()` is true, rechecked each time `onChange` fires; false after `timeoutMs` (never rejects). */
+function whenHolds(
+  holds: () => boolean,
+  onChange: Set<() => void>,
+  timeoutMs: number,
+  setTimer: typeof setTimeout,
+  clearTimer: typeof clearTimeout,
+): Promise<boolean> {
+  if (holds()) return Promise.resolve(true)
+  return new Promise((resolve) => {
+    const check = () => {
+      if (!holds()) return
+      done(true)
+    }
+    const done = (held: boolean) => {
+      clearTimer(timer)
+      onChange.delete(check)
+      resolve(held)
+    }
+    const timer = setTimer(() => done(false), timeoutMs)
+    onChange.add(check)
+  })
+}
+
 export function createLeakGuard(): LeakGuard {
   const servers: ServerLike[] = []
   const workers: WorkerLike[] = []
   const children: ChildProcess[] = []
   const stores: Store[] = []
   const pending = new Map<unknown, Tracked>()
+  /** Called whenever an a2 timer is created, fires or is cleared: what the waits below wake on. */
+  const timersChanged = new Set<() => void>()
+  const changed = () => {
+    for (const listener of [...timersChanged]) listener()
+  }
   const baseline = countResources()
 
   const original = {
@@ -70,26 +102,31 @@ export function createLeakGuard(): LeakGuard {
       const handle: unknown = original.setTimeout(
         (...a: unknown[]) => {
           pending.delete(handle)
+          changed()
           fn(...a)
         },
         ms,
         ...args,
       )
       pending.set(handle, { kind: 'timeout', site })
+      changed()
       return handle
     },
     setInterval(fn: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) {
       const site = callSite()
       const handle = original.setInterval(fn, ms, ...args)
-      if (site) pending.set(handle, { kind: 'interval', site })
+      if (site) {
+        pending.set(handle, { kind: 'interval', site })
+        changed()
+      }
       return handle
     },
     clearTimeout(handle: unknown) {
-      pending.delete(handle)
+      if (pending.delete(handle)) changed()
       original.clearTimeout(handle as never)
     },
     clearInterval(handle: unknown) {
-      pending.delete(handle)
+      if (pending.delete(handle)) changed()
       original.clearInterval(handle as never)
     },
   }
@@ -116,6 +153,10 @@ export function createLeakGuard(): LeakGuard {
       return store
     },
     pendingTimers,
+    async timerPending(timeoutMs = 10_000) {
+      if (!(await whenHolds(() => pending.size > 0, timersChanged, timeoutMs, original.setTimeout, original.clearTimeout)))
+        throw new Error(`no a2 timer became pending within ${timeoutMs} ms`)
+    },
     async check(options = {}) {
       const leaks: string[] = []
       try {
@@ -126,9 +167,8 @@ export function createLeakGuard(): LeakGuard {
           const n = await s.subscriptions()
           if (n !== 0) leaks.push(`server #${i} holds ${n} bus subscription(s)`)
         }
-        // Timers fire or are cleared shortly after a stop; give them a bounded moment.
-        const until = Date.now() + (options.settleMs ?? 1_000)
-        while (pending.size > 0 && Date.now() < until) await new Promise((r) => original.setTimeout(r, 20))
+        // Timers fire or are cleared shortly after a stop: done as soon as the last one goes, a leak if one is left after settleMs.
+        await whenHolds(() => pending.size === 0, timersChanged, options.settleMs ?? 1_000, original.setTimeout, original.clearTimeout)
         for (const t of pendingTimers()) leaks.push(`a2 ${t} never fired nor was cleared`)
         for (const child of children) {
           if (child.exitCode === null && child.signalCode === null) leaks.push(`child process ${child.pid} is still alive`)
@@ -139,15 +179,10 @@ export function createLeakGuard(): LeakGuard {
             const open = await connectionsTo(options.postgresUrl, options.database)
             if (open > 0) leaks.push(`${open} connection(s) to ${options.database} are still open after its stores closed`)
           }
-          const deadline = Date.now() + 2_000
-          let now = countResources()
-          while (now.TCPSocketWrap > baseline.TCPSocketWrap && Date.now() < deadline) {
-            await new Promise((r) => original.setTimeout(r, 20))
-            now = countResources()
-          }
-          if (now.TCPSocketWrap > baseline.TCPSocketWrap) {
-            leaks.push(`${now.TCPSocketWrap - baseline.TCPSocketWrap} TCP socket(s) left open by this file`)
-          }
+          // A closed socket leaves the active resources a moment later, with no event to wait on: polled.
+          const extraSockets = () => countResources().TCPSocketWrap - baseline.TCPSocketWrap
+          await pollUntil('sockets to close', () => extraSockets() <= 0, { timeoutMs: 2_000, everyMs: 20 }).catch(() => {})
+          if (extraSockets() > 0) leaks.push(`${extraSockets()} TCP socket(s) left open by this file`)
         }
       } finally {
         restore()
@@ -167,14 +202,15 @@ function countResources(): Record<string, number> {
 export async function connectionsTo(postgresUrl: string, database: string): Promise<number> {
   const admin = postgres(postgresUrl, { max: 1, onnotice: () => {} })
   try {
-    // A closed client's backends disappear asynchronously; wait a bounded moment.
-    const deadline = Date.now() + 3_000
-    for (;;) {
+    // A closed client's backends leave pg_stat_activity asynchronously, announced nowhere: polled, for up to 3 s.
+    const count = async () => {
       const [{ n }] = await admin<{ n: number }[]>`
         select count(*)::int as n from pg_stat_activity where datname = ${database} and pid <> pg_backend_pid()`
-      if (n === 0 || Date.now() > deadline) return n
-      await new Promise((r) => setTimeout(r, 50))
+      return n
     }
+    let n = await count()
+    await pollUntil(`the backends connected to ${database} to go`, async () => (n = await count()) === 0, { timeoutMs: 3_000 }).catch(() => {})
+    return n
   } finally {
     await admin.end({ timeout: 2 })
   }

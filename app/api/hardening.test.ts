@@ -95,24 +95,68 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
   it('finding 3: an empty cursor is no cursor, and 2**31-1 is a valid one', async () => {
     const { cookie, sessionId } = await routes.newUser()
     expect((await routes.push(sessionId, cookie, JSON.stringify(message('first')))).status).toBe(201)
-    const firstIds = async (url: string, headers: Record<string, string> = {}) => {
+    const { server } = await routes.chatServer.getChatServer()
+    const idsIn = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+    /** Opens the session's event stream; reads it as it arrives; `close` aborts it and returns the ids it carried. */
+    const openStream = async (url: string, headers: Record<string, string> = {}) => {
       const controller = new AbortController()
       const response = await routes.call('GET', url, { cookie, headers, signal: controller.signal })
       expect(response.status).toBe(200)
       const reader = response.body!.getReader()
+      const decoder = new TextDecoder()
       let text = ''
-      // `retry:` comes first; an event (id: 0) or nothing follows, so read until either shows.
-      while (!/id: \d+\n/.test(text) && text.length < 10_000) {
-        const next = await Promise.race([reader.read(), new Promise<undefined>((r) => setTimeout(r, 300))])
-        if (!next || next.done) break
-        text += new TextDecoder().decode(next.value)
+      let reading: Promise<ReadableStreamReadResult<Uint8Array>> | undefined
+      const readOne = async () => {
+        const next = await (reading ??= reader.read())
+        reading = undefined
+        if (!next.done) text += decoder.decode(next.value)
+        return next.done
       }
-      controller.abort()
-      return [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+      return {
+        /** Reads until `pattern` shows; fails (never waits on) after 5 s, naming what it saw. */
+        async readUntil(pattern: RegExp) {
+          let timer: ReturnType<typeof setTimeout> | undefined
+          const deadline = new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`${url}: no ${pattern} in ${JSON.stringify(text)}`)), 5_000)
+          })
+          try {
+            while (!pattern.test(text)) if (await Promise.race([readOne(), deadline])) throw new Error(`${url} ended before ${pattern}`)
+          } finally {
+            clearTimeout(timer)
+          }
+        },
+        /** Aborts the stream and reads what it had sent to its end. */
+        async close() {
+          controller.abort()
+          while (!(await readOne()));
+          return idsIn(text)
+        },
+      }
     }
-    expect(await firstIds(`/api/sessions/${sessionId}/events?after=`)).toEqual([0])
-    expect(await firstIds(`/api/sessions/${sessionId}/events`, { 'last-event-id': '' })).toEqual([0])
-    expect(await firstIds(`/api/sessions/${sessionId}/events?after=2147483647`)).toEqual([])
+
+    // No cursor (an empty `after=`, an empty Last-Event-ID): read from the start.
+    for (const [url, headers] of [
+      [`/api/sessions/${sessionId}/events?after=`, {}],
+      [`/api/sessions/${sessionId}/events`, { 'last-event-id': '' }],
+    ] as const) {
+      const stream = await openStream(url, headers)
+      await stream.readUntil(/^id: \d+$/m)
+      expect(await stream.close(), url).toEqual([0])
+    }
+
+    // 2**31-1: a valid cursor past every event, so nothing shows. "Nothing" is what a witness
+    // saw: a stream from the start, open with it when the next event is pushed, receives that
+    // event from the same notification. A stream that ignored the cursor would have sent event
+    // 0 from its first read, and event 1 from that notification.
+    const witness = await openStream(`/api/sessions/${sessionId}/events?after=`)
+    await witness.readUntil(/^id: 0$/m)
+    const subscribed = await server.subscriptions()
+    const far = await openStream(`/api/sessions/${sessionId}/events?after=2147483647`)
+    await expect.poll(() => server.subscriptions()).toBe(subscribed + 1)
+    expect((await routes.push(sessionId, cookie, JSON.stringify(message('second')))).status).toBe(201)
+    await witness.readUntil(/^id: 1$/m)
+    expect(await witness.close()).toEqual([0, 1])
+    expect(await far.close()).toEqual([])
   })
 
   it('finding 3: a malformed or foreign cookie is no identity, never a 500', async () => {
@@ -264,12 +308,15 @@ describe.each(layers)('hostile input through the routes on %s', (kind) => {
   it('finding 4: a body that trickles in is cut off with a 408', async () => {
     const { cookie, sessionId } = await routes.newUser()
     let pull = 0
+    let cancelled!: () => void
+    const givenUp = new Promise<void>((resolve) => (cancelled = resolve))
     const trickle = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        // One byte, then nothing: a client that holds the connection open.
+        // One byte, then nothing until the server gives up on it: a client that holds the connection open.
         if (pull++ === 0) controller.enqueue(new TextEncoder().encode('{'))
-        else await new Promise((r) => setTimeout(r, 60_000))
+        else await givenUp
       },
+      cancel: () => cancelled(),
     })
     const started = Date.now()
     await refused([['a slow-drip body', () => routes.push(sessionId, cookie, trickle as unknown as string), 408, 'request_timeout']])

@@ -16,6 +16,7 @@ import postgres from 'postgres'
 import { test, type TestInfo } from '@playwright/test'
 import { startUpstream, type Upstream, type UpstreamOptions } from '../../scripts/upstream-server'
 import { E2E_LIMITS } from '../limits'
+import { pollUntil, PollAbort } from '../../test/poll'
 
 export const ROOT = process.cwd()
 export const DIST_DIR = process.env.A2_NEXT_DIST_DIR || '.next-chaos'
@@ -26,31 +27,36 @@ const AUTH_SECRET = 'chaos-suite-shared-secret-0123456789abcdef'
 /** Every process's output, one file each: inside the chaos config's outputDir (cleaned at the start of a run) unless CHAOS_LOG_DIR says otherwise. */
 const LOG_DIR = process.env.CHAOS_LOG_DIR || path.join(ROOT, 'test-results', 'chaos', 'logs')
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
 /** Thrown from a waitUntil check: stops the wait at once instead of being retried until the timeout. */
-export class FatalError extends Error {}
+export class FatalError extends PollAbort {}
 
-/** Polls `check` until it returns something other than undefined/false, or throws `what` after `timeoutMs`. */
+/**
+ * Polls `check` until it returns something other than undefined/false, or throws `what` after
+ * `timeoutMs` (test/poll.ts). For the state of the processes the rig runs, read from outside:
+ * a port that answers, a process group that is gone, a row in Postgres, output printed so far.
+ */
 export async function waitUntil<T>(
   what: string,
   check: () => Promise<T | undefined | false> | T | undefined | false,
   timeoutMs = 15_000,
   everyMs = 100,
 ): Promise<T> {
-  const until = Date.now() + timeoutMs
-  let lastError: unknown
-  for (;;) {
-    try {
-      const value = await check()
-      if (value !== undefined && value !== false) return value as T
-    } catch (error) {
-      if (error instanceof FatalError) throw error
-      lastError = error
-    }
-    if (Date.now() > until)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${(lastError as Error).message})` : ''}`)
-    await sleep(everyMs)
+  return pollUntil(what, check, { timeoutMs, everyMs })
+}
+
+/**
+ * Resolves with `promise`, or rejects saying `what` did not happen within `timeoutMs`: a bound
+ * on an awaited condition (a socket closing, a request arriving), never a pause.
+ */
+export async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not happen within ${timeoutMs} ms`)), timeoutMs))),
+    ])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -184,11 +190,11 @@ export class Proc {
   async stop(graceMs = 3_000): Promise<void> {
     if (groupAlive(this.pgid)) {
       killGroup(this.pgid, 'SIGTERM')
-      const until = Date.now() + graceMs
-      while (groupAlive(this.pgid) && Date.now() < until) await sleep(50)
+      // The group's exit has no event here (npx's children are not ours to wait on): polled.
+      const gone = () => !groupAlive(this.pgid)
+      await pollUntil(`${this.name}'s group to exit on SIGTERM`, gone, { timeoutMs: graceMs, everyMs: 50 }).catch(() => {})
       killGroup(this.pgid, 'SIGKILL')
-      const hard = Date.now() + 5_000
-      while (groupAlive(this.pgid) && Date.now() < hard) await sleep(50)
+      await pollUntil(`${this.name}'s group to die of SIGKILL`, gone, { timeoutMs: 5_000, everyMs: 50 }).catch(() => {})
     }
     liveGroups.delete(this.pgid)
     this.log.end()

@@ -22,7 +22,6 @@ import {
   gapProblem,
   generateJobs,
   normalize,
-  sleep,
   transitions,
   upstreamText,
   waitUntil,
@@ -35,10 +34,13 @@ import {
 const TOKENS = 100
 const TOKEN_MS = 50 // 5 s per answer
 const FULL = normalize(upstreamText(TOKENS))
-/** How long the database stays down (CHAOS_PG_DOWN_MS to explore, e.g. past the 15 s lease). */
-const DOWN_MS = Number(process.env.CHAOS_PG_DOWN_MS || 2_000)
+/**
+ * The database stays down until the app has seen the outage; CHAOS_PG_DOWN_MS holds it down at
+ * least that long in all, to explore a longer outage (e.g. past the 15 s lease).
+ */
+const EXTRA_DOWN_MS = Number(process.env.CHAOS_PG_DOWN_MS || 0)
 /** The interrupted answer must settle within this (a retry waits for a backoff and streams 5 s again). */
-const SETTLES_WITHIN_MS = 60_000 + DOWN_MS
+const SETTLES_WITHIN_MS = 60_000 + EXTRA_DOWN_MS
 
 const unavailable = throwawayUnavailable()
 
@@ -111,11 +113,44 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
     const streaming = upstream.requests.at(-1)!
     expect(streaming.completedAt, 'the second answer is mid-stream at the restart').toBeUndefined()
 
+    const workerOutputBefore = worker.proc.output().length
     await pg.stop('fast')
     const downAt = Date.now()
-    await sleep(DOWN_MS)
+    // The outage is the scenario: it lasts until both processes have observed it, rather than
+    // for a guessed time that a fast reconnect could straddle unnoticed. The app: a request that
+    // reads the database answers an error. The worker: a tick of its loop (drain, claim; one at
+    // least every 500 ms) fails and says so.
+    const refused = await waitUntil(
+      'the app to answer a database read with an error while Postgres is down',
+      async () => {
+        const response = await page.request.get(`${app.url}/api/sessions`, { failOnStatusCode: false, timeout: 10_000 })
+        return response.status() >= 500 ? response.status() : undefined
+      },
+      30_000,
+      100,
+    )
+    const [workerSaw] = await waitUntil(
+      'the worker to report a failed tick while Postgres is down',
+      () => {
+        if (!worker.proc.running) throw new FatalError(`the worker died while Postgres was down:\n${worker.proc.tail(20)}`)
+        return (
+          worker.proc
+            .output()
+            .slice(workerOutputBefore)
+            .match(/\[a2\] worker \w+ failed[^\n]*/) ?? undefined
+        )
+      },
+      30_000,
+      50,
+    )
+    if (EXTRA_DOWN_MS > 0) {
+      // Exploration only (CHAOS_PG_DOWN_MS): the length of the outage is then the scenario itself.
+      const remaining = downAt + EXTRA_DOWN_MS - Date.now()
+      if (remaining > 0) await new Promise((resolve) => setTimeout(resolve, remaining))
+    }
     await pg.start()
-    console.log(`[chaos] Postgres was down for ${Date.now() - downAt} ms`)
+    const upAt = Date.now()
+    console.log(`[chaos] Postgres was down for ${upAt - downAt} ms; meanwhile the app answered ${refused} and the worker said: ${workerSaw}`)
 
     // The interrupted answer settles in the UI, live (no reload): resumed, or reported.
     const settled = await waitUntil(
@@ -130,7 +165,7 @@ test.describe('chaos: Postgres restarted mid-stream', () => {
       SETTLES_WITHIN_MS,
       200,
     )
-    const settledAfterMs = Date.now() - downAt - DOWN_MS
+    const settledAfterMs = Date.now() - upAt
     const settledText = normalize(await interrupted.getByTestId('answer-text').innerText())
     console.log(
       `[chaos] interrupted answer settled as "${settled}" ${settledAfterMs} ms after Postgres came back; upstream requests since: ${upstream.requests

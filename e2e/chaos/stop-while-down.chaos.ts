@@ -102,7 +102,7 @@ for (const topology of topologies) {
       await expect(chat.lastAnswer().getByTestId('answer-reconnecting')).toHaveCount(0)
 
       // Down for DOWN_MS: everything the page shows meanwhile is exactly what was on screen at the press.
-      const samples = await chat.sampleLastAnswer(DOWN_MS - (performance.now() - pressedAt), 100)
+      const samples = await chat.watchLastAnswer(DOWN_MS - (performance.now() - pressedAt))
       expect(new Set(samples.map(normalize))).toEqual(new Set([shown]))
       expect(await chat.lastAnswerStatus()).toBe('stopped')
       if (!topology.embeddedWorker) expect(request.closedAt, 'the run was still streaming upstream while the app was down').toBeUndefined()

@@ -3,6 +3,7 @@
  * model calls of its own prompts (each test sends a unique nonce) and ignore the rest.
  */
 import { UPSTREAM_URL } from '../../playwright.config'
+import { pollUntil } from '../../test/poll'
 
 export interface UpstreamCall {
   id: number
@@ -45,18 +46,21 @@ export function callMessages(call: UpstreamCall): { role: string; text: string }
   return (call.body.messages ?? []).map((m) => ({ role: m.role, text: contentText(m.content) }))
 }
 
-/** Polls the calls for `nonce` until `predicate` holds; throws with the last record after `timeoutMs`. */
+/**
+ * Waits until `predicate` holds for the calls for `nonce`; throws with the last record after
+ * `timeoutMs`. It polls: the upstream is another process whose record is read over HTTP, and
+ * it announces nothing.
+ */
 export async function waitForCalls(nonce: string, predicate: (calls: UpstreamCall[]) => boolean, timeoutMs = 10_000): Promise<UpstreamCall[]> {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    const calls = await callsFor(nonce)
-    if (predicate(calls)) return calls
-    if (Date.now() > until) {
-      const plain = calls.map(({ body: _body, ...rest }) => rest)
-      throw new Error(`upstream calls for ${nonce} never matched within ${timeoutMs} ms; saw ${JSON.stringify(plain)}`)
-    }
-    await new Promise((r) => setTimeout(r, 50))
-  }
+  let last: UpstreamCall[] = []
+  return pollUntil(
+    () => `upstream calls for ${nonce} to match; saw ${JSON.stringify(last.map(({ body: _body, ...rest }) => rest))}`,
+    async () => {
+      last = await callsFor(nonce)
+      return predicate(last) ? last : undefined
+    },
+    { timeoutMs },
+  )
 }
 
 /** A prompt no other test sends, so its upstream calls can be told apart. */
@@ -64,13 +68,15 @@ export function nonce(label: string): string {
   return `${label}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`
 }
 
-/** Polls until `predicate` holds for the recorded calls, or throws after `timeoutMs`. */
+/** Waits until `predicate` holds for all the recorded calls (polled, as waitForCalls), or throws after `timeoutMs`. */
 export async function waitForUpstream(predicate: (calls: UpstreamCall[]) => boolean, timeoutMs = 10_000): Promise<UpstreamCall[]> {
-  const until = Date.now() + timeoutMs
-  for (;;) {
-    const calls = await upstreamCalls()
-    if (predicate(calls)) return calls
-    if (Date.now() > until) throw new Error(`upstream never matched; last: ${JSON.stringify(calls.slice(-3).map(({ body: _b, ...c }) => c))}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
+  let last: UpstreamCall[] = []
+  return pollUntil(
+    () => `the upstream's record to match; last: ${JSON.stringify(last.slice(-3).map(({ body: _b, ...c }) => c))}`,
+    async () => {
+      last = await upstreamCalls()
+      return predicate(last) ? last : undefined
+    },
+    { timeoutMs },
+  )
 }

@@ -196,21 +196,27 @@ export class ChatPage {
     )
   }
 
-  /** Samples the last answer's text every `everyMs` for `forMs`: what a user watching would see. */
-  async sampleLastAnswer(forMs: number, everyMs = 50): Promise<string[]> {
-    return this.page.evaluate(
-      async ({ forMs, everyMs }) => {
-        const samples: string[] = []
-        const until = performance.now() + forMs
-        while (performance.now() < until) {
-          const answers = document.querySelectorAll('[data-testid="message-assistant"]')
-          const el = answers[answers.length - 1]?.querySelector('[data-testid="answer-text"]') as HTMLElement | null
-          samples.push((el?.innerText ?? '').trim())
-          await new Promise((r) => setTimeout(r, everyMs))
-        }
-        return samples
-      },
-      { forMs, everyMs },
-    )
+  /**
+   * What a user watching the last answer for `forMs` sees: its text now, then every text it
+   * changes to, each as the DOM mutates (a MutationObserver: no change between two looks is
+   * missed, as one could be between two samples).
+   */
+  async watchLastAnswer(forMs: number): Promise<string[]> {
+    return this.page.evaluate(async (forMs) => {
+      const read = () => {
+        const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+        const el = answers[answers.length - 1]?.querySelector('[data-testid="answer-text"]') as HTMLElement | null
+        return (el?.innerText ?? '').trim()
+      }
+      const seen = [read()]
+      const observer = new MutationObserver(() => {
+        const text = read()
+        if (text !== seen[seen.length - 1]) seen.push(text)
+      })
+      observer.observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true })
+      await new Promise((resolve) => setTimeout(resolve, forMs))
+      observer.disconnect()
+      return seen
+    }, forMs)
   }
 }

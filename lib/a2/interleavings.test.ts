@@ -579,18 +579,29 @@ describe.each(layers)('interleavings on %s', (kind) => {
     if (w.violations.length > 0) throw new Error(`after step ${w.step} (${after}):\n  ${w.violations.join('\n  ')}`)
   }
 
-  /** Ends every run a sequence left open, so nothing of it outlives its property run. */
+  /**
+   * Ends every run a sequence left open, so nothing of it outlives its property run. On a live
+   * worker each handler is driven to its end — its effect let through, else told to throw, again
+   * after every move (a stubborn handler back from its effect parks once more) — and its attempt
+   * awaited until settled. A dead worker's attempts can never settle (their store hangs for good):
+   * they are only told to end, and aborted.
+   */
   async function teardown(w: World): Promise<void> {
-    for (const run of w.attempts) {
-      run.effect?.open()
-      run.send('throw')
-    }
     for (const sim of w.workers) await sim.liveness.release()
-    await Promise.all(
-      w.attempts
-        .filter((a) => !w.workers[a.worker].dead)
-        .map((a) => Promise.race([attemptObjects.get(a)!.done, new Promise((r) => setTimeout(r, 1_000))])),
-    )
+    for (const run of w.attempts) {
+      if (w.workers[run.worker].dead) {
+        run.effect?.open()
+        run.send('throw')
+        continue
+      }
+      while (run.entered && !run.ended) {
+        const moved = run.nextMove()
+        if (run.effect) run.effect.open()
+        else run.send('throw')
+        await watchdog(moved, `attempt ${run.attempt} of job ${run.jobId} to move at teardown`)
+      }
+      await watchdog(attemptObjects.get(run)!.done, `attempt ${run.attempt} of job ${run.jobId} to settle at teardown`)
+    }
     for (const run of w.attempts) attemptObjects.get(run)?.abort(new RunAborted('SHUTDOWN'))
     attemptObjects.clear()
   }

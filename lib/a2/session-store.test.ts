@@ -15,11 +15,18 @@ const event = (index: number, v: string, id = `s${index}`): A2Event => ({
 
 function fakeFetch(answer: (body: { id: string; type: string; payload: unknown }) => Response | Promise<Response>) {
   const calls: string[] = []
+  const listeners = new Set<() => void>()
   const fn = (async (_url: string, init: RequestInit) => {
     calls.push(String(init.body))
+    for (const listener of listeners) listener()
     return answer(JSON.parse(String(init.body)))
   }) as unknown as typeof fetch
-  return { fn, calls }
+  /** Calls `listener` on every send: what `until` waits on for a count of sends. */
+  const onCall = (listener: () => void) => {
+    listeners.add(listener)
+    return () => void listeners.delete(listener)
+  }
+  return { fn, calls, onCall }
 }
 
 describe('the session store', () => {
@@ -140,7 +147,9 @@ describe('push ordering', () => {
     const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: fn })
     const a = store.push({ type: 'note', payload: { v: 'generate' } })
     const b = store.push({ type: 'note', payload: { v: 'cancelled' } })
-    await new Promise((r) => setTimeout(r, 20))
+    // The fake fetch answers without I/O or timers: a send not queued behind the first would
+    // have begun within the microtasks that follow the push, all run before the next macrotask.
+    await new Promise((r) => setImmediate(r))
     expect(order).toEqual(['start generate']) // the Stop waits for the generate to land
     release()
     await Promise.all([a, b])
@@ -159,13 +168,31 @@ function memoryStorage() {
   }
 }
 
-/** Resolves once `check` holds, polling every millisecond: what the test waits on, not a guessed delay. */
-async function until(check: () => boolean, what: string, timeoutMs = 2_000) {
-  const end = Date.now() + timeoutMs
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 1))
-  }
+type Subscribe = (listener: () => void) => () => void
+
+/**
+ * Resolves once `check` holds, checked now and again on every change `on` announces (a store's
+ * subscribe, a fake fetch's onCall); rejects naming `what` after `timeoutMs`.
+ */
+function until(check: () => boolean, what: string, on: Subscribe[], timeoutMs = 2_000): Promise<void> {
+  if (check()) return Promise.resolve()
+  return new Promise((resolve, reject) => {
+    const stop = () => {
+      clearTimeout(timer)
+      for (const off of offs) off()
+    }
+    const timer = setTimeout(() => {
+      stop()
+      reject(new Error(`timed out waiting for ${what}`))
+    }, timeoutMs)
+    const offs = on.map((subscribe) =>
+      subscribe(() => {
+        if (!check()) return
+        stop()
+        resolve()
+      }),
+    )
+  })
 }
 
 describe('the outbox: a durable push is an intent, kept until the server acknowledges it', () => {
@@ -185,7 +212,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     })
     void before.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
     // Twice the ordinary budget (1 try + 3 retries) has failed: still shown, still kept, no error.
-    await until(() => down.calls.length >= 8, 'eight failed sends')
+    await until(() => (before.getSnapshot().outbox[0]?.failures ?? 0) >= 8, 'eight failed sends', [before.subscribe])
     expect(before.getSnapshot().state).toEqual(['note:stop'])
     expect(before.getSnapshot().error).toBeUndefined()
     expect(before.getSnapshot().outbox).toMatchObject([{ event: { id: 'stop-1' } }])
@@ -212,10 +239,10 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     expect(after.getSnapshot().state).toEqual(['note:stop'])
     expect(down.calls.length).toBe(sentBeforeReload) // the closed store stopped retrying
     after.connect()
-    await until(() => up.calls.length === 1, 'the resend after the reload')
+    await until(() => up.calls.length === 1, 'the resend after the reload', [up.onCall])
     expect(JSON.parse(up.calls[0]).id).toBe('stop-1')
     acknowledge()
-    await until(() => after.getSnapshot().outbox.length === 0, 'the acknowledgement')
+    await until(() => after.getSnapshot().outbox.length === 0, 'the acknowledgement', [after.subscribe])
     expect(after.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [], lastSeenIndex: 0 })
     expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
   })
@@ -289,10 +316,10 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     })
     store.connect()
     void store.push({ type: 'note', payload: { v: 'stop' } })
-    await until(() => store.getSnapshot().outbox[0]?.failures === 1, 'the first failed send')
+    await until(() => store.getSnapshot().outbox[0]?.failures === 1, 'the first failed send', [store.subscribe])
     up = true
     sources[0].onopen?.()
-    await until(() => store.getSnapshot().outbox.length === 0, 'the resend on reconnect')
+    await until(() => store.getSnapshot().outbox.length === 0, 'the resend on reconnect', [store.subscribe])
     expect(calls).toHaveLength(2)
     store.close()
   })
@@ -310,7 +337,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
       storage,
     })
     void first.push({ id: 'stop-2', type: 'note', payload: { v: 'stop' } })
-    await until(() => lost.calls.length >= 1, 'one send')
+    await until(() => lost.calls.length >= 1, 'one send', [lost.onCall])
     first.close()
     // The server had appended it at index 0; the reloaded page's feed starts after it.
     const replay = fakeFetch((body) => Response.json({ events: [{ ...event(0, 'stop'), id: body.id }], duplicate: true }, { status: 200 }))
@@ -324,7 +351,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
       storage,
     })
     second.connect()
-    await until(() => second.getSnapshot().outbox.length === 0, 'the duplicate acknowledgement')
+    await until(() => second.getSnapshot().outbox.length === 0, 'the duplicate acknowledgement', [second.subscribe])
     expect(second.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [] })
   })
 })

@@ -46,6 +46,8 @@ export async function runOf(store: Store, key: RunKey): Promise<Run | undefined>
 /**
  * Polls the run for `key` until it is in one of `until` (a status, several, or a predicate);
  * rejects after `timeoutMs` with the last state seen, so a failure says where the run stopped.
+ * It polls because nothing announces a run's status: appends NOTIFY, transitions do not, and
+ * the run may be on a worker in another process.
  */
 export async function waitForRun(
   store: Store,
