@@ -60,15 +60,34 @@ export function appendSteps(store: Store, sessionId: string, inputs: readonly Va
   })
 }
 
+/**
+ * On PGlite a statement runs synchronously on this process's event loop, so one started at
+ * once is over before the next batch can arrive: every chunk was its own statement (figure 6:
+ * 1.00 chunks per statement) and a backlog ran statement after statement in one loop turn.
+ * There the committer waits for the end of the loop turn (setImmediate, after the sockets
+ * were read) and sends what the turn submitted as one statement. On Postgres the statement
+ * runs elsewhere, and batches that arrive meanwhile already wait for the next one.
+ */
 class StepCommitter {
   private waiting: Batch[] = []
   private inFlight = 0
+  private scheduled = false
 
   constructor(private readonly store: Store) {}
 
   submit(batch: Batch): void {
     this.waiting.push(batch)
-    this.pump()
+    this.schedule()
+  }
+
+  private schedule(): void {
+    if (this.store.kind !== 'pglite') return this.pump()
+    if (this.scheduled) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      this.pump()
+    })
   }
 
   private pump(): void {
@@ -77,7 +96,7 @@ class StepCommitter {
       this.inFlight++
       void this.commit(taken).finally(() => {
         this.inFlight--
-        this.pump()
+        this.schedule()
       })
     }
   }

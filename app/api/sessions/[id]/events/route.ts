@@ -68,15 +68,17 @@ export async function GET(request: Request, { params }: Params) {
     // An empty one (or an empty `after=`) is no cursor: read from the start, never from 0.
     const after = decimal(request.headers.get('last-event-id'), 'Last-Event-ID', -1) ?? decimal(url.searchParams.get('after'), 'after', -1) ?? -1
     const { server } = await getChatServer()
-    await server.sessions.get(id, userId) // a 404 before a place is taken
-    const release = openTail(userId)
+    // The tail's owner check is the one read of the session: a 404 before a place is taken.
+    // Nothing is subscribed until the stream is read, so a tail refused its place holds nothing.
+    const batches = await server.tail(id, userId, { after, signal: request.signal })
+    let release: () => void
     try {
-      request.signal.addEventListener('abort', release, { once: true })
-      const batches = await server.tail(id, userId, { after, signal: request.signal })
-      return sseResponse(batches, request.signal, { onClose: release })
+      release = openTail(userId)
     } catch (error) {
-      release()
+      void batches.return(undefined)
       throw error
     }
+    request.signal.addEventListener('abort', release, { once: true })
+    return sseResponse(batches, request.signal, { onClose: release })
   })
 }
