@@ -106,6 +106,14 @@ rig.http.server.on('connection', () => connections++)
 rig.http.server.on('request', (req) => {
   if (req.url?.startsWith('/a2/')) requests++
 })
+// Loop turns: a setImmediate callback runs once per turn, and Node accepts one connection per turn.
+let turns = 0
+let counting = true
+const countTurn = () => {
+  turns++
+  if (counting) setImmediate(countTurn)
+}
+setImmediate(countTurn)
 const profiler = profile ? await profileThisProcess() : undefined
 shapes.clear()
 wasmMs = 0
@@ -117,6 +125,7 @@ const result = await runPool(chats, chats, async () => {
   return chatThroughLog(rig, { tokens: 400, stopAfter: randomInt(3, 40), timeoutMs: 10_000 })
 })
 const wall = performance.now() - started
+counting = false
 const cpu = await rig.cpu()
 if (profiler) {
   const file = await profiler.stop('bench/results/profiles/pglite-statements.cpuprofile')
@@ -134,7 +143,9 @@ console.log(`stop p50 ${stops.p50.toFixed(1)} p99 ${stops.p99.toFixed(1)} ms (n 
 const o = summarize(opens)
 console.log(`tail open (server.tail) p50 ${o.p50.toFixed(1)} p99 ${o.p99.toFixed(1)} max ${o.max.toFixed(0)} ms (n ${o.n})`)
 console.log(`step batches per a2_append_steps_many: ${(stepBatches / Math.max(1, stepStatements)).toFixed(2)} (${stepStatements} statements)`)
-console.log(`bench HTTP server: ${connections} connections accepted, ${requests} tail requests parsed`)
+console.log(
+  `bench HTTP server: ${connections} connections accepted, ${requests} tail requests parsed; ${(turns / (wall / 1000)).toFixed(0)} loop turns/s`,
+)
 console.log(
   `this process ${cpu.parentPct.toFixed(0)}% of a core, loop delay p99 ${cpu.parentLag.p99.toFixed(0)} ms; WASM ${(wasmMs / 1000).toFixed(1)} s of ${(wall / 1000).toFixed(1)} s`,
 )
