@@ -122,11 +122,10 @@ export class Attempt {
       // and the start: a read sent now would be one round trip older by the time the handler
       // ran than the claim's is, and it cost a statement per job (bench figure 4). Whatever
       // is awaited in between (afterClaim) lets time pass, so the state is read again after it.
-      let start: StartState
-      if (this.hooks.afterClaim) {
-        await this.hooks.afterClaim({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
-        start = await startState(this.host.store.db, job)
-      } else start = startFromClaim(job)
+      // (Without the hook this still yields once: the handler never runs inside the constructor.)
+      const { afterClaim } = this.hooks
+      await afterClaim?.({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
+      const start = afterClaim ? await startState(this.host.store.db, job) : startFromClaim(job)
       if (!start.held) this.abort(new RunAborted(start.attempt !== job.attempt ? 'SUPERSEDED_ATTEMPT' : 'FENCED_OUT'))
       else if (start.cancelledBy) this.cancelled(start.cancelledBy)
       const reason = abortReason(this.signal)
