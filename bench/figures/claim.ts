@@ -53,7 +53,7 @@ async function exec(store: Store, statement: string) {
   return rows(store, sql.raw(statement))
 }
 
-async function ddl(store: Store) {
+export async function ddl(store: Store) {
   for (const statement of BARE_JOBS_DDL.split(';')
     .map((s) => s.trim())
     .filter(Boolean))
@@ -105,7 +105,7 @@ async function stickLanes(store: Store, count: number): Promise<void> {
 }
 
 /** A worker on `store` with the library's defaults; each trial queues `count` jobs and times them to the last one settled. */
-async function ourWorker(store: Store) {
+export async function ourWorker(store: Store) {
   let startedCount = 0
   const server = createServer({ contract: benchContract, consumers: noopConsumers(() => void startedCount++), store })
   const worker = await server.startWorker()
@@ -156,7 +156,7 @@ async function noLanesBesideBaseline(store: Store, count: number, runs: number):
 }
 
 /** The baseline claimer: the Worker's shape on a bare table. */
-async function bareTrial(store: Store, count: number, run: string): Promise<number> {
+export async function bareTrial(store: Store, count: number, run: string): Promise<number> {
   await exec(store, `insert into bench_jobs (n) select g from generate_series(1, ${count}) g`)
   const owner = `bare-${process.pid}-${run}`
   let inFlight = 0
