@@ -133,10 +133,10 @@ async function ourThroughput(store: Store, count: number, laned: boolean, runs: 
 }
 
 /**
- * No lanes, beside the baseline: one unmeasured trial of each first (this process's first
- * 1,500 jobs ran 30–50% slower than the next: JIT and connection warm-up, which the bare
- * loop, measured second, never paid), then their trials alternate, so load from elsewhere
- * on the machine lands on both alike.
+ * No lanes, beside the baseline: one unmeasured trial of each first (measured first and
+ * counted, our first trial ran at 0.57–0.85× the mean of the next two in six runs: JIT and
+ * connection warm-up, which the bare loop, measured after it, never paid), then their trials
+ * alternate, so load from elsewhere on the machine lands on both alike.
  */
 async function noLanesBesideBaseline(store: Store, count: number, runs: number): Promise<{ ours: number[]; bare: number[] }> {
   const worker = await ourWorker(store)
