@@ -107,7 +107,14 @@ export async function claimJobs(executor: Executor, args: ClaimArgs): Promise<Cl
     event:
       r.e_index === null
         ? undefined
-        : eventFromRow({ id: r.event_id, session_id: r.session_id, index: r.e_index, type: r.e_type!, payload: r.e_payload, created_at: r.e_created_at! }),
+        : eventFromRow({
+            id: r.event_id,
+            session_id: r.session_id,
+            index: r.e_index,
+            type: r.e_type!,
+            payload: r.e_payload,
+            created_at: r.e_created_at!,
+          }),
     cancelledBy: r.cancelled_by ? { id: r.cancelled_by.id, index: r.cancelled_by.index } : undefined,
   }))
 }
