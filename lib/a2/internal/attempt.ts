@@ -119,9 +119,10 @@ export class Attempt {
       // The start boundary reads the durable state, not only the NOTIFY: a cancel that
       // committed before the start (its hint possibly lost) stops the run before it starts.
       // The claim's own read is that read when nothing is awaited between the claim's result
-      // and the start: a read sent now would be one round trip older by the time the handler
-      // ran than the claim's is, and it cost a statement per job (bench figure 4). Whatever
-      // is awaited in between (afterClaim) lets time pass, so the state is read again after it.
+      // and the start: a read of its own would see one round trip further (a cancel committed
+      // during it; a later one reaches the running attempt by its NOTIFY or, that lost, its
+      // next renewal, either way) for a statement per job (bench figure 4). Whatever is
+      // awaited in between (afterClaim) lets time pass, so the state is read again after it.
       // (Without the hook this still yields once: the handler never runs inside the constructor.)
       const { afterClaim } = this.hooks
       await afterClaim?.({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
