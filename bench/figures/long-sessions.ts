@@ -13,6 +13,7 @@ import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { chatFold } from '@/lib/chat/reducer'
+import { snapshotJson } from '@/lib/chat/snapshot'
 
 export interface LongSessionLevel {
   label: string
@@ -31,12 +32,11 @@ async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promi
   return { id, ...(await seedLongHistory(rig.store, id, { answers, messagesOnly, delta: 'a token of some answer ' })) }
 }
 
-/** Opening the chat as the snapshot route does it: the fold and its JSON. */
+/** Opening the chat as the snapshot route does it: the fold (which reads the session) and its JSON. */
 async function open(rig: ChatRig, id: string): Promise<{ ms: number; bytes: number }> {
   const started = performance.now()
-  const session = await rig.chat.sessions.get(id, OWNER)
-  const folded = await rig.chat.fold(id, OWNER, chatFold, { before: session.head })
-  const body = JSON.stringify({ session, ...folded })
+  const { session, state, lastSeenIndex } = await rig.chat.fold(id, OWNER, chatFold)
+  const body = snapshotJson({ session, state, lastSeenIndex })
   return { ms: performance.now() - started, bytes: body.length }
 }
 

@@ -50,13 +50,11 @@ describe('the model history', () => {
 /** The history as first written: the whole branch built root first, then trimmed from its old end. */
 function wholeBranchMessages(state: ChatState, forMessage: string, budgetTokens: number, answerSoFar = ''): ModelMessage[] {
   const relevant = state.turns.some((t) => t.id === forMessage) ? pathTo(state, forMessage) : latestBranch(state.turns)
-  const all = relevant.flatMap((turn) =>
-    turn.kind === 'user'
-      ? [{ role: 'user' as const, content: turn.text }]
-      : answerText(turn)
-        ? [{ role: 'assistant' as const, content: answerText(turn) }]
-        : [],
-  )
+  const all: Array<{ role: 'user' | 'assistant'; content: string }> = []
+  for (const turn of relevant) {
+    if (turn.kind === 'user') all.push({ role: 'user', content: turn.text })
+    else if (answerText(turn)) all.push({ role: 'assistant', content: answerText(turn) })
+  }
   let left = budgetTokens - estimateTokens(SYSTEM_PROMPT) - (answerSoFar ? estimateTokens(answerSoFar) : 0)
   let start = all.length
   while (start > 0) {
