@@ -2,7 +2,7 @@ import { getChatServer } from '@/lib/chat/server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
 import { chatFold } from '@/lib/chat/reducer'
-import { snapshotJson } from '@/lib/chat/snapshot'
+import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
 
 export const dynamic = 'force-dynamic'
 
@@ -11,8 +11,8 @@ export const dynamic = 'force-dynamic'
  * index it is folded to (`lastSeenIndex`, -1 for none). The browser starts its tail after it, so opening a session
  * with 100k events costs one small state, not 100k SSE messages; and the server folds
  * only the events since the newest checkpoint of that fold, not all 100k. The session row
- * is read once, by the fold (its head bounds the fold), and the state's JSON comes mostly
- * from blocks kept since an earlier open (lib/chat/snapshot.ts).
+ * is read once, by the fold (its head bounds the fold), and the body is mostly blocks of
+ * encoded JSON kept since an earlier open (lib/chat/snapshot.ts).
  */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return route(request, async ({ userId }) => {
@@ -24,7 +24,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     const release = foldingSnapshot()
     try {
       const { session, state, lastSeenIndex } = await server.fold(id, userId, chatFold)
-      return new Response(snapshotJson({ session, state, lastSeenIndex }), { headers: { 'content-type': 'application/json' } })
+      return new Response(chunksStream(snapshotChunks({ session, state, lastSeenIndex })), { headers: { 'content-type': 'application/json' } })
     } finally {
       release()
     }
