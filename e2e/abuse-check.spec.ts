@@ -50,6 +50,8 @@ test.beforeAll(async () => {
       AUTH_SECRET: 'abuse-check-secret-0123456789abcdef01234567',
       A2_EMBEDDED_WORKER: '0', // generations are admitted and queued; running them is not the point
       A2_OPERATOR_TOKEN: 'abuse-check-operator-token-0123456789abcdef',
+      // The build this run made, wherever it put it (next.config.ts: A2_NEXT_DIST_DIR).
+      ...(process.env.A2_NEXT_DIST_DIR ? { A2_NEXT_DIST_DIR: process.env.A2_NEXT_DIST_DIR } : {}),
       ...LIMITS,
     } as unknown as NodeJS.ProcessEnv,
   })

@@ -24,7 +24,13 @@ try {
   await exec(
     `insert into a2_jobs (session_id, event_index, event_id, consumer, lane, max_attempts) select 'fresh-' || g, 0, 'e0', 'plain', null, 3 from generate_series(1, 100) g`,
   )
+  // Their trigger events: the claim returns each claimed job's (an index lookup per job).
+  await exec(`insert into a2_events (session_id, index, id, type, payload)
+    select 'stuck-' || g, i, 'stuck-' || g || '-e' || i, 'job', '{}'::jsonb from generate_series(1, 10000) g, generate_series(0, 1) i
+    union all
+    select 'fresh-' || g, 0, 'fresh-' || g || '-e0', 'job', '{}'::jsonb from generate_series(1, 100) g`)
   await exec('analyze a2_jobs')
+  await exec('analyze a2_events')
   const claim = claimStatement({ consumers: ['plain', 'laned'], owner: 'diagnostic', leaseMs: { plain: 30_000, laned: 30_000 }, limit: 16 })
   console.log('-- claim, 10k stuck lanes, 100 runnable jobs of another consumer')
   for (const r of await rows(store, sql`explain (analyze, buffers, costs off) ${claim}`)) console.log(Object.values(r)[0])

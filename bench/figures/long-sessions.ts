@@ -13,6 +13,7 @@ import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { chatFold } from '@/lib/chat/reducer'
+import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
 
 export interface LongSessionLevel {
   label: string
@@ -31,13 +32,14 @@ async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promi
   return { id, ...(await seedLongHistory(rig.store, id, { answers, messagesOnly, delta: 'a token of some answer ' })) }
 }
 
-/** Opening the chat as the snapshot route does it: the fold and its JSON. */
+/** Opening the chat as the snapshot route does it: the fold (which reads the session) and its body, encoded. */
 async function open(rig: ChatRig, id: string): Promise<{ ms: number; bytes: number }> {
   const started = performance.now()
-  const session = await rig.chat.sessions.get(id, OWNER)
-  const folded = await rig.chat.fold(id, OWNER, chatFold, { before: session.head })
-  const body = JSON.stringify({ session, ...folded })
-  return { ms: performance.now() - started, bytes: body.length }
+  const { session, state, lastSeenIndex } = await rig.chat.fold(id, OWNER, chatFold)
+  let bytes = 0
+  const reader = chunksStream(snapshotChunks({ session, state, lastSeenIndex })).getReader()
+  for (let read = await reader.read(); !read.done; read = await reader.read()) bytes += read.value.length
+  return { ms: performance.now() - started, bytes }
 }
 
 let seq = 0

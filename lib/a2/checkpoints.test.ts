@@ -68,7 +68,11 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     const { fold, counter } = textsFold()
 
     const first = await server.fold(id, 'ann', fold)
-    expect(first).toEqual({ state: { texts: texts.map(kept), last: 2_499 }, lastSeenIndex: 2_499 })
+    expect(first).toEqual({
+      state: { texts: texts.map(kept), last: 2_499 },
+      lastSeenIndex: 2_499,
+      session: expect.objectContaining({ id, head: 2_500 }),
+    })
     expect(counter.seen).toBe(2_500)
     expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 2_499 }])
 
@@ -84,13 +88,33 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     expect(counter.seen).toBe(2)
   })
 
+  it('starts from the state this process folded last when it is newer than the newest checkpoint', async () => {
+    const { id } = await sessionWith(2_500)
+    const { fold, counter } = textsFold()
+    await server.fold(id, 'ann', fold) // a checkpoint at 2,499
+    const more = (n: number, tag: string) => Array.from({ length: n }, (_, i) => ({ type: 'message' as const, payload: { text: `${tag}${i}` } }))
+    await server.append(id, ...more(500, 'a'))
+    expect((await server.fold(id, 'ann', fold)).lastSeenIndex).toBe(2_999) // 500 folded: no new checkpoint
+    await server.append(id, ...more(10, 'b'))
+    counter.seen = 0
+    const folded = await server.fold(id, 'ann', fold)
+    // From its own fold at 2,999, not from the checkpoint at 2,499 (510 events).
+    expect(counter.seen).toBe(10)
+    expect(folded.state.texts.slice(-2)).toEqual([kept('b8'), kept('b9')])
+    expect(folded.state.texts).toHaveLength(3_010)
+    // A history before its trigger never starts from a state past it.
+    counter.seen = 0
+    expect((await server.fold(id, 'ann', fold, { before: 2_600 })).state.texts).toHaveLength(2_600)
+    expect(counter.seen).toBe(100) // from the checkpoint at 2,499
+  })
+
   it('never reads a checkpoint at or past `before`, nor one of another fold name', async () => {
     const { id, texts } = await sessionWith(2_200)
     const { fold } = textsFold()
     await server.fold(id, 'ann', fold) // a checkpoint at 2,199
 
     const { fold: early, counter } = textsFold()
-    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toEqual({
+    expect(await server.fold(id, 'ann', early, { before: 1_200 })).toMatchObject({
       state: { texts: texts.slice(0, 1_200).map(kept), last: 1_199 },
       lastSeenIndex: 1_199,
     })

@@ -28,6 +28,7 @@ import {
   historyOf,
   holdableRenewals,
   interceptStore,
+  isClaim,
   jobOf,
   quarantineOpenJobs,
   transitionsOf,
@@ -527,6 +528,26 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       const job = await waitForJob(store, g.id, 'returns', (j) => j.status === 'COMPLETED')
       expect(job).toMatchObject({ attempt: 1, owner: null, lease_until: null })
       expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
+    })
+
+    it('an attempt starts from what its claim returned: the trigger event and the job are not read again (one statement per no-op job, bench figure 4)', async () => {
+      const reads: string[] = []
+      const counted = interceptStore(store, {
+        before: (text) => {
+          if (/(from|join) a2_events/.test(text) && !isClaim(text)) reads.push(text)
+        },
+      })
+      const events: unknown[] = []
+      const plain = consumer({ contract: chat, name: 'from-claim', types: ['generate'] }).run(async (ctx) => {
+        events.push(ctx.event)
+      })
+      const appender = serve([plain]) // appends on the plain store: only the worker's statements are counted
+      await work(serve([plain], counted))
+      const { id: session } = await appender.sessions.create('u1')
+      const [g] = await appender.append(session, { type: 'generate', payload: {} })
+      await waitForJob(store, g.id, 'from-claim', (j) => j.status === 'COMPLETED')
+      expect(events).toEqual([g])
+      expect(reads).toEqual([])
     })
 
     it('a first attempt that called no ctx.effect settles without reading effects; one that did reconciles first', async () => {

@@ -1,8 +1,11 @@
 /** The model's history is bounded: newest turns first within the budget, the asked message always, a user turn first. */
 import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import type { ModelMessage } from 'ai'
 import type { ChatEvent } from './contract'
 import { estimateTokens, SYSTEM_PROMPT, toModelMessages } from './history'
-import { foldChat } from './reducer'
+import { answerText, foldChat, latestBranch, type ChatState } from './reducer'
+import { pathTo } from './versions'
 
 /** A session of `turns` exchanges, each a ~2,000-character question and answer. */
 function session(turns: number): ChatEvent[] {
@@ -41,5 +44,86 @@ describe('the model history', () => {
 
   it('sends the whole of a short conversation', () => {
     expect(toModelMessages(foldChat(session(2)), 'm1', { budgetTokens: 100_000 }).map((m) => m.role)).toEqual(['user', 'assistant', 'user'])
+  })
+})
+
+/** The history as first written: the whole branch built root first, then trimmed from its old end. */
+function wholeBranchMessages(state: ChatState, forMessage: string, budgetTokens: number, answerSoFar = ''): ModelMessage[] {
+  const relevant = state.turns.some((t) => t.id === forMessage) ? pathTo(state, forMessage) : latestBranch(state.turns)
+  const all: Array<{ role: 'user' | 'assistant'; content: string }> = []
+  for (const turn of relevant) {
+    if (turn.kind === 'user') all.push({ role: 'user', content: turn.text })
+    else if (answerText(turn)) all.push({ role: 'assistant', content: answerText(turn) })
+  }
+  let left = budgetTokens - estimateTokens(SYSTEM_PROMPT) - (answerSoFar ? estimateTokens(answerSoFar) : 0)
+  let start = all.length
+  while (start > 0) {
+    const cost = estimateTokens(all[start - 1].content)
+    if (cost > left && start < all.length) break
+    left -= cost
+    start--
+  }
+  while (start < all.length - 1 && all[start].role !== 'user') start++
+  const messages: ModelMessage[] = all.slice(start)
+  if (answerSoFar) messages.push({ role: 'assistant', content: answerSoFar })
+  return messages
+}
+
+/** A chat with edits, regenerates, stopped and empty answers: each step names earlier events, as admission requires. */
+const chatWithVersions = fc
+  .array(
+    fc.record({
+      step: fc.constantFrom('send', 'send', 'edit', 'regenerate', 'unanswered'),
+      pick: fc.nat(),
+      words: fc.nat({ max: 60 }),
+      answerWords: fc.nat({ max: 60 }),
+    }),
+    { maxLength: 40 },
+  )
+  .map((steps) => {
+    const events: ChatEvent[] = []
+    const messages: string[] = []
+    const answers: string[] = []
+    const add = (type: string, payload: unknown) => {
+      const id = `e${events.length}`
+      events.push({ id, sessionId: 's', index: events.length, type, payload, createdAt: '2026-12-01T00:00:00.000Z' } as ChatEvent)
+      return id
+    }
+    const answer = (message: string, words: number) => {
+      const g = add('generate', { for: message })
+      answers.push(g)
+      if (words > 0) add('chunk', { of: g, attempt: 1, delta: 'word '.repeat(words) })
+      add('finished', { of: g, attempt: 1, reason: 'stop' })
+    }
+    for (const { step, pick, words, answerWords } of steps) {
+      const text = `q${events.length} ` + 'x'.repeat(words * 5)
+      if (step === 'edit' && messages.length > 0) {
+        const m = add('message', { text, edits: messages[pick % messages.length] })
+        messages.push(m)
+        answer(m, answerWords)
+      } else if (step === 'regenerate' && messages.length > 0) answer(messages[pick % messages.length], answerWords)
+      else {
+        const m = add('message', { text, ...(answers.length > 0 ? { after: answers[pick % answers.length] } : {}) })
+        messages.push(m)
+        if (step !== 'unanswered') answer(m, answerWords)
+      }
+    }
+    return { events, messages }
+  })
+
+describe('the model history, walked back from the message', () => {
+  it('is the history the whole branch gave, for every message, budget and answer so far', () => {
+    fc.assert(
+      fc.property(chatWithVersions, fc.integer({ min: 0, max: 600 }), fc.boolean(), ({ events, messages }, budget, continuing) => {
+        const state = foldChat(events)
+        const soFar = continuing ? 'an answer so far' : ''
+        for (const forMessage of [...messages, 'not-in-the-log']) {
+          expect(toModelMessages(state, forMessage, { budgetTokens: budget, answerSoFar: soFar })).toEqual(
+            wholeBranchMessages(state, forMessage, budget, soFar),
+          )
+        }
+      }),
+      { seed: 20261202, numRuns: 200 },
+    )
   })
 })

@@ -117,6 +117,26 @@ describe('foldChat against the reference fold', () => {
     )
   })
 
+  it('folds different tails from one shared state, a piece at a time, each as if alone (the index kept beside a state)', () => {
+    fc.assert(
+      fc.property(chatLog(60), chatLog(30), fc.nat(), fc.nat({ max: 5 }), (log, other, cut, step) => {
+        const at = cut % (log.length + 1)
+        // A shared start folded in pieces (as the browser folds its tail) so its index is layered.
+        let shared: ChatState = { turns: [] }
+        for (let i = 0; i < at; i += step + 1) shared = foldChat(log.slice(i, Math.min(at, i + step + 1)), shared)
+        // Another tail from the same state first: its turns land in an index layer of their own.
+        const renumbered = other.map((e, i) => ({ ...e, id: `x${i}`, index: at + i }) as ChatEvent)
+        let elsewhere = shared
+        for (const event of renumbered) elsewhere = foldChat([event], elsewhere)
+        let state = shared
+        for (let i = at; i < log.length; i += step + 1) state = foldChat(log.slice(i, i + step + 1), state)
+        expect(viaJson(state)).toEqual(viaJson(log.reduce(referenceReduce, { turns: [] } as ChatState)))
+        expect(viaJson(elsewhere)).toEqual(viaJson([...log.slice(0, at), ...renumbered].reduce(referenceReduce, { turns: [] } as ChatState)))
+      }),
+      { seed: SEED + 3, numRuns: RUNS },
+    )
+  })
+
   it('resumes from a JSON checkpoint at any index, never changing the state it started from', () => {
     fc.assert(
       fc.property(chatLog(80), fc.nat(), fc.nat(), (log, a, b) => {

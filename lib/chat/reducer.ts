@@ -5,6 +5,7 @@
  */
 import type { Fold } from '@/lib/a2'
 import type { ChatEvent, FinishReason } from './contract'
+import { indexOf, keepIndex, settle, TurnLayer } from './turn-index'
 
 export interface Chunk {
   index: number
@@ -81,27 +82,38 @@ export function foldChat(events: Iterable<ChatEvent>, state: ChatState = initial
 }
 
 /**
- * A working copy of one fold: the turn list copied once, indexes from id and slot to
- * position, and the answers this fold has already copied (and may change in place).
+ * A working copy of one fold: the turn list copied once, the index of the state it starts
+ * from (kept beside that state, shared by every fold from it: turn-index.ts) with this
+ * fold's own turns in a layer on top, and the answers this fold has already copied (and may
+ * change in place).
  */
 class ChatDraft {
-  private readonly turns: Turn[]
+  /** This fold's new turns, after the base's. */
+  private readonly added: Turn[] = []
+  /** The base's turns this fold copied to change (by position). */
+  private readonly replaced = new Map<number, Turn>()
   private changed = false
-  private readonly answersById = new Map<string, number[]>()
-  private readonly firstUserById = new Map<string, number>()
-  private readonly newestBySlot = new Map<string, number>()
+  private readonly layer: TurnLayer
   /** Answers created or copied by this fold: their objects and arrays are ours to change. */
   private readonly owned = new Set<number>()
   /** Position of the latest branch's last turn; null: no turns; undefined: not known (walk again). */
-  private branchEnd: number | null | undefined = undefined
+  private branchEnd: number | null | undefined
 
   constructor(private readonly base: ChatState) {
-    this.turns = base.turns.slice()
-    this.turns.forEach((turn, position) => this.index(turn, position))
+    const index = indexOf(base, slotOf)
+    this.layer = new TurnLayer(index.layer)
+    this.branchEnd = index.branchEnd
   }
 
   result(): ChatState {
-    return this.changed ? { turns: this.turns } : this.base
+    if (!this.changed) return this.base
+    // One copy of the turn list, of its final length, per fold (copying it up front and
+    // growing it on the first push was two: ~3 ms at 50k turns).
+    const turns = this.base.turns.concat(this.added)
+    for (const [position, turn] of this.replaced) turns[position] = turn
+    const state = { turns }
+    keepIndex(state, { layer: settle(this.layer), branchEnd: this.branchEnd })
+    return state
   }
 
   apply(event: ChatEvent): void {
@@ -165,42 +177,47 @@ class ChatDraft {
     }
   }
 
+  private length(): number {
+    return this.base.turns.length + this.added.length
+  }
+
+  private turnAt(position: number): Turn {
+    const base = this.base.turns.length
+    return position < base ? (this.replaced.get(position) ?? this.base.turns[position]) : this.added[position - base]
+  }
+
+  private put(position: number, turn: Turn): void {
+    if (position < this.base.turns.length) this.replaced.set(position, turn)
+    else this.added[position - this.base.turns.length] = turn
+  }
+
   private add(turn: Turn): void {
-    const position = this.turns.length
-    this.turns.push(turn)
+    const position = this.length()
+    this.added.push(turn)
     this.changed = true
     if (turn.kind === 'assistant') this.owned.add(position)
     const slot = slotOf(turn)
-    const extendsBranch = this.branchEnd !== undefined && slot === (this.branchEnd === null ? ROOT_SLOT : nextSlot(this.turns[this.branchEnd]))
-    this.index(turn, position)
+    const extendsBranch = this.branchEnd !== undefined && slot === (this.branchEnd === null ? ROOT_SLOT : nextSlot(this.turnAt(this.branchEnd)))
+    this.layer.add(turn, position, slot)
     // The common case (a message after the branch's last answer, an answer to the branch's
     // last message) moves the end forward; a new version of an earlier slot means walk again.
     if (extendsBranch) this.branchEnd = this.walkFrom(position)
     else this.branchEnd = undefined
   }
 
-  private index(turn: Turn, position: number): void {
-    if (turn.kind === 'assistant') {
-      const positions = this.answersById.get(turn.id)
-      if (positions) positions.push(position)
-      else this.answersById.set(turn.id, [position])
-    } else if (!this.firstUserById.has(turn.id)) this.firstUserById.set(turn.id, position)
-    this.newestBySlot.set(slotOf(turn), position)
-  }
-
   /** Calls `update` for every answer with this id; `own()` gives the fold's own copy to change. */
   private updateAnswers(id: string, update: (answer: AnswerTurn, own: () => AnswerTurn) => void): void {
-    for (const position of this.answersById.get(id) ?? []) {
+    for (const position of this.layer.answerPositions(id)) {
       const own = () => {
         if (!this.owned.has(position)) {
-          const answer = this.turns[position] as AnswerTurn
-          this.turns[position] = { ...answer, chunks: answer.chunks.slice(), notes: answer.notes.slice() }
+          const answer = this.turnAt(position) as AnswerTurn
+          this.put(position, { ...answer, chunks: answer.chunks.slice(), notes: answer.notes.slice() })
           this.owned.add(position)
           this.changed = true
         }
-        return this.turns[position] as AnswerTurn
+        return this.turnAt(position) as AnswerTurn
       }
-      update(this.turns[position] as AnswerTurn, own)
+      update(this.turnAt(position) as AnswerTurn, own)
     }
   }
 
@@ -210,13 +227,13 @@ class ChatDraft {
    */
   private parentOf(payload: { edits?: string; after?: string }): string | null {
     if (payload.edits) {
-      const edited = this.firstUserById.get(payload.edits)
-      if (edited !== undefined) return (this.turns[edited] as UserTurn).parent
+      const edited = this.layer.firstUserOf(payload.edits)
+      if (edited !== undefined) return (this.turnAt(edited) as UserTurn).parent
     }
-    if (payload.after && this.answersById.has(payload.after)) return payload.after
+    if (payload.after && this.layer.hasAnswer(payload.after)) return payload.after
     if (this.branchEnd === undefined) this.branchEnd = this.walkFrom(null)
     if (this.branchEnd === null) return null
-    const last = this.turns[this.branchEnd]
+    const last = this.turnAt(this.branchEnd)
     return last.kind === 'assistant' ? last.id : last.parent
   }
 
@@ -224,8 +241,8 @@ class ChatDraft {
   private walkFrom(position: number | null): number | null {
     let end = position
     // At most one step per turn: ids are unique per session, so a branch cannot loop.
-    for (let steps = 0; steps <= this.turns.length; steps++) {
-      const next = this.newestBySlot.get(end === null ? ROOT_SLOT : nextSlot(this.turns[end]))
+    for (let steps = 0; steps <= this.length(); steps++) {
+      const next = this.layer.newestIn(end === null ? ROOT_SLOT : nextSlot(this.turnAt(end)))
       if (next === undefined) break
       end = next
     }

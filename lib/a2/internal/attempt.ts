@@ -116,10 +116,17 @@ export class Attempt {
     let started = false
     let error: unknown
     try {
-      await this.hooks.afterClaim?.({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
       // The start boundary reads the durable state, not only the NOTIFY: a cancel that
-      // committed after the claim (its hint possibly lost) stops the run before it starts.
-      const start = await startState(this.host.store.db, job)
+      // committed before the start (its hint possibly lost) stops the run before it starts.
+      // The claim's own read is that read when nothing is awaited between the claim's result
+      // and the start: a read of its own would see one round trip further (a cancel committed
+      // during it; a later one reaches the running attempt by its NOTIFY or, that lost, its
+      // next renewal, either way) for a statement per job (bench figure 4). Whatever is
+      // awaited in between (afterClaim) lets time pass, so the state is read again after it.
+      // (Without the hook this still yields once: the handler never runs inside the constructor.)
+      const { afterClaim } = this.hooks
+      await afterClaim?.({ jobId: job.id, attempt: job.attempt, sessionId: job.sessionId, eventId: job.eventId })
+      const start = afterClaim ? await startState(this.host.store.db, job) : startFromClaim(job)
       if (!start.held) this.abort(new RunAborted(start.attempt !== job.attempt ? 'SUPERSEDED_ATTEMPT' : 'FENCED_OUT'))
       else if (start.cancelledBy) this.cancelled(start.cancelledBy)
       const reason = abortReason(this.signal)
@@ -189,7 +196,13 @@ interface StartState {
   event: A2Event
 }
 
-/** The job's state and its trigger event, read once as the attempt starts. */
+/** The start state as the claim returned it: held (the claim just took it ACTIVE at this attempt). */
+function startFromClaim(job: ClaimedJob): StartState {
+  if (!job.event) throw new Error(`job ${job.id} has no trigger event`)
+  return { held: true, attempt: job.attempt, cancelledBy: job.cancelledBy, event: job.event }
+}
+
+/** The job's state and its trigger event, read again as the attempt starts. */
 async function startState(db: Executor, job: ClaimedJob): Promise<StartState> {
   const [row] = await query<EventRow & { status: RunStatus; attempt: number; cancelled_by: EventRef | null }>(
     db,

@@ -12,7 +12,7 @@ import type { Executor, Store } from './store'
 export interface WorkerHooks {
   /** After an effect's state was read, before its dispatch compare-and-set. */
   beforeDispatch?: (job: { jobId: number; attempt: number }, key: string) => Promise<void>
-  /** After the claim committed, before the start boundary's check and the handler. */
+  /** After the claim committed, before the start boundary's check and the handler; with it, that check reads the job again (attempt.ts). */
   afterClaim?: (job: { jobId: number; attempt: number; sessionId: string; eventId: string }) => Promise<void>
 }
 

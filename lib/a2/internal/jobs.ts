@@ -4,7 +4,9 @@
  */
 import { wakeWorkers } from './bus'
 import { sql, type SQL } from 'drizzle-orm'
-import { FAILED_TYPE } from './contract'
+import type { EventRef } from './abort'
+import { FAILED_TYPE, type A2Event } from './contract'
+import { eventFromRow } from './event-row'
 import type { Fence } from './types'
 import { query, type Executor } from './store'
 import { LEASED, type RunStatus, type TransitionReason } from './transitions'
@@ -18,6 +20,13 @@ export interface ClaimedJob {
   attempt: number
   maxAttempts: number
   cancelVersion: number
+  /**
+   * What the start boundary reads, as the claim found it: the trigger event (undefined only if
+   * its row is gone) and a Stop recorded against the run. The attempt starts from these
+   * without another round trip (attempt.ts, startFromClaim).
+   */
+  event?: A2Event
+  cancelledBy?: EventRef
 }
 
 export interface ClaimArgs {
@@ -65,7 +74,7 @@ export function claimStatement(args: ClaimArgs): SQL {
               updated_at = now()
           from candidates c where j.id = c.id
           returning j.id, j.session_id, j.event_index, j.event_id, j.consumer, j.attempt, j.max_attempts, j.cancel_version,
-                    c.previous_owner
+                    j.cancelled_by, c.previous_owner
         ),
         -- A claim that takes over from an owner whose lease ran out says so in the history:
         -- that is how the previous attempt ended.
@@ -74,13 +83,18 @@ export function claimStatement(args: ClaimArgs): SQL {
           select id, attempt - 1, 'ACTIVE', 'ACTIVE', 'LEASE_EXPIRED', jsonb_build_object('owner', previous_owner)
           from claimed where previous_owner is not null
         )
-        select id, session_id, event_index, event_id, consumer, attempt, max_attempts, cancel_version from claimed`
+        -- The trigger event comes back with the claim: the attempt needs it to start, and reading
+        -- it here instead of in a statement of its own halves the statements per job (two, the
+        -- claim's share aside, where a bare SKIP LOCKED loop takes one; bench figure 4).
+        select c.id, c.session_id, c.event_index, c.event_id, c.consumer, c.attempt, c.max_attempts, c.cancel_version, c.cancelled_by,
+               e.index as e_index, e.type as e_type, e.payload as e_payload, e.created_at as e_created_at
+        from claimed c left join a2_events e on e.session_id = c.session_id and e.index = c.event_index`
 }
 
 /** Claims up to `limit` runnable jobs in one statement (claimStatement). */
 export async function claimJobs(executor: Executor, args: ClaimArgs): Promise<ClaimedJob[]> {
   if (args.limit <= 0 || args.consumers.length === 0) return []
-  const rows = await query<Record<string, number | string>>(executor, claimStatement(args))
+  const rows = await query<ClaimRow>(executor, claimStatement(args))
   return rows.map((r) => ({
     id: Number(r.id),
     sessionId: String(r.session_id),
@@ -90,7 +104,35 @@ export async function claimJobs(executor: Executor, args: ClaimArgs): Promise<Cl
     attempt: Number(r.attempt),
     maxAttempts: Number(r.max_attempts),
     cancelVersion: Number(r.cancel_version),
+    event:
+      r.e_index === null
+        ? undefined
+        : eventFromRow({
+            id: r.event_id,
+            session_id: r.session_id,
+            index: r.e_index,
+            type: r.e_type!,
+            payload: r.e_payload,
+            created_at: r.e_created_at!,
+          }),
+    cancelledBy: r.cancelled_by ? { id: r.cancelled_by.id, index: r.cancelled_by.index } : undefined,
   }))
+}
+
+interface ClaimRow {
+  id: number
+  session_id: string
+  event_index: number
+  event_id: string
+  consumer: string
+  attempt: number
+  max_attempts: number
+  cancel_version: number
+  cancelled_by: EventRef | null
+  e_index: number | null
+  e_type: string | null
+  e_payload: unknown
+  e_created_at: Date | string | null
 }
 
 export interface RenewResult {

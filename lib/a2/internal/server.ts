@@ -175,11 +175,18 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
 
     /**
      * The owner's session folded by `reducer` up to `before` (default: its head), from the
-     * newest checkpoint: a session of 100k events costs the events since it, not 100k.
+     * newest checkpoint: a session of 100k events costs the events since it, not 100k. With
+     * the session as read for it (a snapshot needs both: one read of the row, not two).
      */
-    async fold<S>(sessionId: string, owner: string, reducer: Fold<S>, options: { before?: number } = {}): Promise<Folded<S>> {
+    async fold<S>(
+      sessionId: string,
+      owner: string,
+      reducer: Fold<S>,
+      options: { before?: number } = {},
+    ): Promise<Folded<S> & { session: Awaited<ReturnType<typeof getOwnedSession>> }> {
       const session = await getOwnedSession(store, sessionId, owner)
-      return foldSession(store, sessionId, reducer, { before: Math.min(options.before ?? session.head, session.head) })
+      const folded = await foldSession(store, sessionId, reducer, { before: Math.min(options.before ?? session.head, session.head) })
+      return { ...folded, session }
     },
 
     runs: {
