@@ -21,6 +21,8 @@ export type UpstreamRequest = {
   completedAt?: number
   /** Resolves when the connection closed for any reason. */
   closed: Promise<void>
+  /** A next token is scheduled: false once the stream ended or the client went away. */
+  writing: boolean
 }
 
 export type Upstream = {
@@ -94,6 +96,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
       tokenTimes: [],
       closedEarly: false,
       closed: new Promise<void>((resolve) => (markClosed = resolve)),
+      writing: false,
     }
     res.on('close', () => {
       request.closedAt = performance.now()
@@ -113,7 +116,10 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     let timer: ReturnType<typeof setTimeout> | undefined
 
     // A disconnected client must not cost another token.
-    res.on('close', () => clearTimeout(timer))
+    res.on('close', () => {
+      clearTimeout(timer)
+      request.writing = false
+    })
 
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
     send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] })
@@ -131,8 +137,10 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
         request.tokenTimes.push(now)
         request.tokensSent++
         timer = setTimeout(writeNext, Math.max(0, origin + (i + 2) * tokenMs - now))
+        request.writing = true
         return
       }
+      request.writing = false
       send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })
       if (body.stream_options?.include_usage) {
         const prompt = promptTokens(body)
@@ -143,6 +151,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
       res.end()
     }
     timer = setTimeout(writeNext, tokenMs)
+    request.writing = true
   }
 
   function completeAtOnce(res: ServerResponse, request: UpstreamRequest) {

@@ -2,7 +2,7 @@
  * The HTTP surface, called as Next calls it (Request in, Response out): identity, typed
  * JSON errors with nothing written, idempotent pushes, SSE resume from Last-Event-ID.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
@@ -79,8 +79,7 @@ describe.each(layers)('the API routes on %s', (kind) => {
     expect(ids).toEqual([3, 4])
     // The client went away: the tail's subscription is released.
     const { server } = await chatServer.getChatServer()
-    await new Promise((r) => setTimeout(r, 50))
-    expect(await server.subscriptions()).toBe(0)
+    await vi.waitFor(async () => expect(await server.subscriptions()).toBe(0))
   })
 
   it('answers each bad input with a typed JSON error and writes nothing', async () => {
