@@ -33,3 +33,9 @@ export function eventFromRow(row: EventRow): A2Event {
 export function isoTime(value: Date | string): string {
   return new Date(value).toISOString()
 }
+
+/** Rows aggregated into a jsonb column (`jsonb_agg(…)`): parsed by postgres-js and PGlite alike, a string on a raw path, null for none. */
+export function jsonbRows<T>(value: T[] | string | null): T[] {
+  if (value === null) return []
+  return typeof value === 'string' ? (JSON.parse(value) as T[]) : value
+}

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
-import { eventFromRow, isoTime, type EventRow } from './event-row'
+import { eventFromRow, isoTime, jsonbRows, type EventRow } from './event-row'
 import { pushedBytes, sameEventsAgain, sessionFull } from './append-checks'
 import { readPushContext, type OpenRunRead } from './push-context'
 import { query, type Store } from './store'
@@ -79,10 +79,8 @@ export async function appendInOneStatement(
       }
     case 'not_found':
       throw new A2Error('not_found', 'no such session')
-    case 'duplicate': {
-      const existing = typeof answer.o_existing === 'string' ? (JSON.parse(answer.o_existing) as EventRow[]) : answer.o_existing!
-      return { events: sameEventsAgain(existing.map(eventFromRow), inputs), duplicate: true }
-    }
+    case 'duplicate':
+      return { events: sameEventsAgain(jsonbRows(answer.o_existing).map(eventFromRow), inputs), duplicate: true }
     case 'session_full_events':
       throw sessionFull('events', options.caps!)
     case 'session_full_bytes':

@@ -9,7 +9,7 @@
 import { sql } from 'drizzle-orm'
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
-import { eventFromRow, type EventRow } from './event-row'
+import { eventFromRow, jsonbRows, type EventRow } from './event-row'
 import { query, type Executor } from './store'
 import { OPEN, type RunStatus } from './transitions'
 
@@ -60,8 +60,8 @@ export async function readPushContext(
   if (!row || (options.owner !== undefined && row.owner !== options.owner)) throw new A2Error('not_found', 'no such session')
   return {
     head: row.head,
-    events: parsed(row.events).map(eventFromRow),
-    openRuns: parsed(row.open).map((r) => ({
+    events: jsonbRows(row.events).map(eventFromRow),
+    openRuns: jsonbRows(row.open).map((r) => ({
       jobId: Number(r.job),
       consumer: r.consumer,
       status: r.status,
@@ -77,10 +77,4 @@ interface OpenRow {
   status: RunStatus
   cancelled: boolean
   event: EventRow
-}
-
-/** A jsonb column as the driver hands it: parsed by postgres-js and PGlite alike, or a string on a raw path. */
-function parsed<T>(value: T[] | string | null): T[] {
-  if (value === null) return []
-  return typeof value === 'string' ? (JSON.parse(value) as T[]) : value
 }
