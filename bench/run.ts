@@ -513,6 +513,7 @@ function notesOf(r: Results): string[] {
     notes.push(
       `   CPU (% of one core) ${[proc('client', s.cpu.client), proc('app', s.cpu.app), proc('worker', s.cpu.worker), proc('upstream', s.cpu.upstream)].join(' / ')}`,
     )
+    if (s.db) notes.push(...dbText(s.db))
     notes.push('   baseline: streamText + AbortController in the client process on the same upstream process, abort() → upstream closed.')
   }
   return notes

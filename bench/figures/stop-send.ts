@@ -29,6 +29,7 @@ import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep, until, wallNow, within } from '../lib/time'
 import { WORKER_CONCURRENCY } from '../lib/rig'
+import { sampleDatabase, type DbSample } from '../lib/db-sampler'
 
 type Lag = { p50: number; p99: number; max: number }
 type ProcessSample = { pct: number; lag: Lag }
@@ -46,6 +47,8 @@ export interface StopSendFigure {
   cpu: { client: ProcessSample; app?: ProcessSample; worker?: ProcessSample; upstream?: ProcessSample }
   /** The upstream process's clock against this one (NTP-style over IPC): the error bound of a sample. */
   clock: { offsetMs: number; rttMs: number }
+  /** With --profile: what the database's backends were doing while `ours` ran. */
+  db?: DbSample
   errors?: string
 }
 
@@ -231,8 +234,10 @@ export async function stopSendFigure(options: {
     await sample()
     const clientCpu = processCpu()
     const clientLag = loopDelay()
+    const sampler = options.profileDir ? sampleDatabase(options.databaseUrl) : undefined
     const ours = await runPool(options.stops, options.chats, () => stopFromSend(app, appUrl, watch, point), { deadline: options.deadline })
     const [upstreamCpu, workerCpu, appCpu] = await sample()
+    const db = await sampler?.stop()
     const cpu = { client: { pct: clientCpu.stop(), lag: clientLag.stop() }, app: appCpu, worker: workerCpu, upstream: upstreamCpu }
     await settled()
     const base = await runPool(options.stops, options.chats, () => stopLocally(model, watch, point), { deadline: options.deadline + 30_000 })
@@ -244,6 +249,7 @@ export async function stopSendFigure(options: {
       chats: options.chats,
       cpu,
       clock,
+      db,
       errors: firstError([...ours.errors, ...base.errors]),
     }
   } finally {
