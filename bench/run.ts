@@ -506,7 +506,9 @@ function notesOf(r: Results): string[] {
       p ? `${name} ${p.pct}% (loop delay p50 ${fmt(p.lag.p50)} / p99 ${fmt(p.lag.p99)} ms)` : `${name} ?`
     notes.push(
       `9: ${s.ours.n} Stops over HTTP, ${s.chats} chats at once (each with its SSE tail on the app process); the route's answer at the client ` +
-        `p50 ${fmt(s.route.p50)} / p99 ${fmt(s.route.p99)} ms; upstream not closed early: ${s.notClosedEarly}; ` +
+        `p50 ${fmt(s.route.p50)} / p99 ${fmt(s.route.p99)} ms; split at the push statement's start (the Stop's createdAt): send → a2_push began ` +
+        `p50 ${fmt(s.split.toPush.p50)} / p99 ${fmt(s.split.toPush.p99)}, began → upstream closed p50 ${fmt(s.split.pushToClose.p50)} / p99 ${fmt(s.split.pushToClose.p99)} ms; ` +
+        `upstream not closed early: ${s.notClosedEarly}; ` +
         `upstream clock vs this one ${fmt(s.clock.offsetMs)} ms (±${fmt(s.clock.rttMs / 2)})` +
         (s.errors ? `; ${s.errors}` : ''),
     )

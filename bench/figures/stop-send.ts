@@ -39,6 +39,8 @@ export interface StopSendFigure {
   ours: Summary
   /** Client's send → the route's answer received (201). */
   route: Summary
+  /** Split at the Stop's `createdAt` (a2_push began; ms resolution): send → push began, push began → upstream closed. */
+  split: { toPush: Summary; pushToClose: Summary }
   /** abort() → upstream closed. */
   baseline: Summary
   notClosedEarly: number
@@ -143,9 +145,11 @@ async function stopFromSend(app: ReturnType<typeof browser>, appUrl: string, wat
     const stopped = await app.push(sessionId, cookie, { id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: lastIndex } })
     const answered = wallNow()
     if (stopped.status !== 201) throw new Error(`the Stop answered ${stopped.status}: ${await stopped.text()}`)
-    await stopped.arrayBuffer()
+    // The Stop's createdAt is the push statement's now(): when a2_push began, on the same clock.
+    const { events } = (await stopped.json()) as { events: Array<{ createdAt: string }> }
+    const began = Date.parse(events[0].createdAt)
     const closed = await within(upstream.closed, 15_000, 'upstream request to close after Stop')
-    return { fromSent: closed.at - sent, routeMs: answered - sent, closedEarly: closed.early }
+    return { fromSent: closed.at - sent, routeMs: answered - sent, toPush: began - sent, pushToClose: closed.at - began, closedEarly: closed.early }
   } finally {
     tail.close()
   }
@@ -244,6 +248,7 @@ export async function stopSendFigure(options: {
     return {
       ours: summarize(ours.results.map((s) => s.fromSent)),
       route: summarize(ours.results.map((s) => s.routeMs)),
+      split: { toPush: summarize(ours.results.map((s) => s.toPush)), pushToClose: summarize(ours.results.map((s) => s.pushToClose)) },
       baseline: summarize(base.results.map((s) => s.fromSent)),
       notClosedEarly: ours.results.filter((s) => !s.closedEarly).length,
       chats: options.chats,
