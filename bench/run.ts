@@ -513,7 +513,8 @@ function notesOf(r: Results): string[] {
         (s.errors ? `; ${s.errors}` : ''),
     )
     notes.push(
-      `   CPU (% of one core) ${[proc('client', s.cpu.client), proc('app', s.cpu.app), proc('worker', s.cpu.worker), proc('upstream', s.cpu.upstream)].join(' / ')}`,
+      `   CPU: machine ${s.cpu.machineBusyPct ?? '?'}% of all cores; processes in % of one core: ` +
+        `${[proc('client', s.cpu.client), proc('app', s.cpu.app), proc('worker', s.cpu.worker), proc('upstream', s.cpu.upstream)].join(' / ')} / postgres ${s.cpu.postgresPct}%`,
     )
     if (s.db) notes.push(...dbText(s.db))
     notes.push('   baseline: streamText + AbortController in the client process on the same upstream process, abort() → upstream closed.')

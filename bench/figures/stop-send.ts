@@ -24,7 +24,7 @@ import { prompt } from '../lib/upstream'
 import { openSse } from '../lib/http'
 import { spawnChild, type Child } from '../lib/children'
 import { rows } from '../lib/db'
-import { loopDelay, processCpu } from '../lib/machine'
+import { cpuMeter, loopDelay, postgresCpu, processCpu } from '../lib/machine'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep, until, wallNow, within } from '../lib/time'
@@ -46,7 +46,15 @@ export interface StopSendFigure {
   notClosedEarly: number
   chats: number
   /** CPU (% of one core) and event-loop delay (ms) of each process while `ours` ran. */
-  cpu: { client: ProcessSample; app?: ProcessSample; worker?: ProcessSample; upstream?: ProcessSample }
+  cpu: {
+    /** The whole machine, % of all cores (other work on it included), and every Postgres process together, % of one core. */
+    machineBusyPct?: number
+    postgresPct: number
+    client: ProcessSample
+    app?: ProcessSample
+    worker?: ProcessSample
+    upstream?: ProcessSample
+  }
   /** The upstream process's clock against this one (NTP-style over IPC): the error bound of a sample. */
   clock: { offsetMs: number; rttMs: number }
   /** With --profile: what the database's backends were doing while `ours` ran. */
@@ -238,11 +246,20 @@ export async function stopSendFigure(options: {
     await sample()
     const clientCpu = processCpu()
     const clientLag = loopDelay()
+    const machineCpu = cpuMeter()
+    const postgres = postgresCpu()
     const sampler = options.profileDir ? sampleDatabase(options.databaseUrl) : undefined
     const ours = await runPool(options.stops, options.chats, () => stopFromSend(app, appUrl, watch, point), { deadline: options.deadline })
     const [upstreamCpu, workerCpu, appCpu] = await sample()
     const db = await sampler?.stop()
-    const cpu = { client: { pct: clientCpu.stop(), lag: clientLag.stop() }, app: appCpu, worker: workerCpu, upstream: upstreamCpu }
+    const cpu = {
+      machineBusyPct: machineCpu.stop()?.busyPct,
+      postgresPct: postgres.stop(),
+      client: { pct: clientCpu.stop(), lag: clientLag.stop() },
+      app: appCpu,
+      worker: workerCpu,
+      upstream: upstreamCpu,
+    }
     await settled()
     const base = await runPool(options.stops, options.chats, () => stopLocally(model, watch, point), { deadline: options.deadline + 30_000 })
     return {
