@@ -85,6 +85,19 @@ describe.each(layers)('database-backed rate limits on %s', (kind) => {
     expect(restarted.points).toBe(1)
   })
 
+  it('one key named twice in a request is one row taken by the sum (a row cannot be upserted twice in one statement)', async () => {
+    await takeLimits(
+      stores[0],
+      [
+        ['pushesByUser', 'u_twice', 1],
+        ['pushesByUser', 'u_twice', 2],
+      ],
+      () => 5,
+    )
+    const [row] = await rows<{ points: number }>(stores[0], sql`select points from rate_limits where key = 'pushes:user:u_twice'`)
+    expect(row.points).toBe(3)
+  })
+
   it("commits without waiting for the WAL, and leaves the connection's own setting alone", async () => {
     const before = await rows<{ setting: string }>(single, sql`select current_setting('synchronous_commit') as setting`)
     await takeLimits(single, [['identitiesByAddress', '192.0.2.10', 1]], () => 5)

@@ -73,7 +73,10 @@ export async function takeAll(takes: readonly Take[]): Promise<void> {
 export async function takeLimits(store: Store, takes: readonly Take[], allowance: (name: LimitName) => number): Promise<void> {
   const wanted = takes.filter(([, , points]) => points > 0)
   if (wanted.length === 0) return
-  const keys = wanted.map(([name, key, points]) => ({ key: `${LIMITS[name].prefix}:${key}`, points }))
+  // One row per key: a statement cannot upsert a row twice, so a key named twice is taken once by the sum.
+  const sums = new Map<string, number>()
+  for (const [name, key, points] of wanted) sums.set(rowKey(name, key), (sums.get(rowKey(name, key)) ?? 0) + points)
+  const keys = [...sums].map(([key, points]) => ({ key, points }))
   const result = (await store.db.execute(sql`
     with async_commit as (select set_config('synchronous_commit', 'off', true))
     insert into rate_limits as r (key, points, expire)
@@ -87,14 +90,17 @@ export async function takeLimits(store: Store, takes: readonly Take[], allowance
   const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ key: string; points: number; ms_left: string }>
   sweep(store)
   let refused: { name: LimitName; msLeft: number } | undefined
-  for (const [i, [name]] of wanted.entries()) {
-    const row = rows.find((r) => r.key === keys[i].key)
-    if (!row) throw new Error(`rate limit ${keys[i].key} got no row back`)
+  for (const [name, limited] of wanted) {
+    const key = rowKey(name, limited)
+    const row = rows.find((r) => r.key === key)
+    if (!row) throw new Error(`rate limit ${key} got no row back`)
     const msLeft = Number(row.ms_left)
     if (row.points > allowance(name) && (!refused || msLeft > refused.msLeft)) refused = { name, msLeft }
   }
   if (refused) throw rateLimited(`too many ${LIMITS[refused.name].what} this minute`, refused.msLeft)
 }
+
+const rowKey = (name: LimitName, key: string) => `${LIMITS[name].prefix}:${key}`
 
 /** Deletes rows whose window ended over an hour ago, in the background, at most every SWEEP_EVERY_MS per store. */
 function sweep(store: Store): void {
