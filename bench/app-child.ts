@@ -6,7 +6,8 @@
  * app's instrumentation does it: every request stamped with its socket's address (the
  * per-address limits), the chat server opened before the first request; no embedded worker.
  *
- * Env: BENCH_DB_URL, BENCH_UPSTREAM_URL. Driven by the parent over IPC (bench/lib/children.ts):
+ * Env: BENCH_DB_URL, BENCH_UPSTREAM_URL; BENCH_TRACE=1 traces the requests the client marks
+ * (lib/statement-trace.ts). Driven by the parent over IPC (bench/lib/children.ts):
  * `cpu` answers this process's CPU and event-loop delay since the last call.
  */
 import http from 'node:http'
@@ -16,6 +17,8 @@ import { stampPeerAddress } from '@/lib/http/peer-address'
 import { loadRoutes } from '@/test/routes'
 import { serveParent, tellParent } from './lib/children'
 import { loopDelay, processCpu } from './lib/machine'
+import { traceStatements } from './lib/statement-trace'
+import { getStore } from '@/lib/db'
 
 const databaseUrl = process.env.BENCH_DB_URL
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL
@@ -28,7 +31,9 @@ const routes = await loadRoutes({
 stampPeerAddress()
 await routes.chatServer.getChatServer()
 
-const server = http.createServer((req, res) => void serve(req, res))
+// BENCH_TRACE=1 (`--trace`): the statements of each request the client marks, sent to the parent.
+const tracer = process.env.BENCH_TRACE === '1' ? traceStatements(await getStore(), (trace) => tellParent({ type: 'trace', trace })) : undefined
+const server = http.createServer((req, res) => (tracer ? tracer.wrap(req, res, () => void serve(req, res)) : void serve(req, res)))
 // Tails stay open for the whole figure.
 server.keepAliveTimeout = 600_000
 server.requestTimeout = 0

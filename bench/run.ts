@@ -11,6 +11,7 @@
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
+ *   npm run bench -- --trace      figure 9: each Stop's statements, timed in the app process.
  *
  * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
  * bench/results/latest.json (and latest-<store>.json). Loopback only; bounded in count
@@ -43,6 +44,7 @@ const onlyArg = args.find((a) => a.startsWith('--only='))
 const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Number)) : undefined
 const wants = (figure: number) => !only || only.has(figure)
 const profile = args.includes('--profile')
+const trace = args.includes('--trace')
 const takeoversArg = args.find((a) => a.startsWith('--takeovers='))
 const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length)) : 20
 
@@ -228,6 +230,7 @@ async function main(): Promise<number> {
         chats: 10,
         deadline: Date.now() + 45_000,
         profileDir: profile ? PROFILES : undefined,
+        trace,
       }),
     )
   }
@@ -517,6 +520,10 @@ function notesOf(r: Results): string[] {
         `${[proc('client', s.cpu.client), proc('app', s.cpu.app), proc('worker', s.cpu.worker), proc('upstream', s.cpu.upstream)].join(' / ')} / postgres ${s.cpu.postgresPct}%`,
     )
     if (s.db) notes.push(...dbText(s.db))
+    if (s.trace) {
+      notes.push('   --trace, each Stop in the app process (p50 / p99 ms):')
+      for (const [part, ms] of Object.entries(s.trace)) notes.push(`     ${part}: ${fmt(ms.p50)} / ${fmt(ms.p99)} (${ms.n})`)
+    }
     notes.push('   baseline: streamText + AbortController in the client process on the same upstream process, abort() → upstream closed.')
   }
   return notes

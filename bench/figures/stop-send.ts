@@ -30,6 +30,7 @@ import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep, until, wallNow, within } from '../lib/time'
 import { WORKER_CONCURRENCY } from '../lib/rig'
 import { sampleDatabase, type DbSample } from '../lib/db-sampler'
+import { TRACE_HEADER, type RequestTrace } from '../lib/statement-trace'
 
 type Lag = { p50: number; p99: number; max: number }
 type ProcessSample = { pct: number; lag: Lag }
@@ -59,6 +60,8 @@ export interface StopSendFigure {
   clock: { offsetMs: number; rttMs: number }
   /** With --profile: what the database's backends were doing while `ours` ran. */
   db?: DbSample
+  /** With --trace: each Stop's parts, from the app process's marks and its statements (ms). */
+  trace?: Record<string, Summary>
   errors?: string
 }
 
@@ -112,10 +115,10 @@ function browser(appUrl: string) {
       const { session } = (await created.json()) as { session: { id: string } }
       return { cookie, sessionId: session.id }
     },
-    push(sessionId: string, cookie: string, body: unknown): Promise<Response> {
+    push(sessionId: string, cookie: string, body: unknown, trace?: string): Promise<Response> {
       return fetch(`${appUrl}/api/sessions/${sessionId}/events`, {
         method: 'POST',
-        headers: { ...sameOrigin, cookie, 'content-type': 'application/json' },
+        headers: { ...sameOrigin, cookie, 'content-type': 'application/json', ...(trace ? { [TRACE_HEADER]: trace } : {}) },
         body: JSON.stringify(body),
       })
     },
@@ -150,14 +153,23 @@ async function stopFromSend(app: ReturnType<typeof browser>, appUrl: string, wat
     await within(firstChunk, 20_000, 'first chunk on the tail')
     await sleep(pointMs())
     const sent = wallNow()
-    const stopped = await app.push(sessionId, cookie, { id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: lastIndex } })
+    const stopped = await app.push(sessionId, cookie, { id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: lastIndex } }, tag)
     const answered = wallNow()
     if (stopped.status !== 201) throw new Error(`the Stop answered ${stopped.status}: ${await stopped.text()}`)
     // The Stop's createdAt is the push statement's now(): when a2_push began, on the same clock.
     const { events } = (await stopped.json()) as { events: Array<{ createdAt: string }> }
     const began = Date.parse(events[0].createdAt)
     const closed = await within(upstream.closed, 15_000, 'upstream request to close after Stop')
-    return { fromSent: closed.at - sent, routeMs: answered - sent, toPush: began - sent, pushToClose: closed.at - began, closedEarly: closed.early }
+    return {
+      tag,
+      sent,
+      closedAt: closed.at,
+      fromSent: closed.at - sent,
+      routeMs: answered - sent,
+      toPush: began - sent,
+      pushToClose: closed.at - began,
+      closedEarly: closed.early,
+    }
   } finally {
     tail.close()
   }
@@ -195,6 +207,8 @@ export async function stopSendFigure(options: {
   chats: number
   deadline: number
   profileDir?: string
+  /** Trace each Stop's statements in the app process (off for the measured figure: it costs the app async hooks). */
+  trace?: boolean
 }): Promise<StopSendFigure> {
   const prof = (name: string) => (options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${name}`] : [])
   const children: Child[] = []
@@ -213,12 +227,16 @@ export async function stopSendFigure(options: {
     })
     children.push(worker)
     const appChild = await spawnChild('app-child.ts', [], {
-      env: { BENCH_DB_URL: options.databaseUrl, BENCH_UPSTREAM_URL: upstreamUrl, PGAPPNAME: 'a2-bench-app' },
+      env: { BENCH_DB_URL: options.databaseUrl, BENCH_UPSTREAM_URL: upstreamUrl, PGAPPNAME: 'a2-bench-app', BENCH_TRACE: options.trace ? '1' : '0' },
       execArgv: prof('app-send'),
     })
     children.push(appChild)
     const appUrl = appChild.ready.url as string
     const watch = watchUpstream(upstream)
+    const traces = new Map<string, RequestTrace>()
+    appChild.on((message: { type: string; trace: RequestTrace }) => {
+      if (message.type === 'trace') traces.set(message.trace.tag, message.trace)
+    })
     const app = browser(appUrl)
     const model = createOpenAI({ apiKey: 'bench', baseURL: upstreamUrl }).chat('bench')
     const settled = () =>
@@ -272,9 +290,31 @@ export async function stopSendFigure(options: {
       cpu,
       clock,
       db,
+      trace: options.trace ? traceParts(ours.results, traces) : undefined,
       errors: firstError([...ours.errors, ...base.errors]),
     }
   } finally {
     for (const child of children.reverse()) await child.stop().catch(() => {})
   }
+}
+
+/** Each Stop's parts from its trace: the hop to the app, each statement, the gaps between them, the close. */
+function traceParts(stops: Array<{ tag: string; sent: number; closedAt: number }>, traces: Map<string, RequestTrace>): Record<string, Summary> {
+  const parts = new Map<string, number[]>()
+  const add = (part: string, ms: number) => parts.set(part, [...(parts.get(part) ?? []), ms])
+  for (const stop of stops) {
+    const trace = traces.get(stop.tag)
+    const of = (kind: string) => trace?.statements.find(([what]) => what === kind)
+    const [read, limits, push] = [of('read'), of('limits'), of('a2_push')]
+    if (!trace || !read || !push || trace.written === undefined) continue
+    add('send → at the app', trace.arrived - stop.sent)
+    add('at the app → first statement sent', trace.statements[0][1] - trace.arrived)
+    if (limits) add('limits statement', limits[2] - limits[1])
+    add('read statement', read[2] - read[1])
+    add('read answered → a2_push sent', push[1] - read[2])
+    add('a2_push statement', push[2] - push[1])
+    add('a2_push answered → upstream closed', stop.closedAt - push[2])
+    add('a2_push answered → response written', trace.written - push[2])
+  }
+  return Object.fromEntries([...parts].map(([part, ms]) => [part, summarize(ms)]))
 }
