@@ -271,8 +271,8 @@ async function saveCheckpoint<S>(store: Store, sessionId: string, reducer: Fold<
 }
 
 /**
- * Pieces a statement: a fixed statement text (a prepared statement per connection, not one
- * per piece count), ~2.5 MiB of a chat's blocks.
+ * Pieces written per statement, padded with nulls: one statement text (one prepared statement
+ * per connection, not one per piece count); 32 of the chat's blocks are ~2.5 MiB.
  */
 const PIECES_PER_STATEMENT = 32
 
