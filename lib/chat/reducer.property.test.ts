@@ -110,6 +110,9 @@ const PREFIX: ChatEvent[] = Array.from({ length: 400 }, (_, a) => [
   .flat()
   .map((e, index) => ({ ...e, index, sessionId: 's', createdAt: '2026-12-01T00:00:00.000Z' }) as ChatEvent)
 
+/** The reference fold of the prefix, once (it is pure: every run continues from the same state). */
+const PREFIX_REFERENCE = PREFIX.reduce(referenceReduce, { turns: [] } as ChatState)
+
 function onPrefix(log: ChatEvent[], own: boolean): ChatEvent[] {
   const REFERENCES = ['of', 'for', 'edits', 'after', 'replaces']
   const rename = (value: unknown) => (own && typeof value === 'string' && /^e\d+$/.test(value) ? `x${value.slice(1)}` : value)
@@ -195,7 +198,7 @@ describe('foldChat against the reference fold', () => {
         // The first cut after the prefix's first two blocks are full (event 768), anywhere up to the end.
         const first = 800 + (a % (log.length - 799))
         const second = first + (b % (log.length - first + 1))
-        const whole = viaJson(log.reduce(referenceReduce, { turns: [] } as ChatState))
+        const whole = viaJson(log.slice(PREFIX.length).reduce(referenceReduce, PREFIX_REFERENCE))
         const atFirst = foldChat(log.slice(0, first))
         const frozen = JSON.stringify(atFirst)
         const read = viaPieces(atFirst)
