@@ -1,6 +1,6 @@
 /**
  * How a run ends. Every path is a fenced compare-and-set on (job, attempt), and every
- * terminal state is reached through `finishRun` (jobs.ts): one statement that decides from
+ * terminal state is reached through `finishRuns` (jobs.ts): one statement that decides from
  * the stored state of the run's effects. Before it, effects still DISPATCHED are put to the
  * consumer's reconcile hook. The attempt (attempt.ts) and the drain (drain.ts) settle here
  * and nowhere else.
