@@ -16,7 +16,7 @@ import { Readable } from 'node:stream'
 import { stampPeerAddress } from '@/lib/http/peer-address'
 import { loadRoutes } from '@/test/routes'
 import { serveParent, tellParent } from './lib/children'
-import { loopDelay, processCpu } from './lib/machine'
+import { cpuSampler } from './lib/machine'
 import { traceStatements } from './lib/statement-trace'
 import { getStore } from '@/lib/db'
 
@@ -84,21 +84,9 @@ async function serve(req: http.IncomingMessage, res: http.ServerResponse): Promi
 }
 
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-let cpu = processCpu()
-let delay = loopDelay()
-serveParent(
-  {
-    cpu: () => {
-      const sample = { pct: cpu.stop(), lag: delay.stop() }
-      cpu = processCpu()
-      delay = loopDelay()
-      return sample
-    },
-  },
-  async () => {
-    server.closeAllConnections()
-    server.close()
-    await routes.chatServer.shutdownChatServer().catch(() => {})
-  },
-)
+serveParent({ cpu: cpuSampler() }, async () => {
+  server.closeAllConnections()
+  server.close()
+  await routes.chatServer.shutdownChatServer().catch(() => {})
+})
 tellParent({ type: 'ready', pid: process.pid, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })

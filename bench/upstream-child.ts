@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks'
 import { startBenchUpstream, tagOf } from './lib/upstream'
 import { serveParent, tellParent } from './lib/children'
-import { loopDelay, processCpu } from './lib/machine'
+import { cpuSampler } from './lib/machine'
 
 const upstream = await startBenchUpstream(Number(process.env.BENCH_TOKEN_MS ?? 20))
 // Every request, as it arrives: a waiter that never matches (the stand-in calls each waiter per request).
@@ -28,17 +28,5 @@ upstream
   )
   .catch(() => {})
 
-let cpu = processCpu()
-let delay = loopDelay()
-serveParent(
-  {
-    cpu: () => {
-      const sample = { pct: cpu.stop(), lag: delay.stop() }
-      cpu = processCpu()
-      delay = loopDelay()
-      return sample
-    },
-  },
-  () => upstream.close().catch(() => {}),
-)
+serveParent({ cpu: cpuSampler() }, () => upstream.close().catch(() => {}))
 tellParent({ type: 'ready', pid: process.pid, url: upstream.url })

@@ -16,7 +16,7 @@ import { buildChatServer } from '@/lib/chat/server'
 import { serveParent, tellParent } from './lib/children'
 import { wallNow } from './lib/time'
 import { bareClaim, benchContract, noopConsumers } from './lib/wake-contract'
-import { processCpu, loopDelay } from './lib/machine'
+import { cpuSampler } from './lib/machine'
 
 const [mode = 'chat'] = process.argv.slice(2)
 const url = process.env.BENCH_DB_URL
@@ -27,8 +27,6 @@ const concurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 64)
 const pool = process.env.BENCH_WORKER_POOL ? Number(process.env.BENCH_WORKER_POOL) : undefined
 const store: Store = await openPostgresStore(url, { max: pool })
 let stopWorkers: () => Promise<void> = async () => {}
-let cpu = processCpu()
-let delay = loopDelay()
 let bare: { end(): Promise<void> } | undefined
 
 if (mode === 'chat') {
@@ -93,13 +91,7 @@ async function bareClaimer(databaseUrl: string) {
 
 serveParent(
   {
-    cpu: () => {
-      const pct = cpu.stop()
-      const lag = delay.stop()
-      cpu = processCpu()
-      delay = loopDelay()
-      return { pct, lag }
-    },
+    cpu: cpuSampler(),
     // A no-op round trip through the store: is the child's pool answering?
     ping: async () => {
       await store.db.execute(sql`select 1`)

@@ -119,3 +119,18 @@ export function loopDelay(): { stop(): { p50: number; p99: number; max: number }
     },
   }
 }
+
+/**
+ * A child process's answer to the parent's `cpu` call: its CPU (% of one core) and event-loop
+ * delay since the previous call.
+ */
+export function cpuSampler(): () => { pct: number; lag: { p50: number; p99: number; max: number } } {
+  let cpu = processCpu()
+  let delay = loopDelay()
+  return () => {
+    const sample = { pct: cpu.stop(), lag: delay.stop() }
+    cpu = processCpu()
+    delay = loopDelay()
+    return sample
+  }
+}
