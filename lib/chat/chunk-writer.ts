@@ -72,3 +72,23 @@ export function chunkWriter(write: (deltas: string[]) => Promise<void>, onFailur
     },
   }
 }
+
+/**
+ * The deltas of one append as the chunk events it writes: neighbours joined while the
+ * joined text stays within `maxChars` (the contract's bound). Deltas wait together only
+ * while the answer's previous append commits, so joining them delays none, and the reader
+ * still sees whole chunk events (a Stop's lastSeenIndex cuts exactly what they saw). Under
+ * load that is one event per append instead of one per token: a row, a NOTIFY entry and an
+ * SSE frame on every tail, each (bench figure 2 at 100 streams: ~5 deltas per append). A
+ * delta longer than `maxChars` is never cut (it could split a surrogate pair): it goes alone.
+ */
+export function joinDeltas(deltas: readonly string[], maxChars: number): string[] {
+  const out: string[] = []
+  for (const delta of deltas) {
+    if (!delta) continue
+    const last = out.length - 1
+    if (last >= 0 && out[last].length + delta.length <= maxChars) out[last] += delta
+    else out.push(delta)
+  }
+  return out
+}
