@@ -84,7 +84,15 @@ export async function openChatRig(options: {
   let machineMeter = cpuMeter()
   let parentMeter = processCpu()
   let parentDelay = loopDelay()
-  let postgresMeter = postgresCpu()
+  // The bench database's backends and the server's background processes (not other databases' backends).
+  const postgresPids = async () =>
+    (
+      await rows<{ pid: number }>(
+        options.store,
+        sql`select pid from pg_stat_activity where datname = current_database() or (datname is null and backend_type <> 'client backend')`,
+      )
+    ).map((row) => Number(row.pid))
+  let postgresMeter = options.kind === 'postgres' ? await postgresCpu(postgresPids) : undefined
   const startSampler = () => (options.sampleDb && options.dbUrl ? sampleDatabase(options.dbUrl) : undefined)
   let sampler = startSampler()
   if (worker !== 'in-process') await worker.call({ cmd: 'cpu' })
@@ -106,11 +114,11 @@ export async function openChatRig(options: {
         parentLag: parentDelay.stop(),
         workerPct: child?.pct,
         workerLag: child?.lag,
-        postgresPct: options.kind === 'postgres' ? postgresMeter.stop() : undefined,
+        postgresPct: await postgresMeter?.stop(),
       }
       sample.db = await sampler?.stop()
       sampler = startSampler()
-      postgresMeter = postgresCpu()
+      postgresMeter = options.kind === 'postgres' ? await postgresCpu(postgresPids) : undefined
       machineMeter = cpuMeter()
       parentMeter = processCpu()
       parentDelay = loopDelay()
