@@ -7,6 +7,9 @@
  *
  * Variants: streamText's fullStream (what generate reads), its textStream, the
  * provider's doStream read directly (no streamText), and a bare fetch reading the bytes.
+ * The last two are floors for comparison: the app's design calls streamText. 2026-12-01,
+ * 100 streams, 3 rounds (load ~2-5): fullStream 257, textStream 245, doStream 122, fetch
+ * 46 µs a token.
  */
 import { fork } from 'node:child_process'
 import path from 'node:path'

@@ -1,5 +1,5 @@
 import { createOpenAI } from '@ai-sdk/openai'
-import type { LanguageModelV3 } from '@ai-sdk/provider'
+import type { LanguageModel } from 'ai'
 import { env, type Env } from '@/lib/env'
 import { createOfflineModel } from './offline-model'
 
@@ -18,7 +18,7 @@ export const KEYLESS_API_KEY = 'keyless'
  * (with or without a key), when either is configured; otherwise the built-in offline model, so
  * the app works with no setup. The configuration is a parameter so tests can pass their own.
  */
-export function selectModel(config: ModelConfig = env()): { model: LanguageModelV3; label: string } {
+export function selectModel(config: ModelConfig = env()): { model: LanguageModel; label: string } {
   if (config.OPENAI_API_KEY || config.OPENAI_BASE_URL) {
     const provider = createOpenAI({ apiKey: config.OPENAI_API_KEY ?? KEYLESS_API_KEY, baseURL: config.OPENAI_BASE_URL })
     const modelId = config.OPENAI_MODEL ?? 'gpt-4o-mini'

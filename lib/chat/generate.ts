@@ -9,19 +9,18 @@
  * committed: it sends that text to the model as the answer so far, and the fold shows every
  * attempt's chunks in log order, so the reader sees one answer and loses nothing they read.
  */
-import type { LanguageModelV3 } from '@ai-sdk/provider'
+import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
-import { streamAnswer, type AnswerTool } from './model-stream'
 import { chatFold } from './reducer'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
 import type { NoteRow } from '@/lib/db/schema'
 
 export interface GenerateOptions {
-  model: LanguageModelV3
+  model: LanguageModel
   notes: NoteOutbox
 }
 
@@ -71,18 +70,32 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
       const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
       const outcome = await ctx.effect('model', async (idempotencyKey, signal) => {
-        const answered = await streamAnswer({
+        const result = streamText({
           model,
           system: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
           messages,
           abortSignal: AbortSignal.any([signal, writeFailed.signal]),
           headers: { 'Idempotency-Key': idempotencyKey },
           tools: { saveNote: saveNoteTool(ctx, notes) },
-          maxSteps: 3,
-          onText: (delta) => writer.push(delta),
+          stopWhen: stepCountIs(3),
+          maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
         })
+        // The outcome comes from the stream's own `finish` part: `result.finishReason` and
+        // `result.totalUsage` would tee the stream once more and drain it again after the
+        // end (in the bench at 100 streams, a second pass over every token on the busy worker).
+        let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
+        for await (const part of result.fullStream) {
+          if (part.type === 'text-delta') writer.push(part.text)
+          else if (part.type === 'finish') finish = part
+          else if (part.type === 'error') throw part.error
+          else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
+        }
+        if (!finish) throw new Error('the model stream ended without a finish')
         await writer.flush()
-        return { finishReason: normalizeReason(answered.finishReason), usage: answered.usage }
+        return {
+          finishReason: normalizeReason(finish.finishReason),
+          usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
+        }
       })
       await finish(outcome.finishReason, outcome.usage)
     } catch (error) {
@@ -105,10 +118,10 @@ function readOwnSteps(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
 }
 
 /** The assistant's one tool: saving a note to the user's outbox, exactly once per tool call. */
-function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox): AnswerTool {
-  return {
+function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
+  return tool({
     description: 'Save a short note for the user to find later on their notes page.',
-    input: z.object({ note: z.string().min(1).max(2000) }),
+    inputSchema: z.object({ note: z.string().min(1).max(2000) }),
     execute: async ({ note }, { toolCallId }) => {
       // Reconciled by the consumer's hook above (a lookup by idempotency key).
       const key = `${NOTE_EFFECT}${toolCallId}`
@@ -116,7 +129,7 @@ function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox): Ans
       await ctx.append({ type: 'note.saved', payload: { of: ctx.event.id, note, key: saved.idempotencyKey } })
       return { saved: true }
     },
-  }
+  })
 }
 
 /** The model's reason, if the contract knows it; 'cancelled' is ours to say (a Stop), never the model's. */

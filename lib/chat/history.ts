@@ -3,6 +3,7 @@
  * chat's reducer and trimmed to a context budget: a long or stuffed session cannot send
  * unbounded tokens (finding 1: the whole history went to the model however long it was).
  */
+import type { ModelMessage } from 'ai'
 import { env } from '@/lib/env'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, latestBranch, type ChatState, type Turn } from './reducer'
@@ -41,16 +42,10 @@ export function estimateTokens(text: string): number {
  * events (9k turns) building the whole branch first cost 7 ms per answer, at 50k user
  * messages 40 ms, for the ~8k tokens kept.
  */
-/** A turn as the model is sent it: the chat's history is text only. */
-export interface ModelMessage {
-  role: 'user' | 'assistant'
-  content: string
-}
-
 export function toModelMessages(state: ChatState, forMessage: string, options: { answerSoFar?: string; budgetTokens?: number } = {}): ModelMessage[] {
   const { answerSoFar = '', budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
   let left = budgetTokens - estimateTokens(SYSTEM_PROMPT) - (answerSoFar ? estimateTokens(answerSoFar) : 0)
-  const newestFirst: ModelMessage[] = []
+  const newestFirst: Array<{ role: 'user' | 'assistant'; content: string }> = []
   for (const turn of branchBackwards(state, forMessage)) {
     const message = turn.kind === 'user' ? { role: 'user' as const, content: turn.text } : { role: 'assistant' as const, content: answerText(turn) }
     if (!message.content && message.role === 'assistant') continue
