@@ -5,11 +5,13 @@
  *
  *   npx tsx bench/diagnostics/model-stream-cpu.ts [rounds=3] [streams=100]
  *
- * Variants: streamText's fullStream (what generate reads), its textStream, the
- * provider's doStream read directly (no streamText), and a bare fetch reading the bytes.
- * The last two are floors for comparison: the app's design calls streamText. 2026-12-01,
- * 100 streams, 3 rounds (load ~2-5): fullStream 257, textStream 245, doStream 122, fetch
- * 46 µs a token.
+ * Variants: streamText's fullStream (what generate reads), its textStream, its onChunk
+ * callback with consumeStream(), fullStream without tools, and as floors for comparison
+ * (the app's design calls streamText) the provider's doStream read directly and a bare
+ * fetch reading the bytes. VARIANTS=a,b picks some. 2026-12-01, 100 streams: fullStream 257,
+ * textStream 245, doStream 122, fetch 46 µs a token (3 rounds, load ~2-5); then fullStream
+ * 174, textStream 148, onChunk 167, no tools 176 (6 rounds, load ~8: spread 111-326, so no
+ * way of reading streamText is measurably cheaper than another).
  */
 import { fork } from 'node:child_process'
 import path from 'node:path'
@@ -37,6 +39,7 @@ const tools = { saveNote: tool({ description: 'x', inputSchema: z.object({ note:
 const messages = [{ role: 'user' as const, content: 'hello' }]
 
 type Variant = (signal: AbortSignal) => Promise<number>
+const only = process.env.VARIANTS?.split(',')
 const variants: Record<string, Variant> = {
   fullStream: async (signal) => {
     const r = streamText({ model, messages, abortSignal: signal, tools, stopWhen: stepCountIs(3), maxRetries: 0 })
@@ -48,6 +51,28 @@ const variants: Record<string, Variant> = {
     const r = streamText({ model, messages, abortSignal: signal, tools, stopWhen: stepCountIs(3), maxRetries: 0 })
     let n = 0
     for await (const _ of r.textStream) n++
+    return n
+  },
+  onChunk: async (signal) => {
+    let n = 0
+    const r = streamText({
+      model,
+      messages,
+      abortSignal: signal,
+      tools,
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+      onChunk: ({ chunk }) => {
+        if (chunk.type === 'text-delta') n++
+      },
+    })
+    await r.consumeStream()
+    return n
+  },
+  noTools: async (signal) => {
+    const r = streamText({ model, messages, abortSignal: signal, maxRetries: 0 })
+    let n = 0
+    for await (const part of r.fullStream) if (part.type === 'text-delta') n++
     return n
   },
   doStream: async (signal) => {
@@ -83,7 +108,7 @@ const variants: Record<string, Variant> = {
 
 const results: Record<string, number[]> = {}
 for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, run] of Object.entries(variants)) {
+  for (const [name, run] of Object.entries(variants).filter(([name]) => !only || only.includes(name))) {
     await run(new AbortController().signal) // warm
     const before = process.cpuUsage()
     const counts = await Promise.all(
