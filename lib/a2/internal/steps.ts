@@ -19,10 +19,14 @@ import type { Fence, ValidInput } from './types'
 import { query, type Store } from './store'
 
 /**
- * Two statements at once: one commits (WAL flush, NOTIFY) while the next runs; more would
- * only hold more session locks at once for the same throughput.
+ * Four statements at once. Throughput needs two (one commits — WAL flush, NOTIFY — while the
+ * next runs), but a batch that finds every slot taken waits for one, and under load that wait
+ * was most of a token's time before its append began. Bench figure 2 at 100 streams, 6
+ * alternated runs each: token → append began p50 116-135 → 79-102 ms, token latency p50
+ * 187-255 → 94-209 ms (better in every pair), CPU per token unchanged (1.36-1.45× → 1.38-1.51×
+ * the direct route's). Each statement still takes its sessions' locks in id order.
  */
-const MAX_IN_FLIGHT = 2
+const MAX_IN_FLIGHT = 4
 /** Bounds one statement (and so how long it holds its sessions' locks, ~5 ms at 64 sessions). */
 const MAX_BATCHES_PER_STATEMENT = 64
 const MAX_EVENTS_PER_STATEMENT = 1_024
