@@ -4,9 +4,9 @@ import { API_CSP, commonHeaders } from './lib/http/security-headers'
 const nextConfig: NextConfig = {
   // PGlite must load once per process from node_modules: a bundled second copy
   // breaks `instanceof` and two instances on one data dir silently lose writes.
-  // rate-limiter-flexible imports drizzle-orm by a computed name at run time, which only
-  // Node's own loader resolves; drizzle-orm stays external with it so both share one copy.
-  serverExternalPackages: ['@electric-sql/pglite', 'postgres', 'rate-limiter-flexible', 'drizzle-orm'],
+  // The database drivers and drizzle-orm load from node_modules too: one copy per process,
+  // shared by lib/a2 and the app's routes.
+  serverExternalPackages: ['@electric-sql/pglite', 'postgres', 'drizzle-orm'],
   poweredByHeader: false,
   // `npm run dev` opened at 127.0.0.1 rather than localhost: Next blocks dev resources for other origins.
   allowedDevOrigins: ['127.0.0.1'],

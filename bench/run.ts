@@ -11,6 +11,7 @@
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
+ *   npm run bench -- --trace      figure 9: each Stop's statements, timed in the app process.
  *
  * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
  * bench/results/latest.json (and latest-<store>.json). Loopback only; bounded in count
@@ -43,6 +44,7 @@ const onlyArg = args.find((a) => a.startsWith('--only='))
 const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Number)) : undefined
 const wants = (figure: number) => !only || only.has(figure)
 const profile = args.includes('--profile')
+const trace = args.includes('--trace')
 const takeoversArg = args.find((a) => a.startsWith('--takeovers='))
 const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length)) : 20
 
@@ -154,7 +156,7 @@ async function main(): Promise<number> {
   }
 
   // Figures 1, 2, 6: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6) || wants(8) || (wants(9) && kind === 'postgres')) {
+  if (wants(1) || wants(2) || wants(6) || wants(8)) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -188,11 +190,6 @@ async function main(): Promise<number> {
         ),
       )
     }
-    if (wants(9) && kind === 'postgres') {
-      results.figures.stopSend = await phase("9 Stop from the browser's send", () =>
-        stopSendFigure(rig!, { databaseUrl: db!.url, stops: 100, chats: 10, deadline: Date.now() + 45_000 }),
-      )
-    }
     if (wants(8)) {
       results.figures.longSessions = await phase('8 long sessions', () =>
         longSessionFigure(rig!, {
@@ -219,6 +216,23 @@ async function main(): Promise<number> {
       const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0]
       if (main) results.profiles.workerChild = topFunctions(main)
     }
+  }
+
+  // Figure 9: browser, app, worker and upstream each on a process of their own (Postgres: the
+  // app and the worker share the database), after the rig is closed so its worker claims nothing.
+  if (wants(9) && kind === 'postgres') {
+    results.figures.stopSend = await phase("9 Stop from the browser's send", () =>
+      stopSendFigure({
+        store: store!,
+        databaseUrl: db!.url,
+        tokenMs: TOKEN_MS,
+        stops: 100,
+        chats: 10,
+        deadline: Date.now() + 45_000,
+        profileDir: profile ? PROFILES : undefined,
+        trace,
+      }),
+    )
   }
 
   if (wants(3)) {
@@ -360,13 +374,13 @@ function rowsOf(r: Results): Row[] {
     const s = f.stopSend
     const local = { baselineLabel: '(local abort)' }
     out.push(
-      row('9 Stop, push route called → upstream closed p50', 'ms', s.ours.p50, s.baseline.p50, {
+      row('9 Stop, client send → upstream closed p50', 'ms', s.ours.p50, s.baseline.p50, {
         ...local,
         target: { op: '<=', value: 5 },
-        note: `${s.ours.n} stops, ${s.chats} chats at once; the route answered p50 ${fmt(s.route.p50)} ms`,
+        note: `${s.ours.n} stops, ${s.chats} chats at once; the route's answer at the client p50 ${fmt(s.route.p50)} ms`,
       }),
     )
-    out.push(row('9 Stop, push route called → upstream closed p99', 'ms', s.ours.p99, s.baseline.p99, { ...local, target: { op: '<=', value: 15 } }))
+    out.push(row('9 Stop, client send → upstream closed p99', 'ms', s.ours.p99, s.baseline.p99, { ...local, target: { op: '<=', value: 15 } }))
   }
   for (const level of f.longSessions ?? []) {
     const fresh = { baselineLabel: '(fresh session)' }
@@ -489,6 +503,29 @@ function notesOf(r: Results): string[] {
   notes.push(missed.length ? `MISSED: ${missed.map((x) => x.figure).join('; ')}` : 'all targets met')
   notes.push(`CPU while each phase ran (machine busy % of ${r.machine.cores} cores; processes in % of one core):`)
   for (const [name, c] of Object.entries(r.cpu)) notes.push(`   ${name}: ${JSON.stringify(c)}`)
+  if (f.stopSend) {
+    const s = f.stopSend
+    const proc = (name: string, p?: { pct: number; lag: { p50: number; p99: number } }) =>
+      p ? `${name} ${p.pct}% (loop delay p50 ${fmt(p.lag.p50)} / p99 ${fmt(p.lag.p99)} ms)` : `${name} ?`
+    notes.push(
+      `9: ${s.ours.n} Stops over HTTP, ${s.chats} chats at once (each with its SSE tail on the app process); the route's answer at the client ` +
+        `p50 ${fmt(s.route.p50)} / p99 ${fmt(s.route.p99)} ms; split at the push statement's start (the Stop's createdAt): send → a2_push began ` +
+        `p50 ${fmt(s.split.toPush.p50)} / p99 ${fmt(s.split.toPush.p99)}, began → upstream closed p50 ${fmt(s.split.pushToClose.p50)} / p99 ${fmt(s.split.pushToClose.p99)} ms; ` +
+        `upstream not closed early: ${s.notClosedEarly}; ` +
+        `upstream clock vs this one ${fmt(s.clock.offsetMs)} ms (±${fmt(s.clock.rttMs / 2)})` +
+        (s.errors ? `; ${s.errors}` : ''),
+    )
+    notes.push(
+      `   CPU: machine ${s.cpu.machineBusyPct ?? '?'}% of all cores; processes in % of one core: ` +
+        `${[proc('client', s.cpu.client), proc('app', s.cpu.app), proc('worker', s.cpu.worker), proc('upstream', s.cpu.upstream)].join(' / ')} / postgres ${s.cpu.postgresPct}%`,
+    )
+    if (s.db) notes.push(...dbText(s.db))
+    if (s.trace) {
+      notes.push('   --trace, each Stop in the app process (p50 / p99 ms):')
+      for (const [part, ms] of Object.entries(s.trace)) notes.push(`     ${part}: ${fmt(ms.p50)} / ${fmt(ms.p99)} (${ms.n})`)
+    }
+    notes.push('   baseline: streamText + AbortController in the client process on the same upstream process, abort() → upstream closed.')
+  }
   return notes
 }
 

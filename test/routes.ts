@@ -55,6 +55,21 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     [/^\/api\/notes$/, routes.notes, []],
   ]
 
+  /** Hands `request` to the route for its path as Next's router would, headers as they are. */
+  function dispatch(request: Request): Promise<Response> | undefined {
+    const url = new URL(request.url)
+    for (const [pattern, module, names] of table) {
+      const match = pattern.exec(url.pathname)
+      if (!match) continue
+      const handler = module[request.method] as Handler | undefined
+      if (!handler) throw new Error(`no ${request.method} handler for ${url.pathname}`)
+      // Next hands route params over decoded.
+      const params = Object.fromEntries(names.map((name, i) => [name, safeDecode(match[i + 1])]))
+      return handler(request, { params: Promise.resolve(params) })
+    }
+    return undefined
+  }
+
   /** Calls the route for `pathAndQuery` as Next would; headers default to a same-origin browser fetch. */
   async function call(
     method: string,
@@ -62,13 +77,7 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     init: { cookie?: string; body?: string | ReadableStream<Uint8Array>; headers?: Record<string, string>; base?: string; signal?: AbortSignal } = {},
   ): Promise<Response> {
     const url = new URL(pathAndQuery, init.base ?? BASE)
-    for (const [pattern, module, names] of table) {
-      const match = pattern.exec(url.pathname)
-      if (!match) continue
-      const handler = module[method] as Handler | undefined
-      if (!handler) throw new Error(`no ${method} handler for ${url.pathname}`)
-      // Next hands route params over decoded.
-      const params = Object.fromEntries(names.map((name, i) => [name, safeDecode(match[i + 1])]))
+    if (table.some(([pattern]) => pattern.test(url.pathname))) {
       const headers: Record<string, string> = {
         ...SAME_ORIGIN,
         ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -82,7 +91,8 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
         signal: init.signal,
         ...(init.body instanceof ReadableStream ? { duplex: 'half' } : {}),
       } as RequestInit)
-      return handler(request, { params: Promise.resolve(params) })
+      const response = dispatch(request)
+      if (response) return response
     }
     throw new Error(`no route for ${url.pathname}`)
   }
@@ -90,6 +100,7 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
   return {
     ...routes,
     call,
+    dispatch,
     /** A new anonymous user: their cookie header, user id, and a session of theirs. */
     async newUser(headers: Record<string, string> = {}) {
       const response = await call('GET', '/api/sessions', { headers })

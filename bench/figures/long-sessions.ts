@@ -12,7 +12,7 @@ import { seedLongHistory } from '@/test/long-history'
 import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
-import { chatFold } from '@/lib/chat/reducer'
+import { chatFold } from '@/lib/chat/checkpoint'
 import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
 
 export interface LongSessionLevel {

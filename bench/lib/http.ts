@@ -105,15 +105,15 @@ export interface SseClient {
   close(): void
 }
 
-/** One SSE connection on its own socket; `onEvent` gets each parsed event with its arrival time. */
-export function openSse(url: string, onEvent: (event: SseEvent) => void): SseClient {
+/** One SSE connection on its own socket (`headers`: e.g. a browser's cookie); `onEvent` gets each parsed event with its arrival time. */
+export function openSse(url: string, onEvent: (event: SseEvent) => void, options: { headers?: Record<string, string> } = {}): SseClient {
   let markOpened!: () => void
   let failOpened!: (e: Error) => void
   let markEnded!: () => void
   const opened = new Promise<void>((resolve, reject) => ((markOpened = resolve), (failOpened = reject)))
   const ended = new Promise<void>((resolve) => (markEnded = resolve))
   opened.catch(() => {})
-  const req = http.get(url, { agent: false }, (res) => {
+  const req = http.get(url, { agent: false, headers: options.headers }, (res) => {
     if (res.statusCode !== 200) {
       failOpened(new Error(`SSE ${url} answered ${res.statusCode}`))
       res.resume()

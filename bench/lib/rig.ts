@@ -14,7 +14,7 @@ import { serveBench, type BenchHttp } from './http'
 import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
 import { spawnChild, type Child } from './children'
 import { until } from './time'
-import { rows } from './db'
+import { postgresPids, rows } from './db'
 import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
 import { sampleDatabase, type DbSample } from './db-sampler'
 
@@ -84,15 +84,8 @@ export async function openChatRig(options: {
   let machineMeter = cpuMeter()
   let parentMeter = processCpu()
   let parentDelay = loopDelay()
-  // The bench database's backends and the server's background processes (not other databases' backends).
-  const postgresPids = async () =>
-    (
-      await rows<{ pid: number }>(
-        options.store,
-        sql`select pid from pg_stat_activity where datname = current_database() or (datname is null and backend_type <> 'client backend')`,
-      )
-    ).map((row) => Number(row.pid))
-  let postgresMeter = options.kind === 'postgres' ? await postgresCpu(postgresPids) : undefined
+  const pids = postgresPids(options.store)
+  let postgresMeter = options.kind === 'postgres' ? await postgresCpu(pids) : undefined
   const startSampler = () => (options.sampleDb && options.dbUrl ? sampleDatabase(options.dbUrl) : undefined)
   let sampler = startSampler()
   if (worker !== 'in-process') await worker.call({ cmd: 'cpu' })
@@ -118,7 +111,7 @@ export async function openChatRig(options: {
       }
       sample.db = await sampler?.stop()
       sampler = startSampler()
-      postgresMeter = options.kind === 'postgres' ? await postgresCpu(postgresPids) : undefined
+      postgresMeter = options.kind === 'postgres' ? await postgresCpu(pids) : undefined
       machineMeter = cpuMeter()
       parentMeter = processCpu()
       parentDelay = loopDelay()

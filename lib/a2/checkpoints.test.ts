@@ -9,6 +9,7 @@ import { layers, useTestStore } from '@/test/db'
 import { testContract } from '@/test/contract'
 import { waitUntil } from '@/test/runtime'
 import { query } from './internal/store'
+import { forgetFolds, SLICE_CHARS } from './internal/checkpoints'
 
 interface Texts {
   texts: string[]
@@ -39,6 +40,69 @@ const HOSTILE = ['\u202Eevil', '𝄞🙂', '"}]\\', '\u2028line', "'; drop table
  * refuses both, but a fold's state may hold anything JSON does (jsonb would refuse the NUL).
  */
 const kept = (text: string) => `${text}\u0000\uD800`
+
+/** What a codec made or read, piece by piece: its size, and whether the event loop turned since the piece before. */
+interface PieceRecord {
+  chars: number
+  turned: boolean
+}
+
+/**
+ * `textsFold` with a checkpoint codec: a piece for `last`, then a piece per ten texts. It
+ * records every piece it makes or reads, and whether the event loop turned since the one
+ * before (a setImmediate queued at each piece has run): how the runtime slices the work.
+ */
+function piecesFold(name = 'texts-pieces@1') {
+  const { fold, counter } = textsFold(name)
+  const encoded: PieceRecord[] = []
+  const decoded: PieceRecord[] = []
+  let turned = false
+  const record = (list: PieceRecord[], piece: string) => {
+    list.push({ chars: piece.length, turned })
+    turned = false
+    setImmediate(() => (turned = true))
+  }
+  const withCodec: Fold<Texts> = {
+    ...fold,
+    checkpoint: {
+      *encode(state) {
+        const last = JSON.stringify(state.last)
+        record(encoded, last)
+        yield last
+        for (let i = 0; i < state.texts.length; i += 10) {
+          const piece = JSON.stringify(state.texts.slice(i, i + 10))
+          record(encoded, piece)
+          yield piece
+        }
+      },
+      decoder() {
+        const state: Texts = { texts: [], last: -1 }
+        let first = true
+        return {
+          push(piece) {
+            record(decoded, piece)
+            if (first) state.last = JSON.parse(piece) as number
+            else state.texts.push(...(JSON.parse(piece) as string[]))
+            first = false
+          },
+          end: () => state,
+        }
+      },
+    },
+  }
+  return { fold: withCodec, counter, encoded, decoded }
+}
+
+/** The most characters made or read in one turn of the event loop (the first piece starts a turn). */
+function largestSlice(records: PieceRecord[]): number {
+  let largest = 0
+  let slice = 0
+  records.forEach((record, i) => {
+    slice = i > 0 && record.turned ? record.chars : slice + record.chars
+    largest = Math.max(largest, slice)
+  })
+  return largest
+}
 
 describe.each(layers)('folding from checkpoints on %s', (kind) => {
   const testStore = useTestStore(kind)
@@ -135,6 +199,76 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     await server.fold(id, 'ann', fold)
     expect((await checkpointsOf(id)).map((c) => c.at_index)).toEqual([2_999, 3_999, 4_999])
     await server.sessions.delete(id, 'ann')
+    expect(await checkpointsOf(id)).toEqual([])
+  })
+
+  /** `count` messages of 1,000 characters: ~1 MB of state for `textsFold`. */
+  async function sessionWithLongTexts(count: number): Promise<{ id: string; texts: string[] }> {
+    const { id } = await server.sessions.create('ann')
+    const texts = Array.from({ length: count }, (_, i) => `${HOSTILE[i % HOSTILE.length]}${i}`.padEnd(1_000, 'x'))
+    for (let i = 0; i < count; i += 500) {
+      await server.append(id, ...texts.slice(i, i + 500).map((text) => ({ type: 'message' as const, payload: { text } })))
+    }
+    return { id, texts }
+  }
+  const piecesOf = async (id: string) =>
+    await query<{ at_index: number; pieces: number }>(
+      store.db,
+      sql`select at_index, count(*)::int as pieces from a2_checkpoint_pieces where session_id = ${id} group by at_index order by at_index`,
+    )
+
+  it('writes and reads a checkpoint in pieces, a slice of ~SLICE_CHARS of them per turn of the event loop', async () => {
+    const { id, texts } = await sessionWithLongTexts(1_200)
+    const { fold, counter, encoded, decoded } = piecesFold()
+    const whole = { state: { texts: texts.map(kept), last: 1_199 }, lastSeenIndex: 1_199 }
+
+    expect(await server.fold(id, 'ann', fold)).toMatchObject(whole)
+    expect(await piecesOf(id)).toEqual([{ at_index: 1_199, pieces: 121 }])
+    expect(encoded).toHaveLength(121)
+    // ~1.2 MB of pieces, never all in one turn of the loop: at most a slice and the piece that ends it.
+    const largestPiece = Math.max(...encoded.map((r) => r.chars))
+    expect(largestSlice(encoded)).toBeLessThanOrEqual(SLICE_CHARS + largestPiece)
+    expect(encoded.filter((r) => r.turned).length).toBeGreaterThanOrEqual(3)
+
+    // Another process (nothing parsed here): the state from the pieces, read a slice at a time.
+    forgetFolds()
+    counter.seen = 0
+    expect(await server.fold(id, 'ann', fold)).toMatchObject(whole)
+    expect(counter.seen).toBe(0)
+    expect(decoded.map((r) => r.chars)).toEqual(encoded.map((r) => r.chars))
+    expect(largestSlice(decoded)).toBeLessThanOrEqual(SLICE_CHARS + largestPiece)
+    expect(decoded.filter((r) => r.turned).length).toBeGreaterThanOrEqual(3)
+  })
+
+  it('reads checkpoints of its own form only: pieces with a codec, one JSON text without', async () => {
+    for (const [writer, reader] of [
+      [piecesFold('texts-either@1').fold, textsFold('texts-either@1')],
+      [textsFold('texts-either@2').fold, piecesFold('texts-either@2')],
+    ] as const) {
+      const { id, texts } = await sessionWith(1_100)
+      await server.fold(id, 'ann', writer) // a checkpoint at 1,099
+      expect(await checkpointsOf(id)).toEqual([{ fold: writer.name, at_index: 1_099 }])
+      forgetFolds()
+      expect((await server.fold(id, 'ann', reader.fold)).state.texts).toEqual(texts.map(kept))
+      expect(reader.counter.seen).toBe(1_100) // from the start: that checkpoint is not its form
+    }
+  })
+
+  it('keeps the pieces of the newest three checkpoints, and none once the session is deleted', async () => {
+    const { id } = await sessionWith(1_000)
+    const { fold } = piecesFold()
+    for (let round = 0; round < 4; round++) {
+      await server.fold(id, 'ann', fold)
+      await server.append(id, ...Array.from({ length: 1_000 }, (_, i) => ({ type: 'message' as const, payload: { text: `r${round}-${i}` } })))
+    }
+    await server.fold(id, 'ann', fold)
+    expect(await piecesOf(id)).toEqual([
+      { at_index: 2_999, pieces: 301 },
+      { at_index: 3_999, pieces: 401 },
+      { at_index: 4_999, pieces: 501 },
+    ])
+    await server.sessions.delete(id, 'ann')
+    expect(await piecesOf(id)).toEqual([])
     expect(await checkpointsOf(id)).toEqual([])
   })
 

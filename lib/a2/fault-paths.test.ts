@@ -302,7 +302,7 @@ describe.each(layers)('fault paths on %s', (kind) => {
     await waitForJob(store, second.id, s.name, (j) => j.status === 'COMPLETED')
   })
 
-  it('11 · a drain that fails does not stop the worker from claiming in the same tick', async () => {
+  it('11 · a drain that fails stops no claim: a tick claims before it drains, and the ticks after a failed drain claim on', async () => {
     const seen: string[] = []
     const failing = interceptStore(store, {
       before: (text) => {
@@ -314,10 +314,13 @@ describe.each(layers)('fault paths on %s', (kind) => {
         }
       },
     })
-    // Appended before the worker starts: no NOTIFY wakes it between two drains, every tick drains first.
+    // Appended before the worker starts: its first tick finds the job and a drain due.
     const s = await setup(async () => {}, { on: failing, start: false })
     await s.start()
     await waitForJob(store, s.generate.id, s.name, (j) => j.status === 'COMPLETED')
-    expect(seen.slice(0, 2)).toEqual(['drain', 'claim'])
+    expect(seen.slice(0, 2)).toEqual(['claim', 'drain'])
+    await waitUntil(() => seen.includes('drain'), 'a drain to fail')
+    const [second] = await s.server.append(s.sessionId, { type: 'generate', payload: {} })
+    await waitForJob(store, second.id, s.name, (j) => j.status === 'COMPLETED')
   })
 })

@@ -6,6 +6,6 @@ export { defineContract, FAILED_TYPE, RENAMED_TYPE, checkJsonValue, checkText, M
 export type { A2Event, Contract, EventDefinition, EventInput, EventOf, EventTypes, PayloadOf } from './internal/contract'
 export { A2Error, isA2Error, errorStatus } from './internal/errors'
 export type { A2ErrorCode } from './internal/errors'
-export type { Fold, Folded } from './internal/types'
+export type { CheckpointCodec, Fold, Folded } from './internal/types'
 export { A2HttpError, httpErrorOf } from './internal/http-error'
 export type { A2HttpErrorOptions } from './internal/http-error'

@@ -76,7 +76,7 @@ describe.skipIf(!layers.includes('postgres'))('migrate, several processes starti
 
   it('applies each migration once: the others wait on the lock and find the work done', async () => {
     const results = await Promise.all(stores.map((s) => migrate(s)))
-    expect(results.flatMap((r) => r.applied).sort()).toEqual(MIGRATIONS.map((m) => m.id))
+    expect(results.flatMap((r) => r.applied).sort((a, b) => a - b)).toEqual(MIGRATIONS.map((m) => m.id))
     expect(results.filter((r) => r.applied.length > 0)).toHaveLength(1)
     expect((await applied(stores[0])).map((m) => m.id)).toEqual(MIGRATIONS.map((m) => m.id))
   })
@@ -95,7 +95,15 @@ describe.each(layers)('schema.ts and the migrated database on %s', (kind) => {
     await testDb.drop()
   })
 
-  const tables: PgTable[] = [schema.sessions, schema.events, schema.jobs, schema.jobTransitions, schema.effects, schema.checkpoints]
+  const tables: PgTable[] = [
+    schema.sessions,
+    schema.events,
+    schema.jobs,
+    schema.jobTransitions,
+    schema.effects,
+    schema.checkpoints,
+    schema.checkpointPieces,
+  ]
 
   it.each(tables.map((t) => [getTableConfig(t).name, t] as const))('%s: the same columns, types, nullability and indexes', async (name, table) => {
     const config = getTableConfig(table)

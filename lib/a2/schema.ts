@@ -8,7 +8,7 @@
  * fencing token); an *effect* is a side effect outside the log, recorded by stable key.
  */
 import { sql } from 'drizzle-orm'
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, foreignKey, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 export const sessions = pgTable(
   'a2_sessions',
@@ -167,6 +167,31 @@ export const checkpoints = pgTable(
     atIndex: integer('at_index').notNull(),
     state: text('state').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** null: the state is `state`, one JSON text; n: it is n rows of a2_checkpoint_pieces (a fold's codec) and `state` is ''. */
+    pieces: integer('pieces'),
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.fold, t.atIndex] })],
+)
+
+/**
+ * A checkpoint's state in pieces, in order, as its fold's codec wrote them (a block of 256
+ * turns for the chat): read and written with the event loop given back between pieces.
+ * Deleted with its checkpoint.
+ */
+export const checkpointPieces = pgTable(
+  'a2_checkpoint_pieces',
+  {
+    sessionId: text('session_id').notNull(),
+    fold: text('fold').notNull(),
+    atIndex: integer('at_index').notNull(),
+    piece: integer('piece').notNull(),
+    body: text('body').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.sessionId, t.fold, t.atIndex, t.piece] }),
+    foreignKey({
+      columns: [t.sessionId, t.fold, t.atIndex],
+      foreignColumns: [checkpoints.sessionId, checkpoints.fold, checkpoints.atIndex],
+    }).onDelete('cascade'),
+  ],
 )

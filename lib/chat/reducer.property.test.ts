@@ -9,6 +9,7 @@ import fc from 'fast-check'
 import type { ChatEvent } from './contract'
 import { foldChat, type ChatState } from './reducer'
 import { referenceReduce } from './reducer.reference'
+import { chatCheckpoint } from './checkpoint'
 
 const SEED = 20261201
 const RUNS = Number(process.env.FC_RUNS || 300)
@@ -88,6 +89,42 @@ function chatLog(max: number): fc.Arbitrary<ChatEvent[]> {
 /** What a checkpoint stores and loads: JSON (undefined fields drop out, which the fold treats alike). */
 const viaJson = (state: ChatState): ChatState => JSON.parse(JSON.stringify(state))
 
+/** A checkpoint as the server writes and reads the chat's: its codec's pieces (blocks of turns), decoded piece by piece. */
+function viaPieces(state: ChatState): { pieces: string[]; state: ChatState } {
+  const pieces = [...chatCheckpoint.encode(state)]
+  const decoder = chatCheckpoint.decoder()
+  for (const piece of pieces) decoder.push(piece)
+  return { pieces, state: decoder.end() }
+}
+
+/**
+ * 400 answered messages (800 turns: three full blocks of 256 and a partial one) under a
+ * generated log, which either refers to the prefix's ids (edits, stops and chunks of old
+ * turns: changes inside kept blocks) or to its own.
+ */
+const PREFIX: ChatEvent[] = Array.from({ length: 400 }, (_, a) => [
+  { id: `e${3 * a}`, type: 'message', payload: { text: `q${a}`, ...(a > 0 ? { after: `e${3 * a - 2}` } : {}) } },
+  { id: `e${3 * a + 1}`, type: 'generate', payload: { for: `e${3 * a}` } },
+  { id: `e${3 * a + 2}`, type: 'finished', payload: { of: `e${3 * a + 1}`, attempt: 1, reason: 'stop' } },
+])
+  .flat()
+  .map((e, index) => ({ ...e, index, sessionId: 's', createdAt: '2026-12-01T00:00:00.000Z' }) as ChatEvent)
+
+/** The reference fold of the prefix, once (it is pure: every run continues from the same state). */
+const PREFIX_REFERENCE = PREFIX.reduce(referenceReduce, { turns: [] } as ChatState)
+
+function onPrefix(log: ChatEvent[], own: boolean): ChatEvent[] {
+  const REFERENCES = ['of', 'for', 'edits', 'after', 'replaces']
+  const rename = (value: unknown) => (own && typeof value === 'string' && /^e\d+$/.test(value) ? `x${value.slice(1)}` : value)
+  return [
+    ...PREFIX,
+    ...log.map((e, i) => {
+      const payload = Object.fromEntries(Object.entries(e.payload as object).map(([k, v]) => [k, REFERENCES.includes(k) ? rename(v) : v]))
+      return { ...e, id: `x${i}`, index: PREFIX.length + i, payload } as ChatEvent
+    }),
+  ]
+}
+
 describe('foldChat against the reference fold', () => {
   it('folds every generated log to the same state', () => {
     fc.assert(
@@ -151,6 +188,32 @@ describe('foldChat against the reference fold', () => {
         expect(JSON.stringify(atFirst)).toBe(frozen)
       }),
       { seed: SEED + 2, numRuns: RUNS },
+    )
+  })
+
+  it('resumes from a checkpoint in blocks at any index past the first two blocks, and encodes each state as its JSON (kept blocks never stale)', () => {
+    fc.assert(
+      fc.property(chatLog(60), fc.boolean(), fc.nat(), fc.nat(), (generated, own, a, b) => {
+        const log = onPrefix(generated, own)
+        // The first cut after the prefix's first two blocks are full (event 768), anywhere up to the end.
+        const first = 800 + (a % (log.length - 799))
+        const second = first + (b % (log.length - first + 1))
+        const whole = viaJson(log.slice(PREFIX.length).reduce(referenceReduce, PREFIX_REFERENCE))
+        const atFirst = foldChat(log.slice(0, first))
+        const frozen = JSON.stringify(atFirst)
+        const read = viaPieces(atFirst)
+        // A piece is one block: never more than 256 turns to make or to parse at once.
+        expect(read.pieces.every((piece) => (JSON.parse(piece) as unknown[]).length <= 256)).toBe(true)
+        expect(JSON.stringify(read.state)).toBe(frozen)
+        const atSecond = foldChat(log.slice(first, second), read.state)
+        // The blocks kept from the pieces it was read from, and from the fold before, are reused only where still true.
+        expect(viaPieces(atSecond).pieces.flatMap((piece) => JSON.parse(piece) as unknown[])).toEqual(viaJson(atSecond).turns)
+        const resumed = viaPieces(atSecond).state
+        expect(viaJson(foldChat(log.slice(second), resumed))).toEqual(whole)
+        expect(JSON.stringify(atFirst)).toBe(frozen)
+        expect(JSON.stringify(read.state)).toBe(frozen)
+      }),
+      { seed: SEED + 4, numRuns: RUNS },
     )
   })
 })

@@ -3,7 +3,6 @@
  * server (which folds history into model messages) and the browser (which renders it).
  * Adding an event type to the contract breaks the compile here until it is handled.
  */
-import type { Fold } from '@/lib/a2'
 import type { ChatEvent, FinishReason } from './contract'
 import { indexOf, keepIndex, settle, TurnLayer } from './turn-index'
 
@@ -254,17 +253,6 @@ class ChatDraft {
 function compact(answer: AnswerTurn): void {
   answer.text = answer.chunks.map((c) => c.delta).join('')
   answer.chunks = []
-}
-
-/**
- * The fold as the server checkpoints it (lib/a2 keeps its state after every ~1,000 events).
- * Bump the version whenever ChatState's shape or the fold's meaning changes: checkpoints of
- * an older version are then never read.
- */
-export const chatFold: Fold<ChatState> = {
-  name: 'chat@2', // 2: AnswerTurn.cutAt was renamed lastSeenIndex
-  initial: initialChatState,
-  fold: (events, state) => foldChat(events as ChatEvent[], state),
 }
 
 /** The text an answer shows: compacted at its end, joined from its chunks before. */

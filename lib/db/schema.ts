@@ -20,9 +20,9 @@ export const notes = pgTable(
 export type NoteRow = typeof notes.$inferSelect
 
 /**
- * rate-limiter-flexible's RateLimiterDrizzle counters (its documented shape: key, points,
- * expire): one row per limited key, upserted atomically, so every app instance on this
- * database shares each limit.
+ * Rate counters (lib/http/limits.ts; the shape rate-limiter-flexible's RateLimiterDrizzle
+ * used before, so its rows carry on): one row per limited key, its points and the end of its
+ * window, upserted atomically, so every app instance on this database shares each limit.
  */
 export const rateLimits = pgTable('rate_limits', {
   key: text('key').primaryKey(),

@@ -173,49 +173,72 @@ function detailSql(detail: unknown): SQL {
 /** Where a run goes from each status it may be in when it ends, and why. */
 export type Ending = Partial<Record<RunStatus, { to: 'COMPLETED' | 'CANCELLED' | 'FAILED'; reason: TransitionReason }>>
 
+/** One run's ending, as `finishRuns` takes it. */
+export interface FinishRequest {
+  fence: Fence
+  ending: Ending
+  detail?: unknown
+}
+
 /**
- * The one statement by which a run ends: fenced on (job, attempt), from a status `ending`
- * names, and decided from the stored state of its effects — while any effect is DISPATCHED
- * or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a reconcile or an
- * operator to settle. The job row is locked while the effects are counted, and a dispatch
- * share-locks it (effects.ts), so no effect can be dispatched between the count and the
- * change. Zero rows: the attempt no longer holds the run.
+ * The one statement by which runs end: each request fenced on its (job, attempt), from a
+ * status its `ending` names, and decided from the stored state of its run's effects — while
+ * any effect is DISPATCHED or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a
+ * reconcile or an operator to settle. Each job row is locked while its effects are counted,
+ * and a dispatch share-locks it (effects.ts), so no effect can be dispatched between the count
+ * and the change. Rows are locked in id order (the lock order of sql/0004_lane_heads.ts), so
+ * two batches, or a batch and a push, wait on each other instead of deadlocking on each
+ * other's rows. One result per request, in order: the status it moved its run to, or
+ * undefined when its attempt no longer holds the run (its row count is 0). At most one
+ * request per job (finish-batch.ts sends a second one in the next statement).
+ *
+ * Many runs in one statement (finish-batch.ts groups the endings of a worker's attempts that
+ * end together): one commit for all of them where each paid its own (bench figure 4).
+ * The requests go as one jsonb, so the text, and its prepared plan, is the same for any count.
  */
-export async function finishRun(executor: Executor, fence: Fence, ending: Ending, detail?: unknown): Promise<RunStatus | undefined> {
-  const from = Object.keys(ending) as RunStatus[]
-  if (from.length === 0) return undefined
-  const target = sql.join(
-    from.map((status) => sql`when ${status}::text then ${ending[status]!.to}::text`),
-    sql` `,
-  )
-  const reason = sql.join(
-    from.map((status) => sql`when ${status}::text then ${ending[status]!.reason}::text`),
-    sql` `,
-  )
-  const [row] = await query<{ to_status: RunStatus }>(
+export async function finishRuns(executor: Executor, requests: readonly FinishRequest[]): Promise<Array<RunStatus | undefined>> {
+  if (requests.length === 0) return []
+  const rows = requests.map(({ fence, ending, detail }, i) => ({ i, id: fence.jobId, attempt: fence.attempt, ending, detail: detail ?? null }))
+  const moved = await query<{ i: number; to_status: RunStatus }>(
     executor,
-    sql`with prev as (
-          select id, status from a2_jobs
-          where id = ${fence.jobId} and attempt = ${fence.attempt} and status in ${from}
-          for update
+    sql`with req as (
+          select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(i int, id bigint, attempt int, ending jsonb, detail jsonb)
+        ), prev as (
+          select j.id, j.status, req.i, req.attempt, req.ending, req.detail
+          from a2_jobs j join req on j.id = req.id and j.attempt = req.attempt
+          where req.ending ? j.status
+          order by j.id
+          for update of j
         ), unsettled as (
-          select count(*)::int as n from a2_effects
-          where job_id = ${fence.jobId} and status in ('DISPATCHED', 'UNKNOWN') and exists (select 1 from prev)
+          select prev.id, count(e.job_id)::int as n
+          from prev left join a2_effects e on e.job_id = prev.id and e.status in ('DISPATCHED', 'UNKNOWN')
+          group by prev.id
         ), moved as (
           update a2_jobs j
-          set status = case when (select n from unsettled) > 0 then 'UNKNOWN' else (case prev.status ${target} end) end,
+          set status = case when u.n > 0 then 'UNKNOWN' else prev.ending -> prev.status ->> 'to' end,
               owner = null, lease_until = null, updated_at = now()
-          from prev where j.id = prev.id
-          returning j.id, j.status, prev.status as from_status
+          from prev join unsettled u on u.id = prev.id
+          where j.id = prev.id
+          returning j.id, j.status, prev.status as from_status, prev.i, prev.attempt, prev.ending, prev.detail
+        ), logged as (
+          insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+          select id, attempt, from_status, status,
+                 case when status = 'UNKNOWN' then 'EFFECT_UNKNOWN' else ending -> from_status ->> 'reason' end,
+                 detail
+          from moved
         )
-        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
-        select id, ${fence.attempt}::int, from_status, status,
-               case when status = 'UNKNOWN' then 'EFFECT_UNKNOWN' else (case from_status ${reason} end) end,
-               ${detailSql(detail)}
-        from moved
-        returning to_status`,
+        select i, status as to_status from moved`,
   )
-  return row?.to_status
+  const out: Array<RunStatus | undefined> = requests.map(() => undefined)
+  for (const row of moved) out[Number(row.i)] = row.to_status
+  return out
+}
+
+/** One run's ending (finishRuns); inside a transaction, the ending commits with the rest of it. */
+export async function finishRun(executor: Executor, fence: Fence, ending: Ending, detail?: unknown): Promise<RunStatus | undefined> {
+  if (Object.keys(ending).length === 0) return undefined
+  const [status] = await finishRuns(executor, [{ fence, ending, detail }])
+  return status
 }
 
 /** The handler returned: COMPLETED, or CANCELLED when a cancel landed during the run (the stop is the outcome). */

@@ -1,6 +1,6 @@
 /**
  * How a run ends. Every path is a fenced compare-and-set on (job, attempt), and every
- * terminal state is reached through `finishRun` (jobs.ts): one statement that decides from
+ * terminal state is reached through `finishRuns` (jobs.ts): one statement that decides from
  * the stored state of the run's effects. Before it, effects still DISPATCHED are put to the
  * consumer's reconcile hook. The attempt (attempt.ts) and the drain (drain.ts) settle here
  * and nowhere else.
@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm'
 import { abortReason } from './abort'
 import { EffectNotDispatched, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
 import { isA2Error } from './errors'
+import { finishBatched } from './finish-batch'
 import type { RuntimeHost } from './host'
 import { backoffMs, describeError, failureEvent, finishRun, scheduleRetry, surrenderJob, type ClaimedJob, type Ending } from './jobs'
 import type { Fence } from './types'
@@ -122,9 +123,10 @@ async function endRun(
   ending: Ending,
   options: { detail?: unknown; runningAttempt?: number; effectFree?: boolean },
 ): Promise<RunStatus | undefined> {
-  // finishRun still decides from the stored effects, under the run's row lock.
+  // finishRun still decides from the stored effects, under the run's row lock; the runs that end
+  // together share its statement (finish-batch.ts).
   if (!options.effectFree && !(await reconcileInFlight(host, consumerName, fence, options))) return undefined
-  return finishRun(host.store.db, fence, ending, options.detail)
+  return finishBatched(host.store, { fence, ending, detail: options.detail })
 }
 
 /**

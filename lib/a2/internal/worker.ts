@@ -51,6 +51,7 @@ export class Worker {
   private loopDone?: Promise<void>
   private unsubscribe?: () => void
   private lastDrain = 0
+  private draining?: Promise<void>
   private liveness?: Liveness
   private startedAt = 0
 
@@ -92,6 +93,7 @@ export class Worker {
       this.unsubscribe?.()
       this.wakeUp()
       await this.loopDone
+      await this.draining
       const all = () => Promise.allSettled([...this.running.values()].map((a) => a.done))
       if (this.running.size > 0) {
         if (options.graceMs) await within(all(), options.graceMs)
@@ -126,19 +128,14 @@ export class Worker {
     while (!this.stopping) {
       // Cleared before the tick: a hint or a finished run during the tick makes the loop go round again.
       this.woken = false
-      // The drain and the claim fail apart: a drain error must not cost this tick its claims.
-      if (Date.now() - this.lastDrain >= this.pollMs) {
-        this.lastDrain = Date.now()
-        await drainOnce(this.host, {
-          owner: this.id,
-          liveness: this.liveness,
-          graceMs: this.graceMs,
-          forceOut: (jobId) => {
-            for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
-          },
-        }).catch((error) => this.tickFailed('drain', error))
-      }
-      const claimed = await this.claimAndStart().catch((error) => (this.tickFailed('claim', error), 0))
+      // The drain runs beside the claims, never in their way: a NOTIFY's job waited for a drain
+      // due in its tick (three statements, 2–30 ms on a loaded box, every pollMs: about one
+      // wake-up in 20 at figure 4's pace; hint → claim sent p99 0.3–2.9 → 0.12–0.16 ms in three
+      // alternated runs). The claim is sent first, and the two fail apart: a drain error must
+      // not cost a tick its claims, nor a claim error its drain.
+      const claiming = this.claimAndStart().catch((error) => (this.tickFailed('claim', error), 0))
+      this.drainIfDue()
+      const claimed = await claiming
       if (this.stopping) break
       if (this.running.size < this.concurrency && (claimed > 0 || this.woken)) continue
       await new Promise<void>((resolve) => {
@@ -151,6 +148,22 @@ export class Worker {
         this.wake = done
       })
     }
+  }
+
+  /** Starts a drain when one is due and none is running (drain.ts); stop() waits for it. */
+  private drainIfDue(): void {
+    if (this.stopping || this.draining || Date.now() - this.lastDrain < this.pollMs) return
+    this.lastDrain = Date.now()
+    this.draining = drainOnce(this.host, {
+      owner: this.id,
+      liveness: this.liveness,
+      graceMs: this.graceMs,
+      forceOut: (jobId) => {
+        for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
+      },
+    })
+      .catch((error) => this.tickFailed('drain', error))
+      .finally(() => (this.draining = undefined))
   }
 
   private tickFailed(what: string, error: unknown): void {

@@ -8,6 +8,7 @@ import appendFunctions from './0002_append_functions'
 import checkpoints from './0003_checkpoints'
 import laneHeads from './0004_lane_heads'
 import pushFunction from './0006_push_function'
+import checkpointPieces from './0010_checkpoint_pieces'
 
 export interface Migration {
   id: number
@@ -21,4 +22,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 3, name: 'checkpoints', sql: checkpoints },
   { id: 4, name: 'lane_heads', sql: laneHeads },
   { id: 6, name: 'push_function', sql: pushFunction },
+  { id: 10, name: 'checkpoint_pieces', sql: checkpointPieces },
 ]

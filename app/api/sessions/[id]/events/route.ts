@@ -8,7 +8,7 @@ import { sseResponse } from '@/lib/a2/server'
 import { getChatServer } from '@/lib/chat/server'
 import { admitChatPush, referencedIds } from '@/lib/chat/admission'
 import { decimal, parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
-import { take } from '@/lib/http/limits'
+import { takeAll } from '@/lib/http/limits'
 import { clientAddress } from '@/lib/http/request-facts'
 import { openTail } from '@/lib/http/tails'
 import { env } from '@/lib/env'
@@ -25,10 +25,13 @@ export async function POST(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const address = clientAddress(request)
-    // The two limits (a row each) are taken while the push reads the session, and admission
-    // waits for both: a Stop waits for one round trip there, not three in turn. A refused
-    // push has written nothing but its limit rows either way.
-    const limited = Promise.all([take('pushesByAddress', address), take('pushesByUser', userId)])
+    // The two limits (a row each, one statement) are taken while the push reads the session,
+    // and admission waits for them: a Stop waits for one round trip there, not two in turn. A
+    // refused push has written nothing but its limit rows either way.
+    const limited = takeAll([
+      ['pushesByAddress', address, 1],
+      ['pushesByUser', userId, 1],
+    ])
     limited.catch(() => {}) // awaited below, whichever way the push goes
     const pushed = pushAdmitted(request, id, userId, address, limited)
     // Past its limit, a client hears 429 whatever else was wrong with its push.
@@ -54,7 +57,10 @@ async function pushAdmitted(request: Request, id: string, userId: string, addres
       await limited
       await admitChatPush(server, userId, inputs, found)
       const generations = inputs.filter((input) => input.type === 'generate').length
-      await Promise.all([take('generationsByAddress', address, generations), take('generationsByUser', userId, generations)])
+      await takeAll([
+        ['generationsByAddress', address, generations],
+        ['generationsByUser', userId, generations],
+      ])
     },
   })
   return { events, duplicate, server }

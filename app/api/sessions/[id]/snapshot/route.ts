@@ -1,7 +1,7 @@
 import { getChatServer } from '@/lib/chat/server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
-import { chatFold } from '@/lib/chat/reducer'
+import { chatFold } from '@/lib/chat/checkpoint'
 import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
 
 export const dynamic = 'force-dynamic'
