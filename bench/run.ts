@@ -558,7 +558,7 @@ function splitText(level: {
   const { toAppend, toClient } = level.split
   return (
     `split at append start: upstream→append p50 ${fmt(toAppend.p50)} / p99 ${fmt(toAppend.p99)} ms, ` +
-    `append→client p50 ${fmt(toClient.p50)} / p99 ${fmt(toClient.p99)} ms; chunks per append transaction mean ${fmt(level.batch.mean)}, max ${fmt(level.batch.max)}`
+    `append→client p50 ${fmt(toClient.p50)} / p99 ${fmt(toClient.p99)} ms; tokens per append transaction mean ${fmt(level.batch.mean)}, max ${fmt(level.batch.max)}`
   )
 }
 

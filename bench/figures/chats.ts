@@ -26,11 +26,14 @@ export interface ChatOutcome {
    * previous batch), and append began → client (commit, NOTIFY, the tail's read, SSE).
    */
   split?: { toAppend: number[]; toClient: number[] }
-  /** Through the log only: chunk events per append transaction (events sharing a created_at). */
+  /** Through the log only: tokens per append transaction (chunks sharing a created_at). */
   batches?: number[]
 }
 
 let seq = 0
+
+/** The upstream's tokens in a chunk's delta (each is a word and its trailing space: bench/lib/upstream.ts). */
+const tokensOf = (delta: string): string[] => delta.match(/\S+\s*/g) ?? []
 
 export async function chatThroughLog(rig: ChatRig, options: { tokens: number; stopAfter?: number; timeoutMs?: number }): Promise<ChatOutcome> {
   const tag = `log${process.pid}x${++seq}`
@@ -48,9 +51,13 @@ export async function chatThroughLog(rig: ChatRig, options: { tokens: number; st
   const client = openSse(`${rig.http.url}/a2/${id}?after=-1`, ({ data, at }) => {
     lastIndex = data.index
     if (data.type === 'chunk') {
-      received.set(data.payload.delta, at)
-      appendedAt.set(data.payload.delta, Date.parse(data.createdAt))
-      if (received.size === options.stopAfter) markStopPoint()
+      // A chunk carries the tokens that waited for one append together (generate joins them):
+      // each is timed at the chunk's arrival.
+      for (const token of tokensOf(data.payload.delta)) {
+        received.set(token, at)
+        appendedAt.set(token, Date.parse(data.createdAt))
+        if (received.size === options.stopAfter) markStopPoint()
+      }
     } else if (data.type === 'finished') {
       ended = true
       markFinished()
@@ -158,7 +165,7 @@ function match(rig: ChatRig, tag: string, received: Map<string, number>, expecte
 export interface LogPath {
   /** Ours split where the append began: upstream → append began, append began → client (ms, ±1 ms: created_at is kept to the ms). */
   split: { toAppend: Summary; toClient: Summary }
-  /** Chunk events per append transaction, through the log. */
+  /** Tokens per append transaction, through the log. */
   batch: Summary
 }
 

@@ -23,7 +23,7 @@ import type { Store } from '@/lib/a2/server'
 import { prompt } from '../lib/upstream'
 import { openSse } from '../lib/http'
 import { spawnChild, type Child } from '../lib/children'
-import { rows } from '../lib/db'
+import { postgresPids, rows } from '../lib/db'
 import { cpuMeter, loopDelay, postgresCpu, processCpu } from '../lib/machine'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
@@ -265,14 +265,14 @@ export async function stopSendFigure(options: {
     const clientCpu = processCpu()
     const clientLag = loopDelay()
     const machineCpu = cpuMeter()
-    const postgres = postgresCpu()
+    const postgres = await postgresCpu(postgresPids(options.store))
     const sampler = options.profileDir ? sampleDatabase(options.databaseUrl) : undefined
     const ours = await runPool(options.stops, options.chats, () => stopFromSend(app, appUrl, watch, point), { deadline: options.deadline })
     const [upstreamCpu, workerCpu, appCpu] = await sample()
     const db = await sampler?.stop()
     const cpu = {
       machineBusyPct: machineCpu.stop()?.busyPct,
-      postgresPct: postgres.stop(),
+      postgresPct: await postgres.stop(),
       client: { pct: clientCpu.stop(), lag: clientLag.stop() },
       app: appCpu,
       worker: workerCpu,

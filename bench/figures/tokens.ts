@@ -22,7 +22,8 @@ export interface TokenLevel extends LogPath {
   cpu: { ours: CpuSample; baseline: CpuSample }
   /**
    * CPU time per token received, all processes together (this one — the upstream stand-in,
-   * the HTTP server and its SSE clients —, the worker child and Postgres's backends), in µs.
+   * the HTTP server and its SSE clients —, the worker child, the bench database's Postgres
+   * backends and the server's background processes), in µs.
    */
   cpuPerToken: { ours: number; baseline: number }
   errors?: string

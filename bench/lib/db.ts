@@ -3,6 +3,7 @@
  * TEST_DATABASE_URL || the local default), migrated, dropped at the end; or an in-memory
  * PGlite with `--pglite`.
  */
+import { sql } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
@@ -108,4 +109,18 @@ export function withApp(url: string, app: string): string {
 export async function rows<Row = Record<string, any>>(store: Store, statement: import('drizzle-orm').SQL): Promise<Row[]> {
   const result = (await store.db.execute(statement)) as unknown
   return (Array.isArray(result) ? result : (result as { rows: Row[] }).rows) as Row[]
+}
+
+/**
+ * The Postgres processes whose CPU a figure counts (machine.ts postgresCpu): the bench
+ * database's backends and the server's background processes, not other databases' backends.
+ */
+export function postgresPids(store: Store): () => Promise<number[]> {
+  return async () =>
+    (
+      await rows<{ pid: number }>(
+        store,
+        sql`select pid from pg_stat_activity where datname = current_database() or (datname is null and backend_type <> 'client backend')`,
+      )
+    ).map((row) => Number(row.pid))
 }

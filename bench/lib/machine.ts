@@ -5,7 +5,7 @@
  */
 import os from 'node:os'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { readFileSync, readdirSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 
 export interface Machine {
   cores: number
@@ -67,43 +67,37 @@ export function processCpu(): { stop(): number } {
   }
 }
 
-/** CPU ticks (1/100 s) used so far by every process whose command is `name` (Linux; 0 elsewhere). */
-function ticksOf(name: string): number {
-  let ticks = 0
-  let entries: string[] = []
-  try {
-    entries = readdirSync('/proc')
-  } catch {
-    return 0
+/**
+ * CPU used between the call and `stop()` by the Postgres processes `pids` names, in % of one
+ * core: the rig passes the bench database's backends and the server's background processes
+ * (WAL writer, checkpointer…), so other databases' backends on a shared server (other
+ * benches and tests: they took this figure from 0 to 59% between alternated runs) stay out.
+ * A process that exits during the phase takes its ticks with it.
+ */
+export async function postgresCpu(pids: () => Promise<number[]>): Promise<{ stop(): Promise<number> }> {
+  const t0 = Date.now()
+  const start = new Map<number, number>()
+  for (const pid of await pids()) start.set(pid, ticksOfPid(pid) ?? 0)
+  return {
+    async stop() {
+      let ticks = 0
+      for (const pid of new Set([...start.keys(), ...(await pids())])) {
+        const now = ticksOfPid(pid)
+        if (now !== undefined) ticks += Math.max(0, now - (start.get(pid) ?? 0))
+      }
+      return Math.round((ticks * 10 * 100) / Math.max(1, Date.now() - t0))
+    },
   }
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      const close = stat.lastIndexOf(')')
-      if (stat.slice(stat.indexOf('(') + 1, close) !== name) continue
-      const fields = stat.slice(close + 2).split(' ')
-      ticks += Number(fields[11]) + Number(fields[12]) // utime, stime
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks
 }
 
-/**
- * CPU used by the Postgres server's processes between the call and `stop()`, in % of one
- * core. Every backend counts, so other databases' work on a shared server shows up too.
- */
-export function postgresCpu(): { stop(): number } {
-  const start = ticksOf('postgres')
-  const t0 = Date.now()
-  return {
-    stop() {
-      const ticks = ticksOf('postgres') - start
-      // Backends that exit take their ticks with them: never below zero.
-      return Math.max(0, Math.round((ticks * 10 * 100) / Math.max(1, Date.now() - t0)))
-    },
+/** CPU ticks (1/100 s) a process used so far (utime + stime); undefined when it is gone or not on Linux. */
+function ticksOfPid(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return undefined
   }
 }
 

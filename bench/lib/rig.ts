@@ -14,7 +14,7 @@ import { serveBench, type BenchHttp } from './http'
 import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
 import { spawnChild, type Child } from './children'
 import { until } from './time'
-import { rows } from './db'
+import { postgresPids, rows } from './db'
 import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
 import { sampleDatabase, type DbSample } from './db-sampler'
 
@@ -84,7 +84,8 @@ export async function openChatRig(options: {
   let machineMeter = cpuMeter()
   let parentMeter = processCpu()
   let parentDelay = loopDelay()
-  let postgresMeter = postgresCpu()
+  const pids = postgresPids(options.store)
+  let postgresMeter = options.kind === 'postgres' ? await postgresCpu(pids) : undefined
   const startSampler = () => (options.sampleDb && options.dbUrl ? sampleDatabase(options.dbUrl) : undefined)
   let sampler = startSampler()
   if (worker !== 'in-process') await worker.call({ cmd: 'cpu' })
@@ -106,11 +107,11 @@ export async function openChatRig(options: {
         parentLag: parentDelay.stop(),
         workerPct: child?.pct,
         workerLag: child?.lag,
-        postgresPct: options.kind === 'postgres' ? postgresMeter.stop() : undefined,
+        postgresPct: await postgresMeter?.stop(),
       }
       sample.db = await sampler?.stop()
       sampler = startSampler()
-      postgresMeter = postgresCpu()
+      postgresMeter = options.kind === 'postgres' ? await postgresCpu(pids) : undefined
       machineMeter = cpuMeter()
       parentMeter = processCpu()
       parentDelay = loopDelay()

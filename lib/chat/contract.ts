@@ -12,6 +12,9 @@ export const MAX_MESSAGE_CHARS = 16_000
 export const FINISH_REASONS = ['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other'] as const
 export type FinishReason = (typeof FINISH_REASONS)[number]
 
+/** The longest chunk delta: a model's delta is never cut, so one longer than this fails its append. */
+export const MAX_DELTA_CHARS = 8_000
+
 const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional() })
 
 export const chat = defineContract({
@@ -36,7 +39,7 @@ export const chat = defineContract({
      * once the run is cancelled the log refuses more (the admission boundary).
      */
     chunk: {
-      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(8_000) }).strict(),
+      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
       stepOf: (payload: { of: string }) => payload.of,
     },
     /** Answer `of` ended: the terminal event. */

@@ -12,8 +12,8 @@
 import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
-import { chat, FINISH_REASONS, type Chat, type ChatEvent, type FinishReason } from './contract'
-import { chunkWriter } from './chunk-writer'
+import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
+import { chunkWriter, joinDeltas } from './chunk-writer'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
@@ -53,7 +53,9 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
     const writeFailed = new AbortController()
     const writer = chunkWriter(
       async (deltas) => {
-        await ctx.append(...deltas.map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })))
+        await ctx.append(
+          ...joinDeltas(deltas, MAX_DELTA_CHARS).map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })),
+        )
       },
       (error) => writeFailed.abort(error),
     )
