@@ -7,23 +7,14 @@
  * A sample counts for a pattern when any frame of its stack matches `functionName@url`.
  * Async continuations lose their callers, so shares are lower bounds.
  */
-import { readFileSync } from 'node:fs'
-
-interface ProfileNode {
-  id: number
-  callFrame: { functionName: string; url: string; lineNumber: number }
-  children?: number[]
-}
+import { readCpuProfile } from '../lib/profile'
 
 const [file, ...patterns] = process.argv.slice(2)
 if (!file) {
   console.error('usage: cpuprofile.ts <file.cpuprofile> <pattern>...')
   process.exit(2)
 }
-const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
-const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-const parentOf = new Map<number, number>()
-for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id)
+const { profile, byId, parentOf } = readCpuProfile(file)
 const self = new Map<number, number>()
 profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
 const total = [...self.values()].reduce((a, b) => a + b, 0)

@@ -7,23 +7,14 @@
  *
  * On a loaded machine a run also counts time the process was not scheduled: compare runs.
  */
-import { readFileSync } from 'node:fs'
-
-interface ProfileNode {
-  id: number
-  callFrame: { functionName: string; url: string; lineNumber: number }
-  children?: number[]
-}
+import { readCpuProfile } from '../lib/profile'
 
 const [file, countArg] = process.argv.slice(2)
 if (!file) {
   console.error('usage: long-tasks.ts <file.cpuprofile> [count]')
   process.exit(2)
 }
-const profile = JSON.parse(readFileSync(file, 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
-const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-const parentOf = new Map<number, number>()
-for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id)
+const { profile, byId, parentOf } = readCpuProfile(file)
 
 const name = (id: number) => {
   const f = byId.get(id)!.callFrame

@@ -84,3 +84,24 @@ export function topFunctions(file: string, limit = 15): ProfileSummary {
       .map(([name, us]) => ({ name, selfPct: pct(us) })),
   }
 }
+
+/** A .cpuprofile read for the diagnostics: its nodes by id and each node's parent. */
+export interface ReadProfile {
+  profile: { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] }
+  byId: Map<number, ProfileNode>
+  parentOf: Map<number, number>
+}
+
+export interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
+}
+
+export function readCpuProfile(file: string): ReadProfile {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as ReadProfile['profile']
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parentOf = new Map<number, number>()
+  for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id)
+  return { profile, byId, parentOf }
+}
