@@ -86,6 +86,31 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
     expect(finishes).toBeLessThanOrEqual(2) // one per run before: 8
   })
 
+  it('a batch the database rolls back as a deadlock is asked again run by run: each run ends once, at once', async () => {
+    let finishes = 0
+    // The driver's error as drizzle hands it on: its own error with the database's as its cause.
+    const deadlock = () =>
+      new Error('Failed query: (a finishRuns batch)', { cause: Object.assign(new Error('deadlock detected'), { code: '40P01', severity: 'ERROR' }) })
+    const failing = interceptStore(store, {
+      before: (text) => {
+        if (isFinish(text) && finishes++ === 0) throw deadlock()
+      },
+    })
+    const name = `fin${++n}`
+    const c = consumer({ contract: chat, name, types: ['generate'] }).run(async () => {})
+    const server = createServer({ contract: chat, consumers: [c], store: failing })
+    servers.push(server)
+    const { id: sessionId } = await server.sessions.create('u')
+    const events = await server.append(sessionId, ...Array.from({ length: 8 }, () => ({ type: 'generate' as const, payload: {} })))
+    await server.startWorker({ pollMs: 50 })
+    for (const e of events) {
+      // Well inside the 15 s lease: nothing waits for a takeover.
+      const job = await waitForJob(store, e.id, name, (j) => j.status === 'COMPLETED', 5_000)
+      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
+    }
+    expect(finishes).toBeGreaterThan(1)
+  })
+
   it('one statement, each request fenced on its own: held, superseded, settled, CANCELLING, effect in flight', async () => {
     const { ids } = await jobs(5)
     const [held, superseded, settled, cancelling, inFlight] = ids

@@ -17,7 +17,7 @@
  * the run for its short transaction) holds the endings queued behind it that long too.
  */
 import { finishRuns, type FinishRequest } from './jobs'
-import type { Store } from './store'
+import { sqlState, type Store } from './store'
 import type { RunStatus } from './transitions'
 
 /** At most this many runs per statement: a worker's default concurrency, so one batch holds every run of a worker. */
@@ -90,8 +90,9 @@ class Finisher {
   }
 }
 
+/** Postgres's deadlock_detected, whether the driver's error comes bare or wrapped by drizzle (which it is from `execute`). */
 function isDeadlock(error: unknown): boolean {
-  return (error as { code?: unknown })?.code === '40P01'
+  return sqlState(error) === '40P01'
 }
 
 const byStore = new WeakMap<Store, Finisher>()

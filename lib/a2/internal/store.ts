@@ -188,3 +188,11 @@ export async function openPgliteStore(options: { dataDir?: string } = {}): Promi
     close: () => pg.close(),
   }
 }
+
+/** The SQLSTATE of a statement the database refused, looked for through drizzle's wrapping (it keeps the driver's error as its cause). */
+export function sqlState(error: unknown): string | undefined {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 3; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code
+  }
+  return undefined
+}
