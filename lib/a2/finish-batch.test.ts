@@ -67,21 +67,28 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
     return { name, ids }
   }
 
-  it('the runs a worker ends in one turn share one statement, each with its own transition', async () => {
-    let finishes = 0
-    const counted = interceptStore(store, { before: (text) => void (isFinish(text) && finishes++) })
+  /**
+   * Eight no-op runs appended before a worker on `on` starts (its first claim takes all eight,
+   * and they end in one turn); each must complete in its first attempt within `timeoutMs`.
+   */
+  async function eightEndInOneTurn(on: Store, timeoutMs?: number): Promise<void> {
     const name = `fin${++n}`
     const c = consumer({ contract: chat, name, types: ['generate'] }).run(async () => {})
-    const server = createServer({ contract: chat, consumers: [c], store: counted })
+    const server = createServer({ contract: chat, consumers: [c], store: on })
     servers.push(server)
     const { id: sessionId } = await server.sessions.create('u')
-    // Appended before the worker starts: its first claim takes all eight, and they end in one turn.
     const events = await server.append(sessionId, ...Array.from({ length: 8 }, () => ({ type: 'generate' as const, payload: {} })))
     await server.startWorker({ pollMs: 50 })
     for (const e of events) {
-      const job = await waitForJob(store, e.id, name, (j) => j.status === 'COMPLETED')
+      const job = await waitForJob(store, e.id, name, (j) => j.status === 'COMPLETED', timeoutMs)
       expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
     }
+  }
+
+  it('the runs a worker ends in one turn share one statement, each with its own transition', async () => {
+    let finishes = 0
+    const counted = interceptStore(store, { before: (text) => void (isFinish(text) && finishes++) })
+    await eightEndInOneTurn(counted)
     expect(finishes).toBeGreaterThan(0)
     expect(finishes).toBeLessThanOrEqual(2) // one per run before: 8
   })
@@ -96,18 +103,8 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
         if (isFinish(text) && finishes++ === 0) throw deadlock()
       },
     })
-    const name = `fin${++n}`
-    const c = consumer({ contract: chat, name, types: ['generate'] }).run(async () => {})
-    const server = createServer({ contract: chat, consumers: [c], store: failing })
-    servers.push(server)
-    const { id: sessionId } = await server.sessions.create('u')
-    const events = await server.append(sessionId, ...Array.from({ length: 8 }, () => ({ type: 'generate' as const, payload: {} })))
-    await server.startWorker({ pollMs: 50 })
-    for (const e of events) {
-      // Well inside the 15 s lease: nothing waits for a takeover.
-      const job = await waitForJob(store, e.id, name, (j) => j.status === 'COMPLETED', 5_000)
-      expect(await historyOf(store, job.id)).toEqual(['1:ACTIVE>COMPLETED:RETURNED'])
-    }
+    // Well inside the 15 s lease: nothing waits for a takeover.
+    await eightEndInOneTurn(failing, 5_000)
     expect(finishes).toBeGreaterThan(1)
   })
 
