@@ -1,11 +1,11 @@
 /**
  * Writes a stream's deltas to the log, batched per transaction by group commit: at most
  * one append is in flight per answer, and deltas that arrive while it commits go together
- * in the next one (`generate` joins them into one `chunk` event: joinDeltas below). With a fast store that is one delta per
- * transaction and no added latency; under load the batches grow by themselves instead of
- * queueing transactions. A fixed window would add half its length to every token's
- * latency (a 20 ms window: ~10 ms at p50, over the 5 ms budget in the benchmark), so there
- * is none.
+ * in the next one (`generate` joins them into one `chunk` event: joinDeltas below). With a
+ * fast store that is one delta per transaction and no added latency; under load the
+ * batches grow by themselves instead of queueing transactions. A fixed window would add
+ * half its length to every token's latency (a 20 ms window: ~10 ms at p50, over the 5 ms
+ * budget in the benchmark), so there is none.
  */
 import { isA2Error } from '@/lib/a2'
 
