@@ -113,14 +113,19 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     server = createServer({ contract: testContract, consumers: [], store })
   })
 
-  async function sessionWith(count: number, owner = 'ann'): Promise<{ id: string; texts: string[] }> {
+  /** A session of one message per text, appended 500 at a time. */
+  async function sessionOfTexts(texts: string[], owner = 'ann'): Promise<{ id: string; texts: string[] }> {
     const { id } = await server.sessions.create(owner)
-    const texts = Array.from({ length: count }, (_, i) => HOSTILE[i % HOSTILE.length] + i)
-    for (let i = 0; i < count; i += 500) {
+    for (let i = 0; i < texts.length; i += 500) {
       await server.append(id, ...texts.slice(i, i + 500).map((text) => ({ type: 'message' as const, payload: { text } })))
     }
     return { id, texts }
   }
+  const sessionWith = (count: number, owner = 'ann') =>
+    sessionOfTexts(
+      Array.from({ length: count }, (_, i) => HOSTILE[i % HOSTILE.length] + i),
+      owner,
+    )
   const checkpointsOf = async (id: string) =>
     await query<{ fold: string; at_index: number }>(
       store.db,
@@ -203,14 +208,8 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
   })
 
   /** `count` messages of 1,000 characters: ~1 MB of state for `textsFold`. */
-  async function sessionWithLongTexts(count: number): Promise<{ id: string; texts: string[] }> {
-    const { id } = await server.sessions.create('ann')
-    const texts = Array.from({ length: count }, (_, i) => `${HOSTILE[i % HOSTILE.length]}${i}`.padEnd(1_000, 'x'))
-    for (let i = 0; i < count; i += 500) {
-      await server.append(id, ...texts.slice(i, i + 500).map((text) => ({ type: 'message' as const, payload: { text } })))
-    }
-    return { id, texts }
-  }
+  const sessionWithLongTexts = (count: number) =>
+    sessionOfTexts(Array.from({ length: count }, (_, i) => `${HOSTILE[i % HOSTILE.length]}${i}`.padEnd(1_000, 'x')))
   const piecesOf = async (id: string) =>
     await query<{ at_index: number; pieces: number }>(
       store.db,
