@@ -42,13 +42,15 @@ export async function readPushContext(
   options: { owner?: string; ids?: readonly string[] } = {},
 ): Promise<PushContext> {
   const ids = options.ids ?? []
+  // The ids are looked up with = any(array(…)), not in (select …): this statement is prepared,
+  // and the semi-join's generic plan read every event of the session (push-plan.test.ts).
   const [row] = await query<{ owner: string; head: number; events: EventRow[] | null; open: OpenRow[] | null }>(
     executor,
     sql`select s.owner, s.head,
                ${
                  ids.length > 0
                    ? sql`(select jsonb_agg(${EVENT_JSON}) from a2_events e
-                          where e.session_id = s.id and e.id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)))`
+                          where e.session_id = s.id and e.id = any(array(select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))))`
                    : sql`null::jsonb`
                } as events,
                (select jsonb_agg(jsonb_build_object('job', j.id, 'consumer', j.consumer, 'status', j.status,
