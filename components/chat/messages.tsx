@@ -27,6 +27,15 @@ interface MessagesProps {
 
 /** How close to the bottom (px) still counts as "at the bottom". */
 const STICK_THRESHOLD = 64
+/**
+ * Turns rendered when a chat opens: the latest 60 (30 exchanges), whatever its length. A chat
+ * of 4,500 answers (9,000 turns, 99k events) rendered whole took 21–30 s to show its newest
+ * answer in Chromium, and re-rendered every turn's element at each chunk
+ * (bench/diagnostics/long-chat-browser.ts).
+ */
+const FIRST_TURNS = 60
+/** Turns each "Show earlier messages" adds above. */
+const MORE_TURNS = 60
 
 /**
  * The conversation. Follows the bottom while an answer streams, unless the person scrolled
@@ -37,6 +46,28 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
   const contentRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   const [atBottom, setAtBottom] = useState(true)
+  // The earliest turn on screen once the reader asked for earlier ones, by slot (a slot keeps
+  // its place when its version is switched); until then, the latest FIRST_TURNS.
+  const [fromSlot, setFromSlot] = useState<string | null>(null)
+  // Distance from the content's end to the scroll position, kept across "Show earlier" so the
+  // turns being read stay where they were while the earlier ones appear above.
+  const keepFromEnd = useRef<number | null>(null)
+  const pinned = fromSlot === null ? -1 : turns.findIndex((t) => t.slot === fromSlot)
+  const start = pinned >= 0 ? pinned : Math.max(0, turns.length - FIRST_TURNS)
+  const shown = start === 0 ? turns : turns.slice(start)
+
+  const showEarlier = () => {
+    const el = scrollRef.current
+    keepFromEnd.current = el ? el.scrollHeight - el.scrollTop : null
+    setFromSlot(turns[Math.max(0, start - MORE_TURNS)].slot)
+  }
+
+  useLayoutEffect(() => {
+    const el = scrollRef.current
+    if (keepFromEnd.current === null || !el) return
+    el.scrollTop = el.scrollHeight - keepFromEnd.current
+    keepFromEnd.current = null
+  }, [fromSlot])
 
   const scrollToBottom = useCallback(() => {
     const el = scrollRef.current
@@ -75,8 +106,8 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
   }
 
   let lastAnswerIndex = -1
-  for (let i = turns.length - 1; i >= 0; i--) {
-    if (turns[i].turn.kind === 'assistant') {
+  for (let i = shown.length - 1; i >= 0; i--) {
+    if (shown[i].turn.kind === 'assistant') {
       lastAnswerIndex = i
       break
     }
@@ -101,34 +132,49 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
           {turns.length === 0 ? (
             empty
           ) : (
-            <ol className="space-y-8" aria-label="Conversation">
-              {turns.map(({ turn, slot, versions, version }, i) => {
-                const switcher = (
-                  <VersionSwitcher
-                    version={version}
-                    count={versions.length}
-                    what={turn.kind === 'user' ? 'message' : 'answer'}
-                    onSelect={(v) => onSelectVersion(slot, versions[v], versions.length)}
-                  />
-                )
-                return (
-                  <li key={turn.id}>
-                    {turn.kind === 'user' ? (
-                      <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} versions={switcher} />
-                    ) : (
-                      <Answer
-                        answer={turn}
-                        isLast={i === lastAnswerIndex}
-                        busy={busy}
-                        stopUndelivered={stopsUndelivered.has(turn.id)}
-                        onRegenerate={onRegenerate}
-                        versions={switcher}
-                      />
-                    )}
-                  </li>
-                )
-              })}
-            </ol>
+            <>
+              {start > 0 && (
+                <div className="mb-8 flex justify-center">
+                  <button
+                    type="button"
+                    data-testid="show-earlier"
+                    onClick={showEarlier}
+                    className="rounded-full border border-neutral-200 px-3 py-1 text-xs font-medium text-neutral-600 hover:bg-neutral-50 dark:border-neutral-700 dark:text-neutral-300 dark:hover:bg-neutral-800"
+                  >
+                    Show {Math.min(MORE_TURNS, start)} earlier messages
+                    <span className="sr-only"> ({start} not shown)</span>
+                  </button>
+                </div>
+              )}
+              <ol className="space-y-8" aria-label="Conversation">
+                {shown.map(({ turn, slot, versions, version }, i) => {
+                  const switcher = (
+                    <VersionSwitcher
+                      version={version}
+                      count={versions.length}
+                      what={turn.kind === 'user' ? 'message' : 'answer'}
+                      onSelect={(v) => onSelectVersion(slot, versions[v], versions.length)}
+                    />
+                  )
+                  return (
+                    <li key={turn.id}>
+                      {turn.kind === 'user' ? (
+                        <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} versions={switcher} />
+                      ) : (
+                        <Answer
+                          answer={turn}
+                          isLast={i === lastAnswerIndex}
+                          busy={busy}
+                          stopUndelivered={stopsUndelivered.has(turn.id)}
+                          onRegenerate={onRegenerate}
+                          versions={switcher}
+                        />
+                      )}
+                    </li>
+                  )
+                })}
+              </ol>
+            </>
           )}
         </div>
       </div>

@@ -1,0 +1,63 @@
+/**
+ * A long chat opens at its newest turns: the page renders the latest 60 and a "Show earlier
+ * messages" button above them adds 60 more each press, keeping the turns being read where
+ * they were; Send and Stop work at its end as in a short one. The history is written
+ * straight into the app's Postgres database (test/long-history.ts), so this runs when the
+ * suite has one (npm test with TEST_DATABASE_URL, as CI runs it).
+ */
+import { expect, test } from '@playwright/test'
+import { openPostgresStore } from '../lib/a2/server'
+import { seedLongHistory } from '../test/long-history'
+import { ChatPage } from './pages/chat'
+
+const DATABASE_URL = process.env.E2E_DATABASE_URL
+const ANSWERS = 200 // 400 turns, 4,400 events: past the first screenful many times over
+
+if (DATABASE_URL) {
+  test('a long chat opens at its newest turns, shows earlier ones on request in place, and still streams and stops', async ({ page }) => {
+    test.setTimeout(120_000)
+    const chat = new ChatPage(page)
+    await chat.goto('/')
+    const { session } = await page.evaluate(async () => {
+      const response = await fetch('/api/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      return (await response.json()) as { session: { id: string } }
+    })
+    const store = await openPostgresStore(DATABASE_URL)
+    const { lastAnswer } = await seedLongHistory(store, session.id, { answers: ANSWERS }).finally(() => store.close())
+
+    await chat.goto(`/c/${session.id}`)
+    const turns = page.locator('ol[aria-label="Conversation"] > li')
+    await expect(chat.answer(lastAnswer!)).toBeVisible()
+    await expect(turns).toHaveCount(60)
+    await expect(page.getByText('question 199', { exact: true })).toBeVisible()
+    await expect(page.getByText('question 169', { exact: true })).toHaveCount(0) // turn 340: above the window
+
+    // Earlier turns appear above; the turn that was first stays where it was on screen.
+    const showEarlier = page.getByTestId('show-earlier')
+    const firstShown = page.getByText('question 170', { exact: true }) // turn 340, the first of the latest 60
+    await firstShown.scrollIntoViewIfNeeded()
+    const topBefore = (await firstShown.boundingBox())!.y
+    await showEarlier.click()
+    await expect(turns).toHaveCount(120)
+    await expect(page.getByText('question 140', { exact: true })).toBeAttached()
+    expect(Math.abs((await firstShown.boundingBox())!.y - topBefore)).toBeLessThanOrEqual(2)
+
+    // Down to the first message of the chat, then no button.
+    for (let shown = 120; shown < ANSWERS * 2; shown += 60) await showEarlier.click()
+    await expect(turns).toHaveCount(ANSWERS * 2)
+    await expect(showEarlier).toHaveCount(0)
+    await expect(page.getByText('question 0', { exact: true })).toBeAttached()
+
+    // The end of a long chat behaves like a short one: a new answer streams and Stop cuts at what was shown.
+    await chat.send('one more question')
+    await chat.waitForStreaming(20)
+    const shownText = await chat.stopAndReadShown()
+    await chat.waitForStatus('stopped')
+    await expect(chat.lastAnswer()).toHaveAttribute('data-ended', 'cancelled')
+    expect(await chat.lastAnswerText()).toBe(shownText)
+    await page.reload()
+    await expect(turns).toHaveCount(60)
+    await chat.waitForStatus('stopped')
+    expect(await chat.lastAnswerText()).toBe(shownText)
+  })
+}
