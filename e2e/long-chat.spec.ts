@@ -8,6 +8,7 @@
 import { expect, test } from '@playwright/test'
 import { openPostgresStore } from '../lib/a2/server'
 import { seedLongHistory } from '../test/long-history'
+import { seriousViolations } from './helpers/axe'
 import { ChatPage } from './pages/chat'
 
 const DATABASE_URL = process.env.E2E_DATABASE_URL
@@ -31,6 +32,8 @@ if (DATABASE_URL) {
     await expect(turns).toHaveCount(60)
     await expect(page.getByText('question 199', { exact: true })).toBeVisible()
     await expect(page.getByText('question 169', { exact: true })).toHaveCount(0) // turn 340: above the window
+
+    expect(await seriousViolations(page), 'with earlier turns not shown').toEqual([])
 
     // Earlier turns appear above; the turn that was first stays where it was on screen.
     const showEarlier = page.getByTestId('show-earlier')
