@@ -68,7 +68,20 @@ async function main(): Promise<void> {
         await page.locator(`[data-answer-id="${last[label]}"] [data-testid="answer-text"]`).waitFor({ state: 'visible', timeout: 120_000 })
         const ms = Date.now() - started
         const items = await page.locator('ol[aria-label="Conversation"] > li').count()
-        console.log(`round ${round + 1} ${label}: newest answer on screen after ${ms} ms; ${items} turns rendered`)
+        const snapshot = await page.evaluate(() => {
+          const entry = performance.getEntriesByType('resource').find((e) => e.name.includes('/snapshot')) as PerformanceResourceTiming | undefined
+          return (
+            entry && {
+              requestToEnd: entry.responseEnd - entry.requestStart,
+              download: entry.responseEnd - entry.responseStart,
+              bytes: entry.decodedBodySize,
+            }
+          )
+        })
+        const detail = snapshot
+          ? `snapshot ${(snapshot.bytes / 1024).toFixed(0)} KiB, request → end ${snapshot.requestToEnd.toFixed(0)} ms (body ${snapshot.download.toFixed(0)} ms)`
+          : 'no snapshot timing'
+        console.log(`round ${round + 1} ${label}: newest answer on screen after ${ms} ms; ${items} turns rendered; ${detail}`)
       }
     }
   } finally {
