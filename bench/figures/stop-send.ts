@@ -327,9 +327,7 @@ export async function stopSendFigure(options: {
       clock,
       db,
       trace: options.trace ? traceParts(ours.results, traces) : undefined,
-      ab: appB
-        ? { root: options.abRoot!, a: half(ours.results), b: half(both.results.filter((s) => s.onB)), appB: appCpuB }
-        : undefined,
+      ab: appB ? { root: options.abRoot!, a: half(ours.results), b: half(both.results.filter((s) => s.onB)), appB: appCpuB } : undefined,
       errors: firstError([...ours.errors, ...base.errors]),
     }
   } finally {
@@ -363,6 +361,11 @@ function traceParts(stops: Array<{ tag: string; sent: number; closedAt: number }
     add('a2_push statement', push[2] - push[1])
     add('a2_push answered → upstream closed', stop.closedAt - push[2])
     add('a2_push answered → response written', trace.written - push[2])
+    for (const n of trace.inFlight) {
+      add("statements in flight in the app as each of the Stop's was sent (count)", n)
+      // Past the pool's 10 connections postgres-js queues a statement on a busy one: the mean is the share.
+      add("Stop's statements sent with all 10 connections busy (mean = share)", n > 10 ? 1 : 0)
+    }
   }
   return Object.fromEntries([...parts].map(([part, ms]) => [part, summarize(ms)]))
 }
