@@ -12,6 +12,8 @@
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
  *   npm run bench -- --trace      figure 9: each Stop's statements, timed in the app process.
+ *   npm run bench -- --only=9 --ab=../other-checkout   figure 9 with every other chat on an app
+ *                                 process run from another checkout (A/B under one load).
  *
  * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
  * bench/results/latest.json (and latest-<store>.json). Loopback only; bounded in count
@@ -36,7 +38,7 @@ import { claimFigure, type ClaimFigure } from './figures/claim'
 import { memoryFigure, type MemoryFigure } from './figures/memory'
 import { takeoverFigure, type TakeoverFigure, type TakeoverPart } from './figures/takeover'
 import { longSessionFigure, type LongSessionLevel } from './figures/long-sessions'
-import { stopSendFigure, type StopSendFigure } from './figures/stop-send'
+import { stopSendFigure, type AbHalf, type StopSendFigure } from './figures/stop-send'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -45,6 +47,8 @@ const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Nu
 const wants = (figure: number) => !only || only.has(figure)
 const profile = args.includes('--profile')
 const trace = args.includes('--trace')
+const abArg = args.find((a) => a.startsWith('--ab='))
+const abRoot = abArg ? path.resolve(abArg.slice('--ab='.length)) : undefined
 const takeoversArg = args.find((a) => a.startsWith('--takeovers='))
 const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length)) : 20
 
@@ -228,9 +232,11 @@ async function main(): Promise<number> {
         tokenMs: TOKEN_MS,
         stops: 100,
         chats: 10,
-        deadline: Date.now() + 45_000,
+        // --ab runs twice the Stops (half on each app).
+        deadline: Date.now() + (abRoot ? 90_000 : 45_000),
         profileDir: profile ? PROFILES : undefined,
         trace,
+        abRoot,
       }),
     )
   }
@@ -520,6 +526,17 @@ function notesOf(r: Results): string[] {
         `${[proc('client', s.cpu.client), proc('app', s.cpu.app), proc('worker', s.cpu.worker), proc('upstream', s.cpu.upstream)].join(' / ')} / postgres ${s.cpu.postgresPct}%`,
     )
     if (s.db) notes.push(...dbText(s.db))
+    if (s.ab) {
+      const line = (name: string, h: AbHalf) =>
+        `     ${name}: send → upstream closed p50 ${fmt(h.ours.p50)} / p99 ${fmt(h.ours.p99)} (${h.ours.n}); send → a2_push began p50 ${fmt(h.toPush.p50)}, ` +
+        `began → closed p50 ${fmt(h.pushToClose.p50)}; the route's answer p50 ${fmt(h.route.p50)} ms`
+      notes.push(`   --ab, the chats alternated between this checkout's app (a) and ${s.ab.root}'s (b), same run:`)
+      notes.push(line('a', s.ab.a), line('b', s.ab.b))
+      notes.push(
+        `     b / a: p50 ${fmt(s.ab.b.ours.p50 / s.ab.a.ours.p50)}×, p99 ${fmt(s.ab.b.ours.p99 / s.ab.a.ours.p99)}×` +
+          (s.ab.appB ? `; ${proc('app b', s.ab.appB)}` : ''),
+      )
+    }
     if (s.trace) {
       notes.push('   --trace, each Stop in the app process (p50 / p99 ms):')
       for (const [part, ms] of Object.entries(s.trace)) notes.push(`     ${part}: ${fmt(ms.p50)} / ${fmt(ms.p99)} (${ms.n})`)

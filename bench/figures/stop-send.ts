@@ -15,6 +15,14 @@
  * Baseline, same run, same processes: a plain streamText call in this process against the
  * same upstream, aborted with a local AbortController at the same kind of point (abort() →
  * the upstream sees the close).
+ *
+ * `--ab=<checkout>`: a second app process runs from another checkout of the repo (its own
+ * route and library code, the same database, worker and upstream), and the chats alternate
+ * between the two apps, so both halves are measured under the same load at the same time.
+ * On this shared 2-core machine the load moves the figure 2–5× between runs, which hid
+ * differences of a third in alternated runs; alternated Stops within one run show them. The
+ * other checkout must run against this one's schema (its migrations, if any, are applied
+ * when its app opens the database, and the worker here sees them too).
  */
 import { createOpenAI } from '@ai-sdk/openai'
 import { streamText, type LanguageModel } from 'ai'
@@ -62,7 +70,16 @@ export interface StopSendFigure {
   db?: DbSample
   /** With --trace: each Stop's parts, from the app process's marks and its statements (ms). */
   trace?: Record<string, Summary>
+  /** With --ab: the chats alternated between this checkout's app (`a`, also `ours` above) and another's (`b`). */
+  ab?: { root: string; a: AbHalf; b: AbHalf; appB?: ProcessSample }
   errors?: string
+}
+
+export interface AbHalf {
+  ours: Summary
+  route: Summary
+  toPush: Summary
+  pushToClose: Summary
 }
 
 interface Closing {
@@ -209,6 +226,8 @@ export async function stopSendFigure(options: {
   profileDir?: string
   /** Trace each Stop's statements in the app process (off for the measured figure: it costs the app async hooks). */
   trace?: boolean
+  /** Another checkout whose app takes every other chat (`--ab=<path>`). */
+  abRoot?: string
 }): Promise<StopSendFigure> {
   const prof = (name: string) => (options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}/${name}`] : [])
   const children: Child[] = []
@@ -232,12 +251,28 @@ export async function stopSendFigure(options: {
     })
     children.push(appChild)
     const appUrl = appChild.ready.url as string
+    const appChildB = options.abRoot
+      ? await spawnChild('app-child.ts', [], {
+          root: options.abRoot,
+          env: { BENCH_DB_URL: options.databaseUrl, BENCH_UPSTREAM_URL: upstreamUrl, PGAPPNAME: 'a2-bench-app-b', BENCH_TRACE: '0' },
+          execArgv: prof('app-send-b'),
+        })
+      : undefined
+    if (appChildB) children.push(appChildB)
+    const appUrlB = appChildB?.ready.url as string | undefined
     const watch = watchUpstream(upstream)
     const traces = new Map<string, RequestTrace>()
     appChild.on((message: { type: string; trace: RequestTrace }) => {
       if (message.type === 'trace') traces.set(message.trace.tag, message.trace)
     })
     const app = browser(appUrl)
+    const appB = appUrlB ? browser(appUrlB) : undefined
+    // --ab: the chats alternate between the two apps, a whole chat (tail, pushes, Stop) on one.
+    let turn = 0
+    const stopOnEither = async () => {
+      const onB = appB !== undefined && turn++ % 2 === 1
+      return { ...(await (onB ? stopFromSend(appB!, appUrlB!, watch, point) : stopFromSend(app, appUrl, watch, point))), onB }
+    }
     const model = createOpenAI({ apiKey: 'bench', baseURL: upstreamUrl }).chat('bench')
     const settled = () =>
       until(
@@ -255,7 +290,7 @@ export async function stopSendFigure(options: {
     const point = () => randomBetween(0, 60)
 
     // Warm-up (module loading, JIT, pools, keep-alive connections): not counted.
-    await runPool(4, 4, () => stopFromSend(app, appUrl, watch, point))
+    await runPool(appB ? 8 : 4, 4, stopOnEither)
     await runPool(4, 4, () => stopLocally(model, watch, point))
     await settled()
     const clock = await upstream.clockOffset()
@@ -267,8 +302,9 @@ export async function stopSendFigure(options: {
     const machineCpu = cpuMeter()
     const postgres = await postgresCpu(postgresPids(options.store))
     const sampler = options.profileDir ? sampleDatabase(options.databaseUrl) : undefined
-    const ours = await runPool(options.stops, options.chats, () => stopFromSend(app, appUrl, watch, point), { deadline: options.deadline })
-    const [upstreamCpu, workerCpu, appCpu] = await sample()
+    const both = await runPool(appB ? 2 * options.stops : options.stops, options.chats, stopOnEither, { deadline: options.deadline })
+    const ours = { ...both, results: both.results.filter((s) => !s.onB) }
+    const [upstreamCpu, workerCpu, appCpu, appCpuB] = await sample()
     const db = await sampler?.stop()
     const cpu = {
       machineBusyPct: machineCpu.stop()?.busyPct,
@@ -291,10 +327,20 @@ export async function stopSendFigure(options: {
       clock,
       db,
       trace: options.trace ? traceParts(ours.results, traces) : undefined,
+      ab: appB ? { root: options.abRoot!, a: half(ours.results), b: half(both.results.filter((s) => s.onB)), appB: appCpuB } : undefined,
       errors: firstError([...ours.errors, ...base.errors]),
     }
   } finally {
     for (const child of children.reverse()) await child.stop().catch(() => {})
+  }
+}
+
+function half(stops: Array<{ fromSent: number; routeMs: number; toPush: number; pushToClose: number }>): AbHalf {
+  return {
+    ours: summarize(stops.map((s) => s.fromSent)),
+    route: summarize(stops.map((s) => s.routeMs)),
+    toPush: summarize(stops.map((s) => s.toPush)),
+    pushToClose: summarize(stops.map((s) => s.pushToClose)),
   }
 }
 
@@ -315,6 +361,11 @@ function traceParts(stops: Array<{ tag: string; sent: number; closedAt: number }
     add('a2_push statement', push[2] - push[1])
     add('a2_push answered → upstream closed', stop.closedAt - push[2])
     add('a2_push answered → response written', trace.written - push[2])
+    for (const n of trace.inFlight) {
+      add("statements in flight in the app as each of the Stop's was sent (count)", n)
+      // Past the pool's 10 connections postgres-js queues a statement on a busy one: the mean is the share.
+      add("Stop's statements sent with all 10 connections busy (mean = share)", n > 10 ? 1 : 0)
+    }
   }
   return Object.fromEntries([...parts].map(([part, ms]) => [part, summarize(ms)]))
 }

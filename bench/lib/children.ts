@@ -28,9 +28,17 @@ export interface Child {
 export async function spawnChild(
   file: string,
   args: string[],
-  options: { env?: Record<string, string>; execArgv?: string[]; readyTimeoutMs?: number } = {},
+  options: {
+    env?: Record<string, string>
+    execArgv?: string[]
+    readyTimeoutMs?: number
+    /** Another checkout to run the child from (its own code and tsconfig paths; figure 9's --ab). Default: this one. */
+    root?: string
+  } = {},
 ): Promise<Child> {
-  const child = fork(path.join(process.cwd(), 'bench', file), args, {
+  const root = options.root ?? process.cwd()
+  const child = fork(path.join(root, 'bench', file), args, {
+    cwd: root,
     execArgv: ['--import', 'tsx', ...(options.execArgv ?? [])],
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

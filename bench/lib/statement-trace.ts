@@ -20,6 +20,11 @@ export interface RequestTrace {
   arrived: number
   /** [what, sent, answered] per statement, in the order they were sent. */
   statements: Array<[string, number, number]>
+  /**
+   * Per statement, how many of the process's statements were in flight when it was sent (its
+   * own included): past the pool's 10 connections, postgres-js queues it behind a busy one.
+   */
+  inFlight: number[]
   written?: number
 }
 
@@ -36,13 +41,18 @@ export function traceStatements(store: Store, report: (trace: RequestTrace) => v
   const dialect = new PgDialect()
   const db = store.db as unknown as { execute: (query: SQL) => PromiseLike<unknown> }
   const execute = db.execute.bind(db)
+  let inFlight = 0
   db.execute = (query: SQL) => {
     const trace = current.getStore()
-    if (!trace) return execute(query)
-    const entry: [string, number, number] = [statementKind(dialect.sqlToQuery(query).sql), wallNow(), 0]
-    trace.statements.push(entry)
+    inFlight++
     // One `then` on drizzle's query (each `then` would run it again); the caller awaits this promise.
     const answered = Promise.resolve(execute(query))
+    const done = () => void inFlight--
+    answered.then(done, done)
+    if (!trace) return answered
+    const entry: [string, number, number] = [statementKind(dialect.sqlToQuery(query).sql), wallNow(), 0]
+    trace.statements.push(entry)
+    trace.inFlight.push(inFlight)
     answered.then(
       () => (entry[2] = wallNow()),
       () => (entry[2] = wallNow()),
@@ -54,7 +64,7 @@ export function traceStatements(store: Store, report: (trace: RequestTrace) => v
     wrap(req: http.IncomingMessage, res: http.ServerResponse, serve: () => void): void {
       const tag = req.headers[TRACE_HEADER]
       if (typeof tag !== 'string') return serve()
-      const trace: RequestTrace = { tag, arrived: wallNow(), statements: [] }
+      const trace: RequestTrace = { tag, arrived: wallNow(), statements: [], inFlight: [] }
       res.once('finish', () => {
         trace.written = wallNow()
         report(trace)
