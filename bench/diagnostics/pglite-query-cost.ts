@@ -34,7 +34,10 @@ const claim = new PgDialect().sqlToQuery(
   claimStatement({ consumers: ['generate'], owner: 'w1', ownerKey: 1, resume: true, leaseMs: { generate: 15_000 }, limit: 16 }),
 )
 // drizzle's parsers, as it passes them with every statement (dates and intervals kept as text).
-const drizzleOptions = { rowMode: 'array' as const, parsers: Object.fromEntries([1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182].map((oid) => [oid, (v: string) => v])) }
+const drizzleOptions = {
+  rowMode: 'array' as const,
+  parsers: Object.fromEntries([1114, 1184, 1186, 1082, 1231, 1115, 1185, 1187, 1182].map((oid) => [oid, (v: string) => v])),
+}
 
 async function time(label: string, n: number, fn: () => Promise<unknown>) {
   for (let i = 0; i < 50; i++) await fn()

@@ -19,7 +19,7 @@ import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, randomInt, sleep } from '../lib/time'
 import { profileThisProcess, topFunctions } from '../lib/profile'
 import { tagOf } from '../lib/upstream'
-import { chatThroughLog } from '../figures/chats'
+import { chatDirect, chatThroughLog } from '../figures/chats'
 
 const chats = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 100)
 const profile = process.argv.includes('--profile')
@@ -156,9 +156,28 @@ console.log(`loop: ${busy.length} turns in ${(wall / 1000).toFixed(1)} s (${(bus
 console.log(`  WASM ${((100 * wasm) / total).toFixed(0)}% of the loop's time; statements per turn ${fmt(summarize(busy.map((t) => t.statements)))}`)
 const long = busy.filter((t) => t.ms > 20)
 console.log(
-  `  turns over 20 ms: ${long.length} (${((100 * long.reduce((a, t) => a + t.ms, 0)) / total).toFixed(0)}% of the time), WASM ${((100 * long.reduce((a, t) => a + t.wasm, 0)) / Math.max(1, long.reduce((a, t) => a + t.ms, 0))).toFixed(0)}% of them, statements p50 ${summarize(long.map((t) => t.statements)).p50}`,
+  `  turns over 20 ms: ${long.length} (${((100 * long.reduce((a, t) => a + t.ms, 0)) / total).toFixed(0)}% of the time), WASM ${(
+    (100 * long.reduce((a, t) => a + t.wasm, 0)) /
+    Math.max(
+      1,
+      long.reduce((a, t) => a + t.ms, 0),
+    )
+  ).toFixed(0)}% of them, statements p50 ${summarize(long.map((t) => t.statements)).p50}`,
 )
 console.log(`this process ${cpu.parentPct.toFixed(0)}% of a core, loop delay p99 ${cpu.parentLag.p99.toFixed(0)} ms`)
+// The direct route at the same level, for the CPU a chat costs without the log (nothing above counts it).
+await rig.settled(20_000).catch(() => {})
+const cpuBeforeDirect = process.cpuUsage()
+const direct = await runPool(chats, chats, async () => {
+  await sleep(randomBetween(0, 1000))
+  return chatDirect(rig, { tokens: 400, stopAfter: randomInt(3, 40), timeoutMs: 10_000 })
+})
+const cpuDirect = process.cpuUsage(cpuBeforeDirect)
+const directTokens = direct.results.reduce((n, o) => n + o.latencies.length, 0)
+console.log(
+  `CPU a chat (this process, all of it): ours ${((cpuUsed.user + cpuUsed.system) / 1000 / chats).toFixed(1)} ms (${tokens} tokens), ` +
+    `direct route ${((cpuDirect.user + cpuDirect.system) / 1000 / chats).toFixed(1)} ms (${directTokens} tokens, ${direct.errors.length} failed)`,
+)
 await rig.close()
 await store.close()
 process.exit(0)

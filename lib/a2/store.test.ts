@@ -60,7 +60,8 @@ describe('the PGlite store', () => {
     await testDb.drop()
   })
 
-  const prepared = async () => (await query<{ n: number }>(store.db, sql`select count(*)::int as n from pg_prepared_statements where name like ${'a2_%'}`))[0].n
+  const prepared = async () =>
+    (await query<{ n: number }>(store.db, sql`select count(*)::int as n from pg_prepared_statements where name like ${'a2_%'}`))[0].n
 
   it('prepares statements with parameters, in transactions too, each text once', async () => {
     const before = await prepared()
@@ -84,7 +85,10 @@ describe('the PGlite store', () => {
     const { PGlite } = await import('@electric-sql/pglite')
     const plain = await PGlite.create()
     try {
-      const theirs = await plain.query(text, params, { rowMode: 'object', parsers: { 1184: (v: string) => v, 1082: (v: string) => v, 1186: (v: string) => v } })
+      const theirs = await plain.query(text, params, {
+        rowMode: 'object',
+        parsers: { 1184: (v: string) => v, 1082: (v: string) => v, 1186: (v: string) => v },
+      })
       expect(ours).toEqual(theirs.rows)
     } finally {
       await plain.close()
