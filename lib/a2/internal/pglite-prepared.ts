@@ -62,11 +62,7 @@ export function preparedPglite(pg: PGlite): PGlite {
     const name = `a2_${named++}`
     try {
       const described = await pg.execProtocolStream(
-        join([
-          protocol.serialize.parse({ name, text, types: options?.paramTypes }),
-          protocol.serialize.describe({ type: 'S', name }),
-          protocol.serialize.sync(),
-        ]),
+        join([protocol.serialize.parse({ name, text }), protocol.serialize.describe({ type: 'S', name }), protocol.serialize.sync()]),
         { syncToFs: false },
       )
       const statement = { name, types: pgParse.parseDescribeStatementResults(described) }
@@ -88,9 +84,14 @@ export function preparedPglite(pg: PGlite): PGlite {
     return parsers
   }
 
-  // Statements without parameters (DDL, BEGIN, a savepoint) and those with a blob keep PGlite's path.
+  // Statements without parameters (DDL, BEGIN, a savepoint), with a blob, or with parameter types of their own (a
+  // statement is kept by its text alone) keep PGlite's path; drizzle sends neither.
   const fast = (text: string, params: unknown[] | undefined, options: QueryOptions | undefined) =>
-    params !== undefined && params.length > 0 && !options?.blob && (statements.has(text) || statements.size < MAX_PREPARED_TEXTS)
+    params !== undefined &&
+    params.length > 0 &&
+    !options?.blob &&
+    !options?.paramTypes &&
+    (statements.has(text) || statements.size < MAX_PREPARED_TEXTS)
 
   const query: Query = async (text, params, options) => {
     if (!fast(text, params, options)) return original(text, params, options)
