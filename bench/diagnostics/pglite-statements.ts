@@ -40,12 +40,25 @@ const shapeOf = (text: string) =>
 for (const method of ['query', 'exec'] as const) {
   const original = proto[method]
   proto[method] = function (this: unknown, text: string, ...rest: unknown[]) {
-    if (String(text).includes('a2_append_steps_many')) {
-      stepStatements++
-      stepBatches += (JSON.parse(String((rest[0] as unknown[])[0])) as unknown[]).length
-    }
     return label.run(shapeOf(String(text)), () => original.call(this, text, ...rest))
   }
+}
+/** Labels the statements drizzle sends, whichever way the store's client runs them (PGlite's `query` or its own prepared path). */
+function labelDrizzleStatements(db: unknown): void {
+  const session = (db as { session: { client: { query: (text: string, ...rest: unknown[]) => unknown } } }).session
+  const client = session.client
+  session.client = new Proxy(client, {
+    get(target, property, receiver) {
+      if (property !== 'query') return Reflect.get(target, property, receiver)
+      return (text: string, ...rest: unknown[]) => {
+        if (text.includes('a2_append_steps_many')) {
+          stepStatements++
+          stepBatches += (JSON.parse(String((rest[0] as unknown[])[0])) as unknown[]).length
+        }
+        return label.run(shapeOf(text), () => target.query(text, ...rest))
+      }
+    },
+  })
 }
 const originalTransaction = proto.transaction
 proto.transaction = function (this: unknown, fn: unknown) {
@@ -86,6 +99,7 @@ proto.execProtocolRawSync = function (this: unknown, ...args: unknown[]) {
 }
 
 const store = await openBenchStore('pglite')
+labelDrizzleStatements(store.db)
 const rig = await openChatRig({ kind: 'pglite', store, tokenMs: 20 })
 // The tail open as figure 6 times it: from asking for the SSE stream to its first bytes.
 const opens: number[] = []

@@ -168,9 +168,10 @@ function preparedStatements<Client extends Sql>(client: Client, texts = new Set<
 export async function openPgliteStore(options: { dataDir?: string } = {}): Promise<Store> {
   const { PGlite } = await import('@electric-sql/pglite')
   const { drizzle } = await import('drizzle-orm/pglite')
+  const { preparedPglite } = await import('./pglite-prepared')
   if (options.dataDir) (await import('node:fs')).mkdirSync(options.dataDir, { recursive: true })
   const pg = await PGlite.create(options.dataDir)
-  const database = drizzle(pg)
+  const database = drizzle(preparedPglite(pg))
   // One process owns a PGlite database: the keys held here are the live ones, and a key
   // left in a row by an earlier process (a dev-server restart) belongs to a dead one.
   const liveKeys = new Set<number>()
