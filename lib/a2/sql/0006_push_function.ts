@@ -59,10 +59,7 @@ begin
                                         'payload', e.payload, 'created_at', e.created_at) order by e.index)
       into v_existing
     from a2_events e
-    -- = any(array(…)), not in (select …): a plan cached without the ids (plpgsql's, after five
-    -- calls) then still looks each id up by (session_id, id); the semi-join's generic plan read
-    -- every event of the session (16–24 ms a push at 100k events, push-plan.test.ts).
-    where e.session_id = p_session and e.id = any(array(select jsonb_array_elements_text(p_client_ids)));
+    where e.session_id = p_session and e.id in (select jsonb_array_elements_text(p_client_ids));
     if v_existing is not null then
       return query select 'duplicate'::text, null::integer, null::timestamptz, v_existing, null::jsonb;
       return;

@@ -1,9 +1,8 @@
 /**
  * a2's migrations, in the order they apply. Each is applied once, in one transaction with
  * the others pending, and recorded in a2_migrations (../internal/migrate.ts). Ids never
- * change and never repeat: append a new module here to change the schema. A function's
- * module holds its current definition (`create or replace`), so a migration that changes a
- * function applies that module again under a new id (11: a2_push's duplicate check).
+ * change and never repeat, and a shipped module is never edited: append a new module here to
+ * change the schema.
  */
 import tables from './0001_tables'
 import appendFunctions from './0002_append_functions'
@@ -11,6 +10,7 @@ import checkpoints from './0003_checkpoints'
 import laneHeads from './0004_lane_heads'
 import pushFunction from './0006_push_function'
 import checkpointPieces from './0010_checkpoint_pieces'
+import pushDuplicatesByKey from './0011_push_duplicates_by_key'
 
 export interface Migration {
   id: number
@@ -25,5 +25,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 4, name: 'lane_heads', sql: laneHeads },
   { id: 6, name: 'push_function', sql: pushFunction },
   { id: 10, name: 'checkpoint_pieces', sql: checkpointPieces },
-  { id: 11, name: 'push_duplicates_by_key', sql: pushFunction },
+  { id: 11, name: 'push_duplicates_by_key', sql: pushDuplicatesByKey },
 ]
