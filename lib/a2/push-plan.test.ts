@@ -17,19 +17,43 @@ import { readPushContext } from './internal/push-context'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
 const EVENTS = 20_000
+/** A run (a job) every 20 events: 1,000 runs in the session, as 1,000 answers of 19 chunks make. */
+const RUN_EVERY = 20
+const RUNNING_RUN = `e${EVENTS - RUN_EVERY}`
+const STOPPED_RUN = 'e40'
 
-/** Rows of a2_events this transaction has read so far, by any scan. */
-async function eventsRead(tx: Parameters<Parameters<Store['db']['transaction']>[0]>[0]): Promise<number> {
+type Tx = Parameters<Parameters<Store['db']['transaction']>[0]>[0]
+
+/** Rows of `table` this transaction has read so far, by any scan. */
+async function rowsRead(tx: Tx, table = 'a2_events'): Promise<number> {
   const [row] = await query<{ read: string }>(
     tx,
-    sql`select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as read from pg_stat_xact_user_tables where relname = 'a2_events'`,
+    sql`select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as read from pg_stat_xact_user_tables where relname = ${table}`,
   )
   return Number(row?.read ?? 0)
+}
+
+/** Runs `measure` in a transaction under a forced generic plan, rolled back; answers what it returned. */
+async function inGenericPlanRolledBack<T>(store: Store, measure: (tx: Tx) => Promise<T>): Promise<T> {
+  let out: { value: T } | undefined
+  await store.db
+    .transaction(async (tx) => {
+      await query(tx, sql`set local plan_cache_mode = force_generic_plan`)
+      out = { value: await measure(tx) }
+      tx.rollback() // nothing of the test's writes stays
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof TransactionRollbackError)) throw error
+    })
+  if (!out) throw new Error('the measurement did not finish')
+  return out.value
 }
 
 describe.each(layers)('a2_push on %s', (kind) => {
   let testDb: TestDb
   let store: Store
+
+  let running: number
 
   beforeAll(async () => {
     testDb = await createTestDb(kind)
@@ -40,6 +64,18 @@ describe.each(layers)('a2_push on %s', (kind) => {
       sql`insert into a2_events (session_id, index, id, type, payload)
           select 'long', g, 'e' || g, 'chunk', '{}'::jsonb from generate_series(0, ${EVENTS - 1}) g`,
     )
+    // A run every RUN_EVERY events, all finished but the newest (running) and one stopped.
+    await query(
+      store.db,
+      sql`insert into a2_jobs (session_id, event_index, event_id, consumer, max_attempts, status, attempt)
+          select 'long', g, 'e' || g, 'answer', 3, 'COMPLETED', 1 from generate_series(0, ${EVENTS - 1}, ${RUN_EVERY}) g`,
+    )
+    await query(store.db, sql`update a2_jobs set status = 'CANCELLED' where session_id = 'long' and event_id = ${STOPPED_RUN}`)
+    const [row] = await query<{ id: string }>(
+      store.db,
+      sql`update a2_jobs set status = 'ACTIVE' where session_id = 'long' and event_id = ${RUNNING_RUN} returning id`,
+    )
+    running = Number(row.id)
   }, 60_000)
   afterAll(async () => {
     await testDb?.drop()
@@ -50,7 +86,7 @@ describe.each(layers)('a2_push on %s', (kind) => {
     await store.db
       .transaction(async (tx) => {
         await query(tx, sql`set local plan_cache_mode = force_generic_plan`)
-        const before = await eventsRead(tx)
+        const before = await rowsRead(tx)
         const [answer] = await query<{ o_refused: string | null; o_start: number }>(
           tx,
           sql`select * from a2_push('long', 'u', '[{"id":"fresh","type":"note","payload":{}}]'::jsonb, '["fresh"]'::jsonb, 2,
@@ -68,7 +104,7 @@ describe.each(layers)('a2_push on %s', (kind) => {
           const context = await readPushContext(tx, 'long', { owner: 'u', ids: ['e9'] })
           expect(context.events.map((e) => e.index)).toEqual([9])
         }
-        read = (await eventsRead(tx)) - before
+        read = (await rowsRead(tx)) - before
         tx.rollback() // nothing of this test's pushes stays
       })
       .catch((error: unknown) => {
@@ -76,5 +112,32 @@ describe.each(layers)('a2_push on %s', (kind) => {
       })
     // Eight lookups, one id each: a few index entries apiece, never the session's 20,000.
     expect(read).toBeLessThan(20)
+  })
+
+  it('admits a step batch by its own run, not by reading every run of the session', async () => {
+    const batch = (run: string, jobId: number | null, attempt: number | null) =>
+      JSON.stringify([{ s: 'long', j: jobId, a: attempt, r: [run], e: [{ id: `c-${run}`, type: 'chunk', payload: { of: run } }] }])
+    const { answers, read } = await inGenericPlanRolledBack(store, async (tx) => {
+      const before = await rowsRead(tx, 'a2_jobs')
+      const answers = []
+      // Six calls: past the five custom plans plpgsql tries before it may keep a generic one.
+      for (let i = 0; i < 6; i++) {
+        const [ok] = await query<{ o_refused: string | null }>(
+          tx,
+          sql`select * from a2_append_steps_many(${batch(RUNNING_RUN, running, 1)}::jsonb, 'a2_plan_test')`,
+        )
+        answers.push(ok.o_refused)
+        await query(tx, sql`delete from a2_events where session_id = 'long' and id = ${`c-${RUNNING_RUN}`}`)
+      }
+      const [refused] = await query<{ o_refused: string | null }>(
+        tx,
+        sql`select * from a2_append_steps_many(${batch(STOPPED_RUN, null, null)}::jsonb, 'a2_plan_test')`,
+      )
+      answers.push(refused.o_refused)
+      return { answers, read: (await rowsRead(tx, 'a2_jobs')) - before }
+    })
+    expect(answers).toEqual([null, null, null, null, null, null, 'run_cancelled'])
+    // Seven batches: the fence's row and the batch's own run each, never the session's 1,000 runs.
+    expect(read).toBeLessThan(30)
   })
 })

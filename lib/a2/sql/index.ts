@@ -11,6 +11,7 @@ import laneHeads from './0004_lane_heads'
 import pushFunction from './0006_push_function'
 import checkpointPieces from './0010_checkpoint_pieces'
 import pushDuplicatesByKey from './0011_push_duplicates_by_key'
+import stepAdmissionByKey from './0012_step_admission_by_key'
 
 export interface Migration {
   id: number
@@ -26,4 +27,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 6, name: 'push_function', sql: pushFunction },
   { id: 10, name: 'checkpoint_pieces', sql: checkpointPieces },
   { id: 11, name: 'push_duplicates_by_key', sql: pushDuplicatesByKey },
+  { id: 12, name: 'step_admission_by_key', sql: stepAdmissionByKey },
 ]
