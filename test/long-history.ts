@@ -51,7 +51,7 @@ export async function seedLongHistory(
  * table was small keeps that plan for the whole run: bench figure 8's push to a seeded
  * 100k-event session took 16–32 ms instead of 1–8 (the same push to a fresh session: 1–4 ms),
  * most of that level's first-token gap. (a2_push's duplicate check no longer depends on the
- * statistics, push-plan.test.ts; other plans may, and a real log is analyzed by autovacuum.)
+ * statistics, session-length.test.ts; other plans may, and a real log is analyzed by autovacuum.)
  */
 async function analyzed(store: Store, rows: number): Promise<void> {
   if (rows >= 1_000) await query(store.db, sql`analyze a2_events`)

@@ -43,7 +43,7 @@ export async function readPushContext(
 ): Promise<PushContext> {
   const ids = options.ids ?? []
   // The ids are looked up with = any(array(…)), not in (select …): this statement is prepared,
-  // and the semi-join's generic plan read every event of the session (push-plan.test.ts).
+  // and the semi-join's generic plan read every event of the session (session-length.test.ts).
   const [row] = await query<{ owner: string; head: number; events: EventRow[] | null; open: OpenRow[] | null }>(
     executor,
     sql`select s.owner, s.head,

@@ -3,7 +3,7 @@
  * up by key. `e.id in (select jsonb_array_elements_text(p_client_ids))` is a semi-join whose
  * plan, once plpgsql caches a generic one (after five calls), read every event of the session:
  * 16–24 ms a push at 100k events until the next analyze. `= any(array(…))` is answered from
- * the (session_id, id) index by any plan (../push-plan.test.ts: two pushes into a 20k-event
+ * the (session_id, id) index by any plan (../session-length.test.ts: two pushes into a 20k-event
  * session read 40,001 rows before, fewer than 20 after). 0006 is shipped and stays as it was;
  * this is its text with that one condition changed (`create or replace` keeps the function).
  */

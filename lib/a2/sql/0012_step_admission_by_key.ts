@@ -3,7 +3,7 @@
  * admission check finding its runs by key. It looked them up as `j.event_id in (…)` among the
  * session's stopped runs, and no index leads with (session_id, event_id): every chunk batch
  * read every run of its session, 1,000 rows a batch in a session of 1,000 answers
- * (../push-plan.test.ts). Now each run's event is found by (session_id, id) and its job by
+ * (../session-length.test.ts). Now each run's event is found by (session_id, id) and its job by
  * (session_id, event_index), one equality each, which every plan takes as its index condition
  * (an `= any(…)` over the same keys was left out of it when the statistics were stale, and
  * the session scanned again). A job's event_id is the id of the event at its event_index, in

@@ -1,13 +1,16 @@
 /**
- * a2_push's duplicate check costs the ids it checks, not the session's length, whatever plan
- * Postgres caches for it. The check runs inside a plpgsql function, whose statements are
- * prepared: after five calls Postgres may keep a generic plan, chosen without the session's
- * id or the ids' count. Written as `id in (select …)` that generic plan was a hash join over
- * every event of the session (measured on 100k events of one session, not yet analyzed:
- * 16–24 ms a push against 0.05 ms), so a Stop in a long chat paid for its history until the
- * next analyze. Here the plan is forced generic and the session has grown unanalyzed, which
- * is that case made certain rather than waited for. The read a push makes before it (its
- * admission's, push-context.ts) is a prepared statement too, and looked the ids up the same way.
+ * What a push and a chunk batch cost is what they touch, not the session's length, whatever
+ * plan Postgres keeps for them. Their statements are prepared (plpgsql's, and the store's):
+ * after five calls Postgres may keep a generic plan, chosen without the session's id or the
+ * ids' count, and a plan chosen on stale statistics takes a session for a few rows. Each test
+ * runs a 20k-event session with 1,000 runs, never analyzed, under a forced generic plan —
+ * that case made certain rather than waited for — and counts the rows its statements read.
+ *   - a2_push's duplicate check, and the read a push makes before it (push-context.ts): as
+ *     `id in (select …)` a hash join over every event of the session (100k events: 16–24 ms a
+ *     push against 0.05 ms), until the next analyze. Migration 0011.
+ *   - a chunk batch's admission (its run not stopped): it looked the run up among all of the
+ *     session's runs, with no index to find it by its event's id — 1,000 rows a batch here,
+ *     at every plan. Migration 0012.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql, TransactionRollbackError } from 'drizzle-orm'
@@ -49,7 +52,7 @@ async function inGenericPlanRolledBack<T>(store: Store, measure: (tx: Tx) => Pro
   return out.value
 }
 
-describe.each(layers)('a2_push on %s', (kind) => {
+describe.each(layers)('a long session on %s', (kind) => {
   let testDb: TestDb
   let store: Store
 
@@ -81,40 +84,33 @@ describe.each(layers)('a2_push on %s', (kind) => {
     await testDb?.drop()
   })
 
-  it('looks a client id up by its key under a generic plan, not through the whole session', async () => {
-    let read = Number.NaN
-    await store.db
-      .transaction(async (tx) => {
-        await query(tx, sql`set local plan_cache_mode = force_generic_plan`)
-        const before = await rowsRead(tx)
-        const [answer] = await query<{ o_refused: string | null; o_start: number }>(
-          tx,
-          sql`select * from a2_push('long', 'u', '[{"id":"fresh","type":"note","payload":{}}]'::jsonb, '["fresh"]'::jsonb, 2,
-                                    null, null, '[]'::jsonb, '[]'::jsonb, 'a2_plan_test', 16)`,
-        )
-        expect(answer).toMatchObject({ o_refused: null, o_start: EVENTS })
-        const [again] = await query<{ o_refused: string | null }>(
-          tx,
-          sql`select * from a2_push('long', 'u', '[{"id":"e7","type":"note","payload":{}}]'::jsonb, '["e7"]'::jsonb, 2,
-                                    null, null, '[]'::jsonb, '[]'::jsonb, 'a2_plan_test', 16)`,
-        )
-        expect(again?.o_refused).toBe('duplicate')
-        // The read a push makes first (its admission's and abortOn's) looks for the same ids.
-        for (let i = 0; i < 6; i++) {
-          const context = await readPushContext(tx, 'long', { owner: 'u', ids: ['e9'] })
-          expect(context.events.map((e) => e.index)).toEqual([9])
-        }
-        read = (await rowsRead(tx)) - before
-        tx.rollback() // nothing of this test's pushes stays
-      })
-      .catch((error: unknown) => {
-        if (!(error instanceof TransactionRollbackError)) throw error
-      })
+  it('a push looks a client id up by its key, not through the whole session', async () => {
+    const read = await inGenericPlanRolledBack(store, async (tx) => {
+      const before = await rowsRead(tx)
+      const [answer] = await query<{ o_refused: string | null; o_start: number }>(
+        tx,
+        sql`select * from a2_push('long', 'u', '[{"id":"fresh","type":"note","payload":{}}]'::jsonb, '["fresh"]'::jsonb, 2,
+                                  null, null, '[]'::jsonb, '[]'::jsonb, 'a2_plan_test', 16)`,
+      )
+      expect(answer).toMatchObject({ o_refused: null, o_start: EVENTS })
+      const [again] = await query<{ o_refused: string | null }>(
+        tx,
+        sql`select * from a2_push('long', 'u', '[{"id":"e7","type":"note","payload":{}}]'::jsonb, '["e7"]'::jsonb, 2,
+                                  null, null, '[]'::jsonb, '[]'::jsonb, 'a2_plan_test', 16)`,
+      )
+      expect(again?.o_refused).toBe('duplicate')
+      // The read a push makes first (its admission's and abortOn's) looks for the same ids.
+      for (let i = 0; i < 6; i++) {
+        const context = await readPushContext(tx, 'long', { owner: 'u', ids: ['e9'] })
+        expect(context.events.map((e) => e.index)).toEqual([9])
+      }
+      return (await rowsRead(tx)) - before
+    })
     // Eight lookups, one id each: a few index entries apiece, never the session's 20,000.
     expect(read).toBeLessThan(20)
   })
 
-  it('admits a step batch by its own run, not by reading every run of the session', async () => {
+  it('a chunk batch is admitted by its own run, not by reading every run of the session', async () => {
     const batch = (run: string, jobId: number | null, attempt: number | null) =>
       JSON.stringify([{ s: 'long', j: jobId, a: attempt, r: [run], e: [{ id: `c-${run}`, type: 'chunk', payload: { of: run } }] }])
     const { answers, read } = await inGenericPlanRolledBack(store, async (tx) => {
