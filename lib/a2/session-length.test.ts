@@ -10,25 +10,29 @@
  *     push against 0.05 ms), until the next analyze. Migration 0011.
  *   - a chunk batch's admission (its run not stopped): it looked the run up among all of the
  *     session's runs, with no index to find it by its event's id — 1,000 rows a batch here,
- *     at every plan. Migration 0012.
+ *     at every plan. Migration 0012; the transactional append's own check (a step that
+ *     carries an id, log.ts) likewise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql, TransactionRollbackError } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { query } from './internal/store'
+import { query, type Executor } from './internal/store'
 import { readPushContext } from './internal/push-context'
+import { append } from './internal/log'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
 const EVENTS = 20_000
 /** A run (a job) every 20 events: 1,000 runs in the session, as 1,000 answers of 19 chunks make. */
 const RUN_EVERY = 20
-const RUNNING_RUN = `e${EVENTS - RUN_EVERY}`
-const STOPPED_RUN = 'e40'
+const RUNNING_INDEX = EVENTS - RUN_EVERY
+const RUNNING_RUN = `e${RUNNING_INDEX}`
+const STOPPED_INDEX = 40
+const STOPPED_RUN = `e${STOPPED_INDEX}`
 
 type Tx = Parameters<Parameters<Store['db']['transaction']>[0]>[0]
 
 /** Rows of `table` this transaction has read so far, by any scan. */
-async function rowsRead(tx: Tx, table = 'a2_events'): Promise<number> {
+async function rowsRead(tx: Executor, table = 'a2_events'): Promise<number> {
   const [row] = await query<{ read: string }>(
     tx,
     sql`select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as read from pg_stat_xact_user_tables where relname = ${table}`,
@@ -73,10 +77,12 @@ describe.each(layers)('a long session on %s', (kind) => {
       sql`insert into a2_jobs (session_id, event_index, event_id, consumer, max_attempts, status, attempt)
           select 'long', g, 'e' || g, 'answer', 3, 'COMPLETED', 1 from generate_series(0, ${EVENTS - 1}, ${RUN_EVERY}) g`,
     )
-    await query(store.db, sql`update a2_jobs set status = 'CANCELLED' where session_id = 'long' and event_id = ${STOPPED_RUN}`)
+    // By event_index, as the runtime finds a run: these statements' reads stay in the
+    // connection's counters until they are flushed, and must not look like the tests'.
+    await query(store.db, sql`update a2_jobs set status = 'CANCELLED' where session_id = 'long' and event_index = ${STOPPED_INDEX}`)
     const [row] = await query<{ id: string }>(
       store.db,
-      sql`update a2_jobs set status = 'ACTIVE' where session_id = 'long' and event_id = ${RUNNING_RUN} returning id`,
+      sql`update a2_jobs set status = 'ACTIVE' where session_id = 'long' and event_index = ${RUNNING_INDEX} returning id`,
     )
     running = Number(row.id)
   }, 60_000)
@@ -135,5 +141,25 @@ describe.each(layers)('a long session on %s', (kind) => {
     expect(answers).toEqual([null, null, null, null, null, null, 'run_cancelled'])
     // Seven batches: the fence's row and the batch's own run each, never the session's 1,000 runs.
     expect(read).toBeLessThan(30)
+  })
+
+  // Last: these appends commit.
+  it('a step appended in a transaction (it carries an id) is admitted by its own run too', async () => {
+    const noRoutes = { jobsFor: () => [], cancelsFor: () => [] }
+    let read = Number.NaN
+    await append(store, noRoutes, 'long', [{ id: 'step-1', type: 'chunk', payload: { of: RUNNING_RUN }, stepOf: RUNNING_RUN }], {
+      fence: { jobId: running, attempt: 1 },
+      within: async (tx) => {
+        // After the fence and the admission, in their transaction. The count holds whatever
+        // this connection read since its counters were last flushed, too: only ever more.
+        read = await rowsRead(tx, 'a2_jobs')
+      },
+    })
+    expect(read).toBeLessThan(50) // the session's 1,000 runs were read here
+    await expect(
+      append(store, noRoutes, 'long', [{ id: 'step-2', type: 'chunk', payload: { of: STOPPED_RUN }, stepOf: STOPPED_RUN }], {
+        within: async () => {},
+      }),
+    ).rejects.toMatchObject({ code: 'run_cancelled' })
   })
 })

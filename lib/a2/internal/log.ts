@@ -184,9 +184,10 @@ async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: r
         select (select count(*)::int from fence) as held,
                ${
                  runs.length > 0
-                   ? sql`(select event_id || ' is ' || lower(status) from a2_jobs
-                          where session_id = ${sessionId} and event_id in ${runs} and status in ${STOPPED}
-                          limit 1)`
+                   ? sql`coalesce(${sql.join(
+                       runs.map((run) => stoppedRun(sessionId, run)),
+                       sql`, `,
+                     )})`
                    : sql`null::text`
                } as refused`,
   )
@@ -194,6 +195,19 @@ async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: r
     throw new A2Error('fenced', `attempt ${fence.attempt} of job ${fence.jobId} no longer holds the job`)
   }
   if (check.refused) throw new A2Error('run_cancelled', `run ${check.refused}`)
+}
+
+/**
+ * `run`'s job if it is stopped, as '<id> is <status>': its event found by (session_id, id),
+ * its jobs by (session_id, event_index), each an equality a plan keeps as its index condition.
+ * By `event_id`, which no index leads with, every run of the session was read
+ * (session-length.test.ts).
+ */
+function stoppedRun(sessionId: string, run: string) {
+  return sql`(select j.event_id || ' is ' || lower(j.status) from a2_jobs j
+              where j.session_id = ${sessionId} and j.status in ${STOPPED}
+                and j.event_index = (select e.index from a2_events e where e.session_id = ${sessionId} and e.id = ${run})
+              limit 1)`
 }
 
 async function insertJobs(tx: Executor, routing: Routing, appended: A2Event[]): Promise<number> {
