@@ -8,9 +8,9 @@
  * client's work and the time waited for the WAL flush are out; the NOTIFYs go to a channel
  * nobody listens on. 2026-12-01, load ~9 from other work: 500, 130 and 106 µs a batch.
  */
-import { readFileSync } from 'node:fs'
 import postgres from 'postgres'
 import { createBenchDb } from '../lib/db'
+import { ticksOfPid } from '../lib/machine'
 
 const [statements = 2_000, eventsPer = 1] = process.argv.slice(2).map(Number)
 const SIZES = [1, 4, 16]
@@ -30,11 +30,7 @@ try {
     sessions.push({ id, job: Number(job.id) })
   }
   const [{ pid }] = await client<{ pid: number }[]>`select pg_backend_pid() as pid`
-  const ticks = () => {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(f[11]) + Number(f[12])
-  }
+  const ticks = () => ticksOfPid(pid) ?? Number.NaN
   let n = 0
   const payload = (batchesPer: number) => {
     const batches = Array.from({ length: batchesPer }, () => {

@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks'
 import { PGlite } from '@electric-sql/pglite'
 import { drizzle } from 'drizzle-orm/pglite'
 import { PgDialect } from 'drizzle-orm/pg-core'
+import { timePgliteWasm } from '../lib/pglite-wasm'
 import { claimStatement } from '@/lib/a2/internal/jobs'
 import { preparedPglite } from '@/lib/a2/internal/pglite-prepared'
 import { migrate, type Store } from '@/lib/a2/server'
@@ -19,16 +20,7 @@ await migrate({ kind: 'pglite', db: drizzle(pg) as unknown as Store['db'], liste
 const prepared = preparedPglite(pg)
 
 let wasm = 0
-const proto = PGlite.prototype as unknown as { execProtocolRawSync(...args: unknown[]): unknown }
-const originalSync = proto.execProtocolRawSync
-proto.execProtocolRawSync = function (this: unknown, ...args: unknown[]) {
-  const t0 = performance.now()
-  try {
-    return originalSync.apply(this, args)
-  } finally {
-    wasm += performance.now() - t0
-  }
-}
+timePgliteWasm((ms) => (wasm += ms))
 
 const claim = new PgDialect().sqlToQuery(
   claimStatement({ consumers: ['generate'], owner: 'w1', ownerKey: 1, resume: true, leaseMs: { generate: 15_000 }, limit: 16 }),

@@ -13,8 +13,9 @@ import { openChatRig } from '../lib/rig'
 import { runPool } from '../lib/pool'
 import { summarize } from '../lib/stats'
 import { randomBetween, randomInt, sleep } from '../lib/time'
-import { profileThisProcess, topFunctions } from '../lib/profile'
+import { printTopFunctions, profileThisProcess } from '../lib/profile'
 import { chatThroughLog } from '../figures/chats'
+import { timePgliteWasm } from '../lib/pglite-wasm'
 
 const chats = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 500)
 const profile = process.argv.includes('--profile')
@@ -88,15 +89,7 @@ proto._runExclusiveTransaction = function (this: unknown, fn: () => Promise<unkn
     }
   })
 }
-const originalSync = proto.execProtocolRawSync
-proto.execProtocolRawSync = function (this: unknown, ...args: unknown[]) {
-  const t0 = performance.now()
-  try {
-    return originalSync.apply(this, args)
-  } finally {
-    wasmMs += performance.now() - t0
-  }
-}
+timePgliteWasm((ms) => (wasmMs += ms))
 
 const store = await openBenchStore('pglite')
 labelDrizzleStatements(store.db)
@@ -143,10 +136,7 @@ counting = false
 const cpu = await rig.cpu()
 if (profiler) {
   const file = await profiler.stop('bench/results/profiles/pglite-statements.cpuprofile')
-  const top = topFunctions(file, 25)
-  console.log(`profile ${file}: busy ${(top.totalMs / 1000).toFixed(1)} s`)
-  for (const p of top.packages.slice(0, 12)) console.log(`  ${p.selfPct.toFixed(1).padStart(5)}%  ${p.name}`)
-  for (const f of top.functions.slice(0, 20)) console.log(`  ${f.selfPct.toFixed(1).padStart(5)}%  ${f.name}  ${f.where}`)
+  printTopFunctions(file, { packages: 12, functions: 20 })
 }
 const stops = summarize(result.results.map((o) => o.stopMs!))
 const failed = result.errors.length

@@ -17,8 +17,9 @@ import { openChatRig } from '../lib/rig'
 import { runPool } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, randomInt, sleep } from '../lib/time'
-import { profileThisProcess, topFunctions } from '../lib/profile'
+import { printTopFunctions, profileThisProcess } from '../lib/profile'
 import { tagOf } from '../lib/upstream'
+import { timePgliteWasm } from '../lib/pglite-wasm'
 import { chatDirect, chatThroughLog } from '../figures/chats'
 
 const chats = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 100)
@@ -43,15 +44,7 @@ const countTurn = () => {
 
 // PGlite's WASM time and statements, per turn.
 const proto = PGlite.prototype as any
-const originalSync = proto.execProtocolRawSync
-proto.execProtocolRawSync = function (this: unknown, ...args: unknown[]) {
-  const t0 = performance.now()
-  try {
-    return originalSync.apply(this, args)
-  } finally {
-    wasmThisTurn += performance.now() - t0
-  }
-}
+timePgliteWasm((ms) => (wasmThisTurn += ms))
 const originalExclusive = proto._runExclusiveQuery
 proto._runExclusiveQuery = function (this: unknown, fn: () => Promise<unknown>) {
   return originalExclusive.call(this, async () => {
@@ -124,10 +117,7 @@ counting = false
 const cpu = await rig.cpu()
 if (profiler) {
   const file = await profiler.stop('bench/results/profiles/pglite-stop-path.cpuprofile')
-  const top = topFunctions(file, 30)
-  console.log(`profile ${file}: busy ${(top.totalMs / 1000).toFixed(1)} s`)
-  for (const p of top.packages.slice(0, 14)) console.log(`  ${p.selfPct.toFixed(1).padStart(5)}%  ${p.name}`)
-  for (const f of top.functions.slice(0, 30)) console.log(`  ${f.selfPct.toFixed(1).padStart(5)}%  ${f.name}  ${f.where}`)
+  printTopFunctions(file, { packages: 14, functions: 30 })
 }
 
 const fmt = (s: Summary) => `p50 ${s.p50.toFixed(1)} p90 ${s.p90.toFixed(1)} p99 ${s.p99.toFixed(1)} max ${s.max.toFixed(0)}`

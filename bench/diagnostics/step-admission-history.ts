@@ -8,9 +8,9 @@
  * one chunk event, fenced by the session's ACTIVE job, naming its run; 4 batches a statement.
  * CPU is the backend's own (utime + stime from /proc, 10 ms ticks).
  */
-import { readFileSync } from 'node:fs'
 import postgres from 'postgres'
 import { createBenchDb } from '../lib/db'
+import { ticksOfPid } from '../lib/machine'
 import { MIGRATIONS } from '@/lib/a2/sql'
 import { splitStatements } from '@/lib/a2/internal/split-sql'
 
@@ -39,11 +39,7 @@ try {
   }
   await client`analyze`
   const [{ pid }] = await client<{ pid: number }[]>`select pg_backend_pid() as pid`
-  const ticks = () => {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(f[11]) + Number(f[12])
-  }
+  const ticks = () => ticksOfPid(pid) ?? Number.NaN
   let n = 0
   const payload = () =>
     JSON.stringify(

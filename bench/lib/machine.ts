@@ -91,7 +91,7 @@ export async function postgresCpu(pids: () => Promise<number[]>): Promise<{ stop
 }
 
 /** CPU ticks (1/100 s) a process used so far (utime + stime); undefined when it is gone or not on Linux. */
-function ticksOfPid(pid: number): number | undefined {
+export function ticksOfPid(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')

@@ -105,3 +105,11 @@ export function readCpuProfile(file: string): ReadProfile {
   for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id)
   return { profile, byId, parentOf }
 }
+
+/** Prints a `.cpuprofile`'s busy time, its top packages and its top functions by self time. */
+export function printTopFunctions(file: string, counts: { packages: number; functions: number }): void {
+  const top = topFunctions(file, counts.functions)
+  console.log(`profile ${file}: busy ${(top.totalMs / 1000).toFixed(1)} s`)
+  for (const p of top.packages.slice(0, counts.packages)) console.log(`  ${p.selfPct.toFixed(1).padStart(5)}%  ${p.name}`)
+  for (const f of top.functions) console.log(`  ${f.selfPct.toFixed(1).padStart(5)}%  ${f.name}  ${f.where}`)
+}
