@@ -106,4 +106,23 @@ describe('delete with undo', () => {
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
     expect(deletes()).toHaveLength(1)
   })
+
+  it('a chat opened by link is "not found" only when the server says so, not when it asks to wait', async () => {
+    const store = await freshStore()
+    const answers = [
+      Response.json({ error: { code: 'rate_limited', message: 'slow down' } }, { status: 429, headers: { 'retry-after': '1' } }),
+      Response.json({ session: session('old', 'An old chat') }),
+    ]
+    const old = '0a5e2c1e-7f3b-4c2d-9a6e-1b2c3d4e5f60'
+    vi.stubGlobal('fetch', async (url: string) => (url === `/api/sessions/${old}` ? answers.shift()! : Response.json({ sessions: listed })))
+    await store.sessionsStore.ensure(old)
+    expect(store.sessionsStore.getSnapshot().missing).toEqual([])
+    await store.sessionsStore.ensure(old) // the next visit asks again
+    expect(store.sessionsStore.getSnapshot().opened[old]?.title).toBe('An old chat')
+
+    vi.stubGlobal('fetch', async () => Response.json({ error: { code: 'not_found', message: 'no such chat' } }, { status: 404 }))
+    const gone = '1b6f3d2f-8a4c-4d3e-8b7f-2c3d4e5f6071'
+    await store.sessionsStore.ensure(gone)
+    expect(store.sessionsStore.getSnapshot().missing).toEqual([gone])
+  })
 })

@@ -132,6 +132,17 @@ function dedupe(list: SessionSummary[]): SessionSummary[] {
     .map((s) => (renaming.has(s.id) ? { ...s, title: renaming.get(s.id)! } : s))
 }
 
+/**
+ * The server's answer says this chat is not one of ours (400: an id that cannot exist; 401: no
+ * identity yet; 403, 404: someone else's or gone). Any other refusal — a 429 or 408 asks to
+ * wait — says nothing about the chat: under load a header said "Chat not found" for a chat
+ * that was there.
+ */
+export function meansNoSuchChat(error: unknown): boolean {
+  const status = (error as { status?: unknown } | null | undefined)?.status
+  return typeof status === 'number' && [400, 401, 403, 404].includes(status)
+}
+
 export const sessionsStore = {
   subscribe(listener: () => void) {
     listeners.add(listener)
@@ -292,8 +303,8 @@ export const sessionsStore = {
       const { session } = await api<{ session: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`)
       set({ opened: { ...state.opened, [id]: session } })
     } catch (error) {
-      if (error instanceof A2HttpError && error.refused) sessionsStore.markMissing(id)
-      else ensuring.delete(id) // a network error: try again on the next visit
+      if (meansNoSuchChat(error)) sessionsStore.markMissing(id)
+      else ensuring.delete(id) // a network error, a 5xx, a 408 or 429 (wait and ask again): try again on the next visit
     }
   },
 

@@ -6,7 +6,7 @@ import { visibleTurns, type Selection } from '@/lib/chat/versions'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
 import { NotFoundView } from '../not-found'
-import { sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
+import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 
@@ -95,7 +95,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
   // The snapshot (the server's fold so far) arrives before the tail opens.
   const loadingHistory = !loaded
   // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
-  if (!loaded && error && (error.status === 400 || error.status === 401 || error.status === 403 || error.status === 404)) {
+  if (!loaded && meansNoSuchChat(error)) {
     return <NotFoundView kind="chat" sessionId={sessionId} />
   }
 
