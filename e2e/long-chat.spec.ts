@@ -19,6 +19,7 @@ if (DATABASE_URL) {
     test.setTimeout(120_000)
     const chat = new ChatPage(page)
     await chat.goto('/')
+    await chat.waitForIdentity()
     const { session } = await page.evaluate(async () => {
       const response = await fetch('/api/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
       return (await response.json()) as { session: { id: string } }

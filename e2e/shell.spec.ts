@@ -192,6 +192,7 @@ test('a user message reads text first, then Copy and Edit; "Stopped" is announce
 test('a chat opened by link that is not on the first page of the list still shows its title', async ({ page }) => {
   await page.goto('/')
   await page.getByTestId('composer-input').waitFor()
+  await new ChatPage(page).waitForIdentity()
   const title = nonce('An old chat')
   // As the page's own fetch would: JSON, from our origin (the CSRF check wants both).
   const headers = { origin: new URL(page.url()).origin }

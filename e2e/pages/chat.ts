@@ -45,6 +45,16 @@ export class ChatPage {
     await this.input.waitFor({ state: 'visible' })
   }
 
+  /**
+   * Waits until the sidebar's list has loaded: its answer carried this browser's identity
+   * cookie. A request a test sends itself before then goes without one and is given an
+   * identity of its own, which the list's answer then replaces in the browser (the race a
+   * fresh browser's first requests can run: two answers that each minted an identity).
+   */
+  async waitForIdentity(): Promise<void> {
+    await this.page.getByTestId('session-item').or(this.page.getByText('No chats yet')).first().waitFor()
+  }
+
   /** The session id in the URL, once on a chat page. */
   sessionId(): string | undefined {
     return /\/c\/([^/?#]+)/.exec(this.page.url())?.[1]
