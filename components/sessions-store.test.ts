@@ -126,3 +126,46 @@ describe('delete with undo', () => {
     expect(store.sessionsStore.getSnapshot().missing).toEqual([gone])
   })
 })
+
+describe('a fresh browser has no identity until its first list answers', () => {
+  /**
+   * The list, search and create each mint an identity for a request with no cookie, and the
+   * last Set-Cookie wins: a chat created under one identity while a second request was minting
+   * another was lost to the browser ("Chat not found"). So nothing that may mint is sent while
+   * the first list is out.
+   */
+  it('sends no other list, search or create until the first list has answered', async () => {
+    vi.resetModules()
+    const store = await import('./sessions-store')
+    const inFlight: string[] = []
+    let most = 0
+    const pending: Array<() => void> = []
+    vi.stubGlobal('fetch', (url: string, init: RequestInit = {}) => {
+      const request = `${init.method ?? 'GET'} ${url}`
+      inFlight.push(request)
+      most = Math.max(most, inFlight.length)
+      return new Promise<Response>((resolve) =>
+        pending.push(() => {
+          inFlight.splice(inFlight.indexOf(request), 1)
+          resolve(init.method === 'POST' ? Response.json({ session: session('new') }, { status: 201 }) : Response.json({ sessions: listed }))
+        }),
+      )
+    })
+    const answerAll = async () => {
+      while (pending.length > 0) {
+        pending.shift()!()
+        await vi.advanceTimersByTimeAsync(0)
+      }
+    }
+    void store.sessionsStore.load()
+    const refreshed = store.sessionsStore.refresh() // the tab became visible
+    const found = store.sessionsStore.search('hello')
+    const created = store.sessionsStore.create()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(inFlight).toEqual(['GET /api/sessions'])
+    await answerAll()
+    await Promise.all([refreshed, found, created])
+    expect(most).toBeGreaterThan(1) // after the first answer, the rest go out together
+    expect(inFlight).toEqual([])
+  })
+})

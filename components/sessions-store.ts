@@ -75,7 +75,12 @@ const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMo
 
 let state: SessionsState = SERVER_SNAPSHOT
 let pagesLoaded = 0
-/** The first GET: it also sets the identity cookie, so a create waits for it. */
+/**
+ * The first GET. In a fresh browser it also sets the identity cookie, and the list, search and
+ * create each mint an identity for a request without one: the last Set-Cookie wins, so a chat
+ * created while another request was minting was lost to the browser ("Chat not found"). Every
+ * request that may mint waits for it (`identitySettled`). It never rejects.
+ */
 let firstLoad: Promise<void> | undefined
 let refreshing: Promise<void> | undefined
 let refreshAgain = false
@@ -118,6 +123,11 @@ function deleteRequest(id: string, keepalive = false): Promise<unknown> {
     if (error instanceof A2HttpError && error.status === 404) return
     throw error
   })
+}
+
+/** The first list has answered (or failed): from here on the browser holds the identity every request uses. */
+function identitySettled(): Promise<void> {
+  return firstLoad ?? sessionsStore.load()
 }
 
 function fetchPage(before?: string): Promise<Page> {
@@ -176,11 +186,13 @@ export const sessionsStore = {
 
   /** Re-reads the first page (titles, order), keeping older pages already loaded. Coalesced. */
   refresh(): Promise<void> {
+    if (!firstLoad) return sessionsStore.load()
     if (refreshing) {
       refreshAgain = true
       return refreshing
     }
     refreshing = (async () => {
+      await identitySettled()
       do {
         refreshAgain = false
         try {
@@ -221,7 +233,7 @@ export const sessionsStore = {
 
   /** Creates a session and puts it at the top of the list. */
   async create(): Promise<SessionSummary> {
-    await (firstLoad ?? sessionsStore.load()).catch(() => {})
+    await identitySettled()
     const { session } = await api<{ session: SessionSummary }>('/api/sessions', { method: 'POST', body: '{}' })
     set({ sessions: dedupe([session, ...state.sessions]) })
     return session
@@ -288,6 +300,7 @@ export const sessionsStore = {
 
   /** Chats whose title or messages contain `text` (the server's search; one bounded page). */
   async search(text: string, signal?: AbortSignal): Promise<SessionSummary[]> {
+    await identitySettled()
     const { sessions } = await api<{ sessions: SessionSummary[] }>(`/api/sessions?q=${encodeURIComponent(text)}`, { signal })
     return sessions.filter((s) => !deleted.has(s.id))
   },
