@@ -20,7 +20,7 @@
  * and time (a watchdog ends the run at 480 s); child processes and the database are
  * cleaned up on every way out.
  */
-import { mkdirSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import type { Store } from '@/lib/a2/server'
 import { machine, cpuMeter, processCpu, type Machine } from './lib/machine'
@@ -215,8 +215,9 @@ async function main(): Promise<number> {
       const file = await parentProfile.stop(path.join(PROFILES, 'parent-chat.cpuprofile'))
       results.profiles = { ...results.profiles, parent: topFunctions(file) }
       // --cpu-prof writes one file per thread (tsx's loader has its own): the main thread's is the largest.
+      // On PGlite the worker runs in this process: there is no child profile.
       const dir = path.join(PROFILES, 'worker-chat')
-      const files = readdirSync(dir).map((f) => path.join(dir, f))
+      const files = existsSync(dir) ? readdirSync(dir).map((f) => path.join(dir, f)) : []
       const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0]
       if (main) results.profiles.workerChild = topFunctions(main)
     }
