@@ -25,7 +25,7 @@ import { operator } from './internal/operator'
 import { query, type Executor } from './internal/store'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
-import { gate, waitUntil, type Gate } from '@/test/runtime'
+import { gate, interceptStore, waitUntil, type Gate } from '@/test/runtime'
 
 /** Before the fix, Postgres left the run UNKNOWN at run 8 of these 40 (an operator verdict and a late outcome); FC_RUNS=… explores more. */
 const RUNS = Number(process.env.FC_RUNS ?? 40)
@@ -135,6 +135,18 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
    * statements (its late outcome) pass side i's gate.
    */
   async function unknownRun(sides: Side[]) {
+    const run = await forcedOut(sides.map((side) => gatedStore(base, side)))
+    await run.drain(base)
+    expect(await jobStatus(run.jobId)).toBe('UNKNOWN')
+    expect(await effectsOf(run.jobId)).toEqual([
+      { key: 'e1', status: 'UNKNOWN' },
+      { key: 'e2', status: 'UNKNOWN' },
+    ])
+    return run
+  }
+
+  /** Attempt 1 inside e1 and e2 (each through its own store), a Stop recorded; `drain` forces it out. */
+  async function forcedOut(stores: Store[]) {
     const name = `us${++n}`
     const c = consumer({ contract: chat, name, types: ['generate'], abortOn: ['cancelled'], maxAttempts: 2, leaseMs: LEASE_MS }).run(async () => {})
     const server = createServer({ contract: chat, consumers: [c], store: base })
@@ -146,7 +158,7 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     const answer = [gate(), gate()]
     const outcomes = ['e1', 'e2'].map((key, i) =>
       runEffect(
-        gatedStore(base, sides[i]).db,
+        stores[i].db,
         { fence: { jobId: job.id, attempt: job.attempt }, cancelVersion: job.cancelVersion, signal: controller.signal },
         key,
         async () => {
@@ -158,24 +170,20 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     )
     await Promise.all(entered.map((g) => g.promise))
     await server.append(sessionId, { type: 'cancelled', payload: { of: generate.id, lastSeenIndex: 0 } })
-    const host: RuntimeHost = {
-      store: base,
+    const host = (store: Store): RuntimeHost => ({
+      store,
       contract: chat,
       consumers: new Map([[name, c as never]]),
       append: () => Promise.reject(new Error('this drain appends nothing')),
-    }
+    })
     // A grace period of 0 is over once the database's clock has moved past the Stop (PGlite's may not have yet).
     await waitUntil(
       async () => (await query<{ due: boolean }>(base.db, sql`select cancelling_since < now() as due from a2_jobs where id = ${job.id}`))[0].due,
       'the grace period to be over',
     )
-    await drainOnce(host, { owner: 'drain', graceMs: 0, forceOut: () => controller.abort(new RunAborted('FENCED_OUT')) })
-    expect(await jobStatus(job.id)).toBe('UNKNOWN')
-    expect(await effectsOf(job.id)).toEqual([
-      { key: 'e1', status: 'UNKNOWN' },
-      { key: 'e2', status: 'UNKNOWN' },
-    ])
-    return { jobId: job.id, answer, outcomes }
+    const drain = (store: Store) =>
+      drainOnce(host(store), { owner: 'drain', graceMs: 0, forceOut: () => controller.abort(new RunAborted('FENCED_OUT')) })
+    return { jobId: job.id, answer, outcomes, drain }
   }
 
   const jobStatus = async (jobId: number) => (await query<{ status: string }>(base.db, sql`select status from a2_jobs where id = ${jobId}`))[0].status
@@ -270,4 +278,55 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     },
     Math.max(60_000, RUNS * 2_000),
   )
+  /**
+   * The drain ends the forced-out run (finishRuns) while the attempt's late outcomes arrive:
+   * e1's is recorded before the drain's ending and e2's after it starts and before it
+   * commits. The ending decides from the effects as last committed, or it calls the run
+   * UNKNOWN for an effect already DONE, whose own settle found the run not yet UNKNOWN and
+   * left it: UNKNOWN for good. On Postgres the ending is held on the run's row (a lock the
+   * test holds) while e2's outcome commits; PGlite runs one statement at a time, so there it
+   * only checks the same steps in order.
+   */
+  it('an ending in flight sees a late outcome that committed meanwhile', async () => {
+    const stores = [base, base]
+    const run = await forcedOut(stores)
+    run.answer[0].open()
+    await run.outcomes[0]
+    let holding: Promise<unknown> | undefined
+    const drainStore = interceptStore(base, {
+      before: async (text) => {
+        if (!text.includes('jsonb_to_recordset') || holding) return
+        if (kind === 'pglite') {
+          holding = Promise.resolve()
+          return
+        }
+        const locked = gate()
+        const release = gate()
+        holding = base.db.transaction(async (tx) => {
+          await query(tx, sql`select id from a2_jobs where id = ${run.jobId} for update`)
+          locked.open()
+          await release.promise
+        })
+        await locked.promise
+        // The ending goes out now and waits on the run's row; e2's outcome commits meanwhile.
+        void (async () => {
+          await waitUntil(async () => (await lockWaits()) > 0, "the drain's ending to wait on the run's row")
+          run.answer[1].open()
+          await run.outcomes[1]
+          release.open()
+        })()
+      },
+    })
+    await run.drain(drainStore)
+    await holding
+    if (kind === 'pglite') {
+      run.answer[1].open()
+      await run.outcomes[1]
+    }
+    expect(await effectsOf(run.jobId)).toEqual([
+      { key: 'e1', status: 'DONE' },
+      { key: 'e2', status: 'DONE' },
+    ])
+    expect(await jobStatus(run.jobId)).toBe('CANCELLED')
+  })
 })
