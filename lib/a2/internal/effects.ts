@@ -173,6 +173,14 @@ async function recordOutcome(
  * lock: CANCELLED if a Stop was recorded against it (a cancel is honoured whenever it
  * landed), else ACTIVE again (with one more attempt of budget) so a new attempt replays
  * what was recorded, or dispatches again under the same idempotency key.
+ *
+ * The unresolved effects are counted with their rows share-locked, after the run's row:
+ * a locked row is read as last committed, not as the statement's snapshot had it. Two
+ * resolutions of one run's effects at once (an operator's verdict, a late outcome) each
+ * settle after their own change; the one that waited on the run's row must see the other's
+ * change, which committed while it waited, or the run stays UNKNOWN with nothing left to
+ * resolve (unknown-settle.test.ts, seen on Postgres). The operator locks the run's row
+ * before its effect's (operator.ts), so the two locks are always taken in that order.
  */
 export async function settleIfResolved(db: Executor, jobId: number, reason: TransitionReason, detail: unknown): Promise<RunStatus | undefined> {
   const [moved] = await query<{ to_status: RunStatus }>(
@@ -180,14 +188,15 @@ export async function settleIfResolved(db: Executor, jobId: number, reason: Tran
     sql`with run as (
           select id, attempt, cancelled_by from a2_jobs where id = ${jobId} and status = 'UNKNOWN' for update
         ), unsettled as (
-          select count(*)::int as n from a2_effects
-          where job_id = ${jobId} and status in ('UNKNOWN', 'DISPATCHED') and exists (select 1 from run)
+          select e.key from a2_effects e join run on e.job_id = run.id
+          where e.status in ('UNKNOWN', 'DISPATCHED')
+          for share of e
         ), moved as (
           update a2_jobs j
           set status = case when run.cancelled_by is not null then 'CANCELLED' else 'ACTIVE' end,
               owner = null, lease_until = null, run_at = now(),
               max_attempts = greatest(j.max_attempts, j.attempt + 1), updated_at = now()
-          from run where j.id = run.id and (select n from unsettled) = 0
+          from run where j.id = run.id and not exists (select 1 from unsettled)
           returning j.id, j.attempt, j.status
         )
         insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)

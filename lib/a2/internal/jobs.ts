@@ -186,8 +186,12 @@ export interface FinishRequest {
  * any effect is DISPATCHED or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a
  * reconcile or an operator to settle. Each job row is locked while its effects are counted,
  * and a dispatch share-locks it (effects.ts), so no effect can be dispatched between the count
- * and the change. Rows are locked in id order (the lock order of sql/0004_lane_heads.ts), so
- * two batches, or a batch and a push, wait on each other instead of deadlocking on each
+ * and the change. The effects still open are counted with their rows share-locked, so as
+ * last committed, not as this statement's snapshot had them: an effect's late outcome that
+ * committed while this statement waited on a run's row (its own settle found the run not yet
+ * UNKNOWN and left it) would otherwise leave the run UNKNOWN with nothing left to resolve
+ * (unknown-settle.test.ts, seen on Postgres). Rows are locked in id order (the lock order of
+ * sql/0004_lane_heads.ts), job rows before effect rows, so two batches, or a batch and a push, wait on each other instead of deadlocking on each
  * other's rows. One result per request, in order: the status it moved its run to, or
  * undefined when its attempt no longer holds the run (its row count is 0). At most one
  * request per job (finish-batch.ts sends a second one in the next statement).
@@ -209,10 +213,13 @@ export async function finishRuns(executor: Executor, requests: readonly FinishRe
           where req.ending ? j.status
           order by j.id
           for update of j
+        ), open_effects as (
+          select e.job_id from a2_effects e join prev on e.job_id = prev.id
+          where e.status in ('DISPATCHED', 'UNKNOWN')
+          for share of e
         ), unsettled as (
-          select prev.id, count(e.job_id)::int as n
-          from prev left join a2_effects e on e.job_id = prev.id and e.status in ('DISPATCHED', 'UNKNOWN')
-          group by prev.id
+          select prev.id, (select count(*) from open_effects o where o.job_id = prev.id)::int as n
+          from prev
         ), moved as (
           update a2_jobs j
           set status = case when u.n > 0 then 'UNKNOWN' else prev.ending -> prev.status ->> 'to' end,

@@ -48,6 +48,10 @@ export function operator(store: Store) {
      */
     async resolveEffect(jobId: number, key: string, verdict: { done: boolean; result?: unknown }, by: string) {
       return db.transaction(async (tx) => {
+        // The run's row first, the order settleIfResolved locks in: otherwise this verdict holds
+        // its effect's row while a late outcome's settle holds the run's and waits for that
+        // effect's (a deadlock; unknown-settle.test.ts, seen on Postgres).
+        await query(tx, sql`select id from a2_jobs where id = ${jobId} for update`)
         const updated = await query(
           tx,
           sql`update a2_effects set status = ${verdict.done ? 'DONE' : 'INTENT'},
