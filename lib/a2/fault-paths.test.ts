@@ -12,7 +12,10 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
+import { validateInput } from './internal/contract'
 import { drainOnce } from './internal/drain'
+import type { RuntimeHost } from './internal/host'
+import { append } from './internal/log'
 import { query } from './internal/store'
 import { layers } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
@@ -67,6 +70,17 @@ describe.each(layers)('fault paths on %s', (kind) => {
     })
     return { name, server, sessionId, generate, jobId: Number(jobId), cancel, start, host }
   }
+  /** A fenced server-side append on the test's store, for a drain that must write the run's end. */
+  const appendFor =
+    (server: A2Server<Chat>): RuntimeHost['append'] =>
+    (sessionId, inputs, options) =>
+      append(
+        store,
+        server.routing,
+        sessionId,
+        inputs.map((input) => validateInput(chat, input, 'server')),
+        options,
+      )
   const drainWith = (host: ReturnType<Awaited<ReturnType<typeof setup>>['host']>, owner = 'test-drain') =>
     drainOnce(host, { owner, graceMs: 400, forceOut: () => {} })
 
@@ -301,6 +315,41 @@ describe.each(layers)('fault paths on %s', (kind) => {
     await waitForJob(store, s.generate.id, s.name, (j) => j.status === 'COMPLETED')
     await waitForJob(store, second.id, s.name, (j) => j.status === 'COMPLETED')
   })
+
+  it.each(['on its last attempt', 'stopped before the next claim'] as const)(
+    '12 · a run released from an owner judged dead is taken by the drain as a new attempt (%s): the owner may still be running it',
+    async (how) => {
+      // Liveness can be wrong: the owner's lock connection dropped while its attempts ran on.
+      // Whatever the drain does next must fence that attempt out, as a claim would.
+      const s = await setup(async () => {}, { start: false, maxAttempts: how === 'on its last attempt' ? 1 : 3 })
+      await query(
+        store.db,
+        sql`update a2_jobs set attempt = 1, owner = 'cut-off-worker', owner_key = 999, lease_until = now() + interval '10 seconds'
+            where id = ${s.jobId}`,
+      )
+      const judge = {
+        key: 1,
+        ownerGone: (ownerKey: ReturnType<typeof sql>) => sql`${ownerKey} = 999`,
+        trusted: () => true,
+        release: async () => {},
+      }
+      // This drain writes the run's ending events, as a worker's does.
+      const host = { ...s.host(), append: appendFor(s.server) }
+      const drain = () => drainOnce(host, { owner: 'test-drain', liveness: judge, graceMs: 400, forceOut: () => {} })
+      await drain()
+      if (how === 'stopped before the next claim') {
+        expect((await jobRow(s.jobId)).status).toBe('ACTIVE') // released, not yet claimed
+        await s.cancel()
+        await drain()
+      }
+      const job = await jobRow(s.jobId)
+      expect(job.status).toBe(how === 'on its last attempt' ? 'FAILED' : 'CANCELLED')
+      expect(job.attempt).toBe(2)
+      if (how === 'stopped before the next claim') {
+        expect((await historyOf(store, s.jobId)).at(-1)).toBe('2:CANCELLING>CANCELLED:DRAINED_AFTER_OWNER_LOST')
+      }
+    },
+  )
 
   it('11 · a drain that fails stops no claim: a tick claims before it drains, and the ticks after a failed drain claim on', async () => {
     const seen: string[] = []

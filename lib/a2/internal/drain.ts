@@ -46,11 +46,13 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
       ? 'FORCED_AFTER_GRACE'
       : run.previousAttempt === 0
         ? 'CANCELLED_BEFORE_START'
-        : run.previousOwner === null && run.lastError
-          ? 'RETRY_REVOKED'
-          : run.previousOwner === null
-            ? 'CANCELLED_BETWEEN_ATTEMPTS'
-            : 'DRAINED_AFTER_OWNER_LOST'
+        : run.released
+          ? 'DRAINED_AFTER_OWNER_LOST'
+          : run.previousOwner === null && run.lastError
+            ? 'RETRY_REVOKED'
+            : run.previousOwner === null
+              ? 'CANCELLED_BETWEEN_ATTEMPTS'
+              : 'DRAINED_AFTER_OWNER_LOST'
     // A forced-out attempt may still be inside an effect: "not done" is no proof for it.
     await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch((error) =>
       console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
@@ -120,6 +122,8 @@ interface TakenRun {
   previousAttempt: number
   previousOwner: string | null
   live: boolean
+  /** Its attempt's owner was judged dead (releaseDeadOwners): that owner may yet be running it. */
+  released: boolean
   lastError: unknown
 }
 
@@ -145,13 +149,20 @@ function takeExhausted(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
 
 /**
  * One statement: pick the runs (`for update skip locked`), hold them under the drain's
- * name for a lease, and give each a new attempt number when someone held it before.
+ * name for a lease, and give each a new attempt number when someone held it before —
+ * including an owner released as dead (OWNER_DIED), which leaves no owner on the row: liveness
+ * can be wrong (an owner whose lock connection dropped still runs its attempt), and without a
+ * new number a run on its last attempt, or one stopped before the next claim, ended under the
+ * old one with that attempt's writes still admitted (fault-paths.test.ts 12, seen failing). A
+ * run that ended its own attempt (a retry waiting, a surrender) has nobody to fence.
  */
 async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sql>, order: ReturnType<typeof sql>): Promise<TakenRun[]> {
   const rows = await query<Record<string, unknown>>(
     db,
     sql`with candidates as (
-          select id, attempt, owner, (owner is not null and lease_until >= now()) as live, last_error
+          select id, attempt, owner, (owner is not null and lease_until >= now()) as live, last_error,
+                 exists (select 1 from a2_job_transitions t
+                         where t.job_id = a2_jobs.id and t.attempt = a2_jobs.attempt and t.reason = 'OWNER_DIED') as released
           from a2_jobs
           where consumer in ${claim.consumers} and ${where}
           order by ${order}
@@ -159,13 +170,13 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
           for update skip locked
         )
         update a2_jobs j
-        set attempt = j.attempt + case when c.owner is null then 0 else 1 end,
+        set attempt = j.attempt + case when c.owner is null and not c.released then 0 else 1 end,
             owner = ${claim.owner}, owner_key = ${claim.ownerKey ?? null}::int,
             lease_until = now() + ((${JSON.stringify(claim.leaseMs)}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
             cancelling_since = null, updated_at = now()
         from candidates c where j.id = c.id
         returning j.id, j.attempt, j.consumer, j.session_id, j.event_id,
-                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.last_error`,
+                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.released, c.last_error`,
   )
   return rows.map((r) => ({
     id: Number(r.id),
@@ -176,6 +187,7 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
     previousAttempt: Number(r.previous_attempt),
     previousOwner: (r.previous_owner as string | null) ?? null,
     live: Boolean(r.live),
+    released: Boolean(r.released),
     lastError: r.last_error,
   }))
 }
