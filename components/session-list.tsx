@@ -259,10 +259,18 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
   const [draft, setDraft] = useState('')
   const [failed, setFailed] = useState(false)
   const inputRef = useRef<HTMLInputElement>(null)
+  const renameButtonRef = useRef<HTMLButtonElement>(null)
+  // Set when the field is left with Enter or Esc: its element goes away with focus on it, and
+  // focus goes back to Rename instead of to <body>. Left by a click elsewhere, focus stays there.
+  const refocusRename = useRef(false)
   const title = sessionTitle(session)
 
   useEffect(() => {
     if (editing) inputRef.current?.select()
+    else if (refocusRename.current) {
+      refocusRename.current = false
+      renameButtonRef.current?.focus()
+    }
   }, [editing])
 
   const commit = async () => {
@@ -283,6 +291,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         <form
           onSubmit={(e) => {
             e.preventDefault()
+            refocusRename.current = true
             void commit()
           }}
         >
@@ -300,6 +309,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
               if (e.key === 'Escape') {
                 e.preventDefault()
                 e.stopPropagation()
+                refocusRename.current = true
                 setEditing(false)
               }
             }}
@@ -335,6 +345,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         {failed && <span className="sr-only"> (rename failed)</span>}
       </Link>
       <button
+        ref={renameButtonRef}
         type="button"
         onClick={() => {
           setDraft(session.title ?? '')
