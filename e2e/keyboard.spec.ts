@@ -1,7 +1,9 @@
 /**
- * Keyboard-only use of the sidebar: after renaming a chat (Enter saves, Esc cancels) focus
- * is back on the chat's Rename button, not lost on the page; deleting the open chat leaves
- * focus on Undo in the toast, so Enter takes the delete back.
+ * Keyboard-only use: no action leaves focus on <body>. After renaming a chat (Enter saves,
+ * Esc cancels) focus is back on the chat's Rename button; deleting the open chat leaves focus
+ * on Undo in the toast, so Enter takes the delete back; regenerating or saving an edit (their
+ * buttons go away while the answer is written) puts focus in the composer; ‹ › keep focus in
+ * the version switcher, on the button still usable at either end.
  */
 import { expect, test } from '@playwright/test'
 import { ChatPage } from './pages/chat'
@@ -60,4 +62,42 @@ test('deleting the open chat from the keyboard leaves focus on Undo, so Enter br
   await page.waitForURL(new RegExp(`/c/${id}$`))
   await expect(sidebar.item(id)).toBeVisible()
   await expect(sidebar.undoToast).toHaveCount(0)
+})
+
+test('regenerate and an edit saved with Enter leave focus in the composer, where Esc and typing work', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await openChat(chat, nonce('regenerate by keyboard'))
+
+  await chat.lastAnswer().getByTestId('regenerate-button').focus()
+  await page.keyboard.press('Enter')
+  await chat.waitForStreaming(5)
+  await expect(chat.input).toBeFocused()
+  await page.keyboard.press('Escape')
+  await chat.waitForStatus('stopped')
+
+  await chat.userMessages.first().getByTestId('edit-button').focus()
+  await page.keyboard.press('Enter')
+  await page.keyboard.type(' (edited)')
+  await page.keyboard.press('Enter')
+  await chat.waitForStreaming(5)
+  await expect(chat.input).toBeFocused()
+  await chat.stop()
+})
+
+test('‹ and › keep focus in the version switcher: at either end, on the button that still goes somewhere', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await openChat(chat, nonce('versions by keyboard'))
+  await chat.regenerate()
+  await chat.waitForText(5)
+  await chat.stop()
+  const answer = chat.lastAnswer()
+  expect(await chat.versionOf(answer)).toBe('2/2')
+
+  await answer.getByTestId('version-prev').focus()
+  await page.keyboard.press('Enter')
+  await expect(answer.getByTestId('version-label')).toHaveText('1/2')
+  await expect(chat.lastAnswer().getByTestId('version-next')).toBeFocused()
+  await page.keyboard.press('Enter')
+  await expect(chat.lastAnswer().getByTestId('version-label')).toHaveText('2/2')
+  await expect(chat.lastAnswer().getByTestId('version-prev')).toBeFocused()
 })

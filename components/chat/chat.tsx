@@ -71,16 +71,20 @@ export function Chat({ sessionId }: { sessionId: string }) {
     void stop().catch(() => {})
     composerRef.current?.focus()
   }, [stop])
+  // Regenerate's button (and an edit's field) go away while the answer is written: focus
+  // goes to the composer, where Esc stops it, instead of to <body>.
   const onRegenerate = useCallback(
     (answerId: string) => {
       follow()
       void regenerate(answerId).catch(() => {})
+      composerRef.current?.focus()
     },
     [regenerate, follow],
   )
   const onEdit = useCallback(
     (messageId: string, text: string) => {
       follow()
+      composerRef.current?.focus()
       const edited = store.getSnapshot().state.turns.find((t) => t.id === messageId)
       const first = edited?.kind === 'user' && edited.parent === null
       void edit(messageId, text)

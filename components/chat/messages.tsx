@@ -170,7 +170,9 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
                     />
                   )
                   return (
-                    <li key={turn.id}>
+                    // Keyed by slot: switching versions keeps the turn's element, and with it
+                    // the focus on its ‹ › buttons.
+                    <li key={slot}>
                       {turn.kind === 'user' ? (
                         <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} versions={switcher} />
                       ) : (
