@@ -58,6 +58,7 @@ export function NewChat() {
         {error && (
           <ErrorAlert
             error={{ code: error.code, status: error.status, retryAfterS: error.retryAfterS, message: `Couldn’t start a new chat: ${error.message}` }}
+            lost="message"
             onRetry={() => void start(lastText.current).catch(() => {})}
             onDismiss={() => setError(undefined)}
           />

@@ -164,14 +164,18 @@ export function Chat({ sessionId }: { sessionId: string }) {
 
 export function ErrorAlert({
   error,
+  lost,
   onRetry,
   onDismiss,
 }: {
   error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs']; status?: number; retryAfterS?: number }
+  /** What the failure held back, when the error carries no pushed events to tell (a new chat's first message). */
+  lost?: 'message'
   onRetry?: () => void
   onDismiss: () => void
 }) {
   const types = new Set(error.inputs?.map((i) => i.type))
+  if (lost) types.add(lost)
   const what = types.has('message')
     ? 'Your message wasn’t sent.'
     : types.has('cancelled')
