@@ -44,7 +44,10 @@ for (const colorScheme of ['light', 'dark'] as const) {
       await page.goto('/notes')
       await expect(page.locator('main').getByRole('alert')).toBeVisible()
       expect(await seriousViolations(page), 'cold').toEqual([])
-      await new ChatPage(page).goto('/')
+      // The identity comes with the chat list's answer, not with the composer showing.
+      const chat = new ChatPage(page)
+      await chat.goto('/')
+      await chat.waitForIdentity()
       await page.goto('/notes')
       await expect(page.getByText('No notes yet')).toBeVisible()
       expect(await seriousViolations(page), 'empty').toEqual([])
