@@ -48,6 +48,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
     previousActive.current = activeId
   }, [activeId])
 
+  // A message that was not sent is rolled back out of the conversation: it goes back into the
+  // box at once (unless something else is typed there), so what was typed stays in sight.
+  useEffect(() => {
+    const text = error && unsentText(error)
+    if (text) composerRef.current?.restore(text)
+  }, [error])
+
   // Escape stops the answer being written, from anywhere on the page.
   useEffect(() => {
     if (!activeId) return
@@ -142,13 +149,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
           {error && (
             <ErrorAlert
               error={error}
-              onRetry={() => void push(error.inputs).catch(() => {})}
-              onDismiss={() => {
-                // An abandoned message goes back into the box, so nothing typed is lost.
-                const message = error.inputs.find((i) => i.type === 'message')?.payload as { text?: string } | undefined
-                store.clearError()
-                if (message?.text) composerRef.current?.restore(message.text)
+              onRetry={() => {
+                // Retry sends the message itself: the copy in the box goes, unless it was edited.
+                const text = unsentText(error)
+                if (text) composerRef.current?.clearIf(text)
+                void push(error.inputs).catch(() => {})
               }}
+              onDismiss={() => store.clearError()}
             />
           )}
           <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
@@ -224,6 +231,12 @@ export function ErrorAlert({
       </button>
     </div>
   )
+}
+
+/** The text of the message a failed push held, if it held one. */
+function unsentText(error: PushError): string | undefined {
+  const message = error.inputs.find((i) => i.type === 'message')?.payload as { text?: string } | undefined
+  return message?.text || undefined
 }
 
 /**
