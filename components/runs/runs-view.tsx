@@ -195,7 +195,12 @@ function RunRow({
         </td>
         <td className="hidden px-3 py-2 tabular-nums sm:table-cell">{run.cancelVersion}</td>
         <td className="px-2 py-2 sm:px-3">
-          <Link className="text-xs text-sky-700 hover:underline dark:text-sky-300" href={`/c/${run.sessionId}`}>
+          {/* A list of links all named "open" says nothing out of context (a screen reader's links list). */}
+          <Link
+            className="text-xs text-sky-700 hover:underline dark:text-sky-300"
+            href={`/c/${run.sessionId}`}
+            aria-label={`Open the chat of run #${run.id}`}
+          >
             open
           </Link>
         </td>
