@@ -9,6 +9,7 @@ import { NotFoundView } from '../not-found'
 import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
+import { OfflineNotice } from './offline-notice'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
@@ -131,6 +132,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
         />
         {/* The message column's width and padding (messages.tsx), so the composer lines up with it. */}
         <div className="mx-auto w-full max-w-3xl px-4 sm:px-6">
+          <OfflineNotice />
           {connection === 'reconnecting' && (
             <div className="mb-2 flex justify-center">
               <p
