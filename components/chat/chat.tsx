@@ -107,7 +107,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   // The snapshot (the server's fold so far) arrives before the tail opens.
   const loadingHistory = !loaded
   // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
-  if (!loaded && meansNoSuchChat(error)) {
+  // Once loaded, a 404 answers a push to a chat deleted since (from another tab): it is gone,
+  // and "no such session" with a Retry that cannot work would say neither.
+  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404) {
     return <NotFoundView kind="chat" sessionId={sessionId} />
   }
 
