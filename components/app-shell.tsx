@@ -186,7 +186,9 @@ export function AppShell({ children }: { children: React.ReactNode }) {
 /** "Chat deleted · Undo", while the delete can be taken back. Takes focus, so Enter undoes. */
 function UndoToast({ pending }: { pending: PendingDelete }) {
   const router = useRouter()
+  const pathname = usePathname()
   const undoRef = useRef<HTMLButtonElement>(null)
+  const shownAt = useRef(pathname)
   useEffect(() => {
     const undo = undoRef.current
     undo?.focus()
@@ -195,6 +197,13 @@ function UndoToast({ pending }: { pending: PendingDelete }) {
       if (undo && document.activeElement === undo) document.getElementById('composer-input')?.focus()
     }
   }, [])
+  // Deleting the open chat goes to "/", whose composer takes focus as it mounts, after the
+  // toast took it: the toast takes it back, once, for that navigation (else Enter undoes nothing).
+  useEffect(() => {
+    if (!pending.wasOpen || pathname === shownAt.current) return
+    shownAt.current = pathname
+    if (pathname === '/') undoRef.current?.focus()
+  }, [pending.wasOpen, pathname])
   return (
     <div
       data-testid="undo-toast"

@@ -3,6 +3,7 @@ import { useRouter } from 'next/navigation'
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { ErrorAlert } from './chat/chat'
 import { Composer, type ComposerHandle } from './chat/composer'
+import { OfflineNotice } from './chat/offline-notice'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
 import { A2HttpError } from '@/lib/a2'
 import { handOffFirstMessage, sessionsStore } from './sessions-store'
@@ -55,9 +56,11 @@ export function NewChat() {
           </p>
         </div>
 
+        <OfflineNotice />
         {error && (
           <ErrorAlert
             error={{ code: error.code, status: error.status, retryAfterS: error.retryAfterS, message: `Couldn’t start a new chat: ${error.message}` }}
+            lost="message"
             onRetry={() => void start(lastText.current).catch(() => {})}
             onDismiss={() => setError(undefined)}
           />

@@ -259,10 +259,18 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
   const [draft, setDraft] = useState('')
   const [failed, setFailed] = useState(false)
   const inputRef = useRef<HTMLInputElement>(null)
+  const renameButtonRef = useRef<HTMLButtonElement>(null)
+  // Set when the field is left with Enter or Esc: its element goes away with focus on it, and
+  // focus goes back to Rename instead of to <body>. Left by a click elsewhere, focus stays there.
+  const refocusRename = useRef(false)
   const title = sessionTitle(session)
 
   useEffect(() => {
     if (editing) inputRef.current?.select()
+    else if (refocusRename.current) {
+      refocusRename.current = false
+      renameButtonRef.current?.focus()
+    }
   }, [editing])
 
   const commit = async () => {
@@ -283,6 +291,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         <form
           onSubmit={(e) => {
             e.preventDefault()
+            refocusRename.current = true
             void commit()
           }}
         >
@@ -300,6 +309,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
               if (e.key === 'Escape') {
                 e.preventDefault()
                 e.stopPropagation()
+                refocusRename.current = true
                 setEditing(false)
               }
             }}
@@ -334,7 +344,10 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         {title}
         {failed && <span className="sr-only"> (rename failed)</span>}
       </Link>
+      {/* Rename and Delete show on hover with a mouse; a phone (the drawer, below md) has no
+          hover, so there they always show. */}
       <button
+        ref={renameButtonRef}
         type="button"
         onClick={() => {
           setDraft(session.title ?? '')
@@ -342,7 +355,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         }}
         aria-label={`Rename “${title}”`}
         title={failed ? 'Rename failed — try again' : 'Rename'}
-        className={`absolute top-1/2 right-8 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 hover:text-neutral-900 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-neutral-100 ${
+        className={`absolute top-1/2 right-8 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 max-md:opacity-100 hover:text-neutral-900 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-neutral-100 ${
           active || failed ? 'opacity-100' : ''
         } ${failed ? 'text-red-600 dark:text-red-400' : ''}`}
       >
@@ -357,7 +370,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         }}
         aria-label={`Delete “${title}”`}
         title="Delete"
-        className={`absolute top-1/2 right-1 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 hover:text-red-700 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-red-300 ${
+        className={`absolute top-1/2 right-1 inline-flex size-7 -translate-y-1/2 items-center justify-center rounded-md text-neutral-500 opacity-0 transition group-hover:opacity-100 hover:bg-neutral-300/60 max-md:opacity-100 hover:text-red-700 focus-visible:opacity-100 dark:text-neutral-400 dark:hover:bg-neutral-700 dark:hover:text-red-300 ${
           active ? 'opacity-100' : ''
         }`}
       >

@@ -85,3 +85,72 @@ test('a 429 when starting a chat reads Retry-After, and Retry starts the chat on
   await chat.waitForStreaming(3)
   await chat.stop()
 })
+
+test('a new chat refused (429) says the message was not sent, keeps it in the box, and Retry starts the chat once the wait is over', async ({
+  page,
+}) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await page.route('**/api/sessions', (route) =>
+    route.request().method() === 'POST'
+      ? route.fulfill({
+          status: 429,
+          headers: { 'retry-after': '2', 'content-type': 'application/json' },
+          body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many new chats: try again in 2 s' } }),
+        })
+      : route.continue(),
+  )
+  const text = nonce('first message refused')
+  await chat.input.fill(text)
+  await chat.input.press('Enter')
+
+  const alert = chat.errorAlert
+  await expect(alert).toBeVisible()
+  // What happened to what the person typed, first; then the server's reason.
+  await expect(alert).toContainText('Your message wasn’t sent.')
+  await expect(alert).toContainText('too many new chats: try again in 2 s')
+  await expect(chat.input).toHaveValue(text)
+
+  await page.unroute('**/api/sessions')
+  const retry = alert.getByRole('button', { name: /retry/i })
+  await expect(retry).toBeEnabled({ timeout: 10_000 })
+  await retry.click()
+  await page.waitForURL(/\/c\//)
+  await expect(chat.userTexts).toHaveText([text])
+  await chat.waitForStreaming(3)
+  await chat.stop()
+})
+
+test('a message that could not be sent goes back into the box at once, and Retry takes it from there into the conversation', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('before the failure'))
+  await chat.waitForText(3)
+  await chat.stop()
+  await page.route('**/api/sessions/*/events', (route) =>
+    route.request().method() === 'POST'
+      ? route.fulfill({
+          status: 429,
+          headers: { 'retry-after': '2', 'content-type': 'application/json' },
+          body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many requests: try again in 2 s' } }),
+        })
+      : route.continue(),
+  )
+  const text = nonce('refused in the chat')
+  await chat.input.fill(text)
+  await chat.input.press('Enter')
+
+  await expect(chat.errorAlert).toContainText('Your message wasn’t sent.')
+  // Not only in the alert's Dismiss: what was typed is back where it can be read and edited.
+  await expect(chat.input).toHaveValue(text)
+  await expect(chat.userTexts.filter({ hasText: text })).toHaveCount(0)
+
+  await page.unroute('**/api/sessions/*/events')
+  const retry = chat.errorAlert.getByRole('button', { name: /retry/i })
+  await expect(retry).toBeEnabled({ timeout: 10_000 })
+  await retry.click()
+  await expect(chat.userTexts.filter({ hasText: text })).toHaveCount(1)
+  await expect(chat.input).toHaveValue('')
+  await chat.waitForStreaming(3)
+  await chat.stop()
+})

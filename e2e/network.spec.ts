@@ -114,3 +114,26 @@ test('Stop pressed while the network is down: the cut holds locally, reaches the
     await proxy.close()
   }
 })
+
+test('offline says so before anything is sent, on "/" and in a chat, and the notice goes when the browser is back online', async ({
+  page,
+  context,
+}) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  const offline = page.getByTestId('offline-status')
+  await expect(offline).toHaveCount(0)
+  await context.setOffline(true)
+  await expect(offline).toBeVisible()
+  await expect(offline).toHaveAttribute('role', 'status')
+  await context.setOffline(false)
+  await expect(offline).toHaveCount(0)
+
+  await chat.send(nonce('offline notice'))
+  await chat.waitForText(3)
+  await chat.stop()
+  await context.setOffline(true)
+  await expect(offline).toBeVisible()
+  await context.setOffline(false)
+  await expect(offline).toHaveCount(0)
+})

@@ -68,3 +68,25 @@ test('two tabs stream the same answer; Stop in tab A stops tab B at the same cut
   await expect(b.answer(answerId)).toHaveAttribute('data-status', 'stopped')
   expect(await b.answerText(answerId)).toBe(shown)
 })
+
+test('a chat deleted from another tab: sending in this one says the chat is gone, with a way to a new chat, not "no such session" and a Retry that cannot work', async ({
+  page,
+}) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('deleted elsewhere'))
+  await chat.waitForText(3)
+  await chat.stop()
+  // Another tab deleted it for good (the undo window over): the server no longer has it.
+  const deleted = await page.evaluate(
+    (id) => fetch(`/api/sessions/${id}`, { method: 'DELETE', headers: { 'content-type': 'application/json' } }).then((r) => r.status),
+    chat.sessionId()!,
+  )
+  expect(deleted).toBeLessThan(300)
+
+  await chat.input.fill(nonce('sent to a deleted chat'))
+  await chat.input.press('Enter')
+  await expect(chat.notFound).toBeVisible()
+  await expect(chat.notFound.getByRole('link', { name: 'Start a new chat' })).toBeVisible()
+  await expect(page.getByText('no such session')).toHaveCount(0)
+})

@@ -18,6 +18,8 @@ export default function NotesPage() {
   useEffect(() => {
     fetch('/api/notes')
       .then(async (r) => {
+        // 401: a browser with no identity yet (a link opened first) has no chats, so no notes.
+        if (r.status === 401) return setNotes([])
         const body = (await r.json()) as { notes?: Note[]; error?: { message: string } }
         if (!r.ok) throw new Error(body.error?.message ?? `HTTP ${r.status}`)
         setNotes(body.notes)

@@ -9,6 +9,7 @@ import { NotFoundView } from '../not-found'
 import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
+import { OfflineNotice } from './offline-notice'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
@@ -48,6 +49,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
     previousActive.current = activeId
   }, [activeId])
 
+  // A message that was not sent is rolled back out of the conversation: it goes back into the
+  // box at once (unless something else is typed there), so what was typed stays in sight.
+  useEffect(() => {
+    const text = error && unsentText(error)
+    if (text) composerRef.current?.restore(text)
+  }, [error])
+
   // Escape stops the answer being written, from anywhere on the page.
   useEffect(() => {
     if (!activeId) return
@@ -71,16 +79,20 @@ export function Chat({ sessionId }: { sessionId: string }) {
     void stop().catch(() => {})
     composerRef.current?.focus()
   }, [stop])
+  // Regenerate's button (and an edit's field) go away while the answer is written: focus
+  // goes to the composer, where Esc stops it, instead of to <body>.
   const onRegenerate = useCallback(
     (answerId: string) => {
       follow()
       void regenerate(answerId).catch(() => {})
+      composerRef.current?.focus()
     },
     [regenerate, follow],
   )
   const onEdit = useCallback(
     (messageId: string, text: string) => {
       follow()
+      composerRef.current?.focus()
       const edited = store.getSnapshot().state.turns.find((t) => t.id === messageId)
       const first = edited?.kind === 'user' && edited.parent === null
       void edit(messageId, text)
@@ -95,7 +107,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   // The snapshot (the server's fold so far) arrives before the tail opens.
   const loadingHistory = !loaded
   // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
-  if (!loaded && meansNoSuchChat(error)) {
+  // Once loaded, a 404 answers a push to a chat deleted since (from another tab): it is gone,
+  // and "no such session" with a Retry that cannot work would say neither.
+  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404) {
     return <NotFoundView kind="chat" sessionId={sessionId} />
   }
 
@@ -120,6 +134,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
         />
         {/* The message column's width and padding (messages.tsx), so the composer lines up with it. */}
         <div className="mx-auto w-full max-w-3xl px-4 sm:px-6">
+          <OfflineNotice />
           {connection === 'reconnecting' && (
             <div className="mb-2 flex justify-center">
               <p
@@ -138,13 +153,13 @@ export function Chat({ sessionId }: { sessionId: string }) {
           {error && (
             <ErrorAlert
               error={error}
-              onRetry={() => void push(error.inputs).catch(() => {})}
-              onDismiss={() => {
-                // An abandoned message goes back into the box, so nothing typed is lost.
-                const message = error.inputs.find((i) => i.type === 'message')?.payload as { text?: string } | undefined
-                store.clearError()
-                if (message?.text) composerRef.current?.restore(message.text)
+              onRetry={() => {
+                // Retry sends the message itself: the copy in the box goes, unless it was edited.
+                const text = unsentText(error)
+                if (text) composerRef.current?.clearIf(text)
+                void push(error.inputs).catch(() => {})
               }}
+              onDismiss={() => store.clearError()}
             />
           )}
           <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
@@ -160,14 +175,18 @@ export function Chat({ sessionId }: { sessionId: string }) {
 
 export function ErrorAlert({
   error,
+  lost,
   onRetry,
   onDismiss,
 }: {
   error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs']; status?: number; retryAfterS?: number }
+  /** What the failure held back, when the error carries no pushed events to tell (a new chat's first message). */
+  lost?: 'message'
   onRetry?: () => void
   onDismiss: () => void
 }) {
   const types = new Set(error.inputs?.map((i) => i.type))
+  if (lost) types.add(lost)
   const what = types.has('message')
     ? 'Your message wasn’t sent.'
     : types.has('cancelled')
@@ -216,6 +235,12 @@ export function ErrorAlert({
       </button>
     </div>
   )
+}
+
+/** The text of the message a failed push held, if it held one. */
+function unsentText(error: PushError): string | undefined {
+  const message = error.inputs.find((i) => i.type === 'message')?.payload as { text?: string } | undefined
+  return message?.text || undefined
 }
 
 /**

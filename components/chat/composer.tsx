@@ -7,6 +7,8 @@ export interface ComposerHandle {
   focus(): void
   /** Puts text back in the box (e.g. a message whose send was abandoned), unless something is typed. */
   restore(text: string): void
+  /** Empties the box if it still holds exactly `text` (that text was sent from elsewhere, e.g. Retry). */
+  clearIf(text: string): void
 }
 
 interface ComposerProps {
@@ -45,6 +47,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         setText((current) => (current.trim() ? current : value))
         textareaRef.current?.focus()
       },
+      clearIf: (value: string) => setText((current) => (current === value ? '' : current)),
     }),
     [],
   )

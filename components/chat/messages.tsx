@@ -78,9 +78,13 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
   useEffect(() => {
     const content = contentRef.current
     if (!content) return
+    // Not following: the reader's place holds and "jump to latest" shows; content growing
+    // under them follows again only from the very bottom (nothing to scroll yet, say).
     const observer = new ResizeObserver(() => {
+      const el = scrollRef.current
+      if (!stick.current && el) stick.current = el.scrollHeight - el.scrollTop - el.clientHeight <= 1
       if (stick.current) scrollToBottom()
-      else updateAtBottom()
+      setAtBottom(stick.current)
     })
     observer.observe(content)
     return () => observer.disconnect()
@@ -97,12 +101,21 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
     scrollToBottom()
   }, [followKey, scrollToBottom])
 
+  // The scroll position at the last scroll event: moving up from it is the reader leaving.
+  const lastTop = useRef(0)
   function updateAtBottom() {
     const el = scrollRef.current
     if (!el) return
-    const bottom = el.scrollHeight - el.scrollTop - el.clientHeight <= STICK_THRESHOLD
-    stick.current = bottom
-    setAtBottom(bottom)
+    const fromBottom = el.scrollHeight - el.scrollTop - el.clientHeight
+    const movedUp = el.scrollTop < lastTop.current
+    lastTop.current = el.scrollTop
+    // Up, even within the threshold, stops following: a trackpad scrolls 5-10 px per event
+    // and chunks land every ~35 ms, so re-following within 64 px pulled the reader back down
+    // before they could leave (e2e/scroll.spec.ts). Content shrinking clamps scrollTop down
+    // too, but then it is at the very bottom (<= 1 px), which still follows.
+    if (movedUp && fromBottom > 1) stick.current = false
+    else if (fromBottom <= STICK_THRESHOLD) stick.current = true
+    setAtBottom(stick.current)
   }
 
   let lastAnswerIndex = -1
@@ -157,7 +170,9 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
                     />
                   )
                   return (
-                    <li key={turn.id}>
+                    // Keyed by slot: switching versions keeps the turn's element, and with it
+                    // the focus on its ‹ › buttons.
+                    <li key={slot}>
                       {turn.kind === 'user' ? (
                         <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} versions={switcher} />
                       ) : (

@@ -1,4 +1,5 @@
 'use client'
+import { useLayoutEffect, useRef } from 'react'
 
 /**
  * ‹ 2/3 ›: browses the versions of one message or answer (regenerate and edit keep them all).
@@ -17,7 +18,20 @@ export function VersionSwitcher({
   what: string
   onSelect: (version: number) => void
 }) {
+  const prevRef = useRef<HTMLButtonElement>(null)
+  const nextRef = useRef<HTMLButtonElement>(null)
+  // At either end the pressed button turns disabled, which drops focus to <body>: focus moves
+  // to the other one, once it is enabled (a disabled button cannot take focus).
+  const focusAfter = useRef<HTMLButtonElement | null>(null)
+  useLayoutEffect(() => {
+    focusAfter.current?.focus()
+    focusAfter.current = null
+  })
   if (count < 2) return null
+  const select = (v: number) => {
+    focusAfter.current = v === 0 ? nextRef.current : v === count - 1 ? prevRef.current : null
+    onSelect(v)
+  }
   const button =
     'inline-flex size-7 items-center justify-center rounded-lg text-base leading-none text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-default disabled:opacity-30 disabled:hover:bg-transparent dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100'
   return (
@@ -29,10 +43,11 @@ export function VersionSwitcher({
     >
       <button
         type="button"
+        ref={prevRef}
         data-testid="version-prev"
         className={button}
         disabled={version === 0}
-        onClick={() => onSelect(version - 1)}
+        onClick={() => select(version - 1)}
         aria-label={`Previous version of this ${what}`}
       >
         ‹
@@ -42,10 +57,11 @@ export function VersionSwitcher({
       </span>
       <button
         type="button"
+        ref={nextRef}
         data-testid="version-next"
         className={button}
         disabled={version === count - 1}
-        onClick={() => onSelect(version + 1)}
+        onClick={() => select(version + 1)}
         aria-label={`Next version of this ${what}`}
       >
         ›

@@ -71,7 +71,7 @@ function Badge({ status }: { status: string }) {
 async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
   const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init?.headers } })
   const body = (await response.json()) as T & { error?: { message: string } }
-  if (!response.ok) throw new Error(body.error?.message ?? `HTTP ${response.status}`)
+  if (!response.ok) throw Object.assign(new Error(body.error?.message ?? `HTTP ${response.status}`), { status: response.status })
   return body
 }
 
@@ -88,7 +88,11 @@ export function RunsView() {
       setOperator(answer.operator)
       setError(undefined)
     } catch (e) {
-      setError((e as Error).message)
+      // 401: a browser with no identity yet (a link opened first) has no chats, so no runs.
+      if ((e as { status?: number }).status === 401) {
+        setRuns([])
+        setError(undefined)
+      } else setError((e as Error).message)
     }
   }, [])
 
@@ -126,7 +130,7 @@ export function RunsView() {
       )}
       <OperatorSignIn operator={operator} onChanged={load} />
       {runs === undefined ? (
-        <p className="text-sm text-neutral-500">Loading…</p>
+        !error && <p className="text-sm text-neutral-500">Loading…</p>
       ) : runs.length === 0 ? (
         <p className="text-sm text-neutral-500">No runs yet: send a message in a chat.</p>
       ) : (
@@ -191,7 +195,12 @@ function RunRow({
         </td>
         <td className="hidden px-3 py-2 tabular-nums sm:table-cell">{run.cancelVersion}</td>
         <td className="px-2 py-2 sm:px-3">
-          <Link className="text-xs text-sky-700 hover:underline dark:text-sky-300" href={`/c/${run.sessionId}`}>
+          {/* A list of links all named "open" says nothing out of context (a screen reader's links list). */}
+          <Link
+            className="text-xs text-sky-700 hover:underline dark:text-sky-300"
+            href={`/c/${run.sessionId}`}
+            aria-label={`Open the chat of run #${run.id}`}
+          >
             open
           </Link>
         </td>
