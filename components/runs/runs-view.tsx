@@ -42,6 +42,8 @@ interface Effect {
   result: unknown
   error: unknown
   updatedAt: string
+  /** Ended by the user's Stop (recorded FAILED, the call having been closed): shown as STOPPED. */
+  stopped?: boolean
 }
 
 const STATUS_STYLE: Record<string, string> = {
@@ -55,6 +57,7 @@ const STATUS_STYLE: Record<string, string> = {
   DISPATCHED: 'bg-sky-100 text-sky-800 dark:bg-sky-950 dark:text-sky-200',
   INTENT: 'bg-neutral-100 text-neutral-700 dark:bg-neutral-800 dark:text-neutral-300',
   CANCELLED_BEFORE_DISPATCH: 'bg-neutral-200 text-neutral-800 dark:bg-neutral-800 dark:text-neutral-200',
+  STOPPED: 'bg-neutral-200 text-neutral-800 dark:bg-neutral-800 dark:text-neutral-200',
 }
 
 function Badge({ status }: { status: string }) {
@@ -288,7 +291,7 @@ function RunDetail({ id, operator, onChanged }: { id: number; operator: boolean;
               >
                 <div className="flex items-center justify-between gap-2">
                   <span className="font-mono">{e.key}</span>
-                  <Badge status={e.status} />
+                  <Badge status={e.stopped ? 'STOPPED' : e.status} />
                 </div>
                 <p className="mt-1 text-neutral-500">
                   attempt {e.attempt} · observed cancel v{e.cancelVersion}

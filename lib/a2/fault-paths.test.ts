@@ -271,6 +271,26 @@ describe.each(layers)('fault paths on %s', (kind) => {
     expect((await historyOf(store, s.jobId)).at(-1)).toMatch(/UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE$/)
   })
 
+  it('8 · an effect that ends because its run was stopped records why: FAILED, with the abort’s code beside the message', async () => {
+    const s = await setup(async (ctx) => {
+      await ctx
+        .effect(
+          'model',
+          (_key, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+        )
+        .catch(() => {})
+    })
+    await waitUntil(async () => (await effectsOf(s.jobId))[0]?.status === 'DISPATCHED', 'the effect to be dispatched')
+    await s.cancel()
+    await waitForJob(store, s.generate.id, s.name, (j) => j.status === 'CANCELLED')
+    const [effect] = await query<{ status: string; error: { message?: string; aborted?: string } }>(
+      store.db,
+      sql`select status, error from a2_effects where job_id = ${s.jobId}`,
+    )
+    // The delivery record stays true (the call did not succeed); the code lets a view say "stopped".
+    expect(effect).toMatchObject({ status: 'FAILED', error: { aborted: 'CANCELLED' } })
+  })
+
   it('9 · the drain asks the consumer’s own reconcile hook with the idempotency key; a worker without the consumer leaves it alone', async () => {
     const asked: string[] = []
     const s = await setup(async () => {}, {

@@ -27,11 +27,29 @@ export function endUserRun(run: Run) {
   }
 }
 
+type Effect = Detail['effects'][number]
+
+/**
+ * The effect ended because the user stopped its run (the model call a Stop closed): its record
+ * says FAILED, which is true of the call, and the abort's code says why, so the page shows it
+ * as stopped, not as an error.
+ */
+function stoppedByUser(effect: Effect): boolean {
+  return effect.status === 'FAILED' && (effect.error as { aborted?: unknown } | null)?.aborted === 'CANCELLED'
+}
+
+export function operatorDetail(detail: Detail) {
+  return { ...detail, effects: detail.effects.map((effect) => ({ ...effect, stopped: stoppedByUser(effect) })) }
+}
+
 export function endUserDetail({ job, history, effects }: Detail) {
   return {
     job: endUserRun(job),
     history: history.map(({ id, attempt, fromStatus, toStatus, reason, at }) => ({ id, attempt, fromStatus, toStatus, reason, at })),
-    effects: effects.map(({ key, status, attempt, cancelVersion, updatedAt }) => ({ key, status, attempt, cancelVersion, updatedAt })),
+    effects: effects.map((effect) => {
+      const { key, status, attempt, cancelVersion, updatedAt } = effect
+      return { key, status, attempt, cancelVersion, updatedAt, stopped: stoppedByUser(effect) }
+    }),
   }
 }
 

@@ -11,7 +11,7 @@ import { wakeWorkers } from './bus'
 import { sql } from 'drizzle-orm'
 import { A2Error } from './errors'
 import { brandOf } from './brand'
-import { RunAborted } from './abort'
+import { RunAborted, abortReason } from './abort'
 import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from './types'
 import { query, type Executor } from './store'
 import { LEASED, type RunStatus, type TransitionReason } from './transitions'
@@ -132,7 +132,10 @@ export async function runEffect<R>(
     result = await fn(stableKey, run.signal)
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
-    await recordOutcome(db, fence, key, 'FAILED', { error: { message: message.slice(0, 500) } })
+    // Ended by its run's abort (a Stop, a lost claim): FAILED stays true of the call, and the
+    // abort's code says why, so a view can show a stopped model call as stopped, not as an error.
+    const aborted = abortReason(run.signal)?.code
+    await recordOutcome(db, fence, key, 'FAILED', { error: { message: message.slice(0, 500), ...(aborted ? { aborted } : {}) } })
     throw error
   }
   await recordOutcome(db, fence, key, 'DONE', { result: { value: result ?? null } })

@@ -2,7 +2,7 @@ import { getChatServer } from '@/lib/chat/server'
 import { operatorOf } from '@/lib/http/operator'
 import { route } from '@/lib/http/route'
 import { A2Error } from '@/lib/a2'
-import { endUserDetail, runId } from '../views'
+import { endUserDetail, operatorDetail, runId } from '../views'
 
 export const dynamic = 'force-dynamic'
 
@@ -13,7 +13,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     async ({ userId }) => {
       const id = runId((await params).id)
       const { server } = await getChatServer()
-      if (operatorOf(request, userId)) return Response.json({ operator: true, ...(await server.operator.runDetail(id)) })
+      if (operatorOf(request, userId)) return Response.json({ operator: true, ...operatorDetail(await server.operator.runDetail(id)) })
       if (!userId) throw new A2Error('unauthorized', 'no identity: load the app first')
       return Response.json({ operator: false, ...endUserDetail(await server.operator.runDetail(id, userId)) })
     },
