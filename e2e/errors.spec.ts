@@ -3,9 +3,22 @@
  * rate limit (429) says so in plain words and when to try again (Retry-After), and Retry
  * works once that time has passed.
  */
-import { expect, test } from '@playwright/test'
+import { expect, test, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
 import { nonce } from './helpers/upstream'
+
+/** Every POST to `url` answered as the app's rate limits answer (429, Retry-After in seconds); other methods go through. */
+function refusePosts(page: Page, url: string, retryAfterS: number, message: string, details?: unknown) {
+  return page.route(url, (route) =>
+    route.request().method() === 'POST'
+      ? route.fulfill({
+          status: 429,
+          headers: { 'retry-after': String(retryAfterS), 'content-type': 'application/json' },
+          body: JSON.stringify({ error: { code: 'rate_limited', message, ...(details ? { details } : {}) } }),
+        })
+      : route.continue(),
+  )
+}
 
 test('an upstream model error shows the reason, and Retry gets an answer', async ({ page }) => {
   const chat = new ChatPage(page)
@@ -27,15 +40,7 @@ test('an upstream model error shows the reason, and Retry gets an answer', async
 test('a 429 says which limit and when to try again; Retry counts down and works once that time has passed', async ({ page }) => {
   const chat = new ChatPage(page)
   await chat.goto('/')
-  await page.route('**/api/sessions/*/events', (route) =>
-    route.request().method() === 'POST'
-      ? route.fulfill({
-          status: 429,
-          headers: { 'retry-after': '4', 'content-type': 'application/json' },
-          body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many requests: try again in 4 s', details: { retryAfterS: 4 } } }),
-        })
-      : route.continue(),
-  )
+  await refusePosts(page, '**/api/sessions/*/events', 4, 'too many requests: try again in 4 s', { retryAfterS: 4 })
   const text = nonce('rate limited')
   await chat.input.fill(text)
   await chat.sendButton.click()
@@ -61,16 +66,8 @@ test('a 429 says which limit and when to try again; Retry counts down and works 
 test('a 429 when starting a chat reads Retry-After, and Retry starts the chat once it has passed', async ({ page }) => {
   const chat = new ChatPage(page)
   await chat.goto('/')
-  await page.route('**/api/sessions', (route) =>
-    route.request().method() === 'POST'
-      ? route.fulfill({
-          status: 429,
-          // The seconds come from the header only: the message names none.
-          headers: { 'retry-after': '3', 'content-type': 'application/json' },
-          body: JSON.stringify({ error: { code: 'rate_limited', message: 'slow down' } }),
-        })
-      : route.continue(),
-  )
+  // The seconds come from the header only: the message names none.
+  await refusePosts(page, '**/api/sessions', 3, 'slow down')
   await chat.input.fill(nonce('new chat rate limited'))
   await chat.sendButton.click()
   const alert = chat.errorAlert
@@ -91,15 +88,7 @@ test('a new chat refused (429) says the message was not sent, keeps it in the bo
 }) => {
   const chat = new ChatPage(page)
   await chat.goto('/')
-  await page.route('**/api/sessions', (route) =>
-    route.request().method() === 'POST'
-      ? route.fulfill({
-          status: 429,
-          headers: { 'retry-after': '2', 'content-type': 'application/json' },
-          body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many new chats: try again in 2 s' } }),
-        })
-      : route.continue(),
-  )
+  await refusePosts(page, '**/api/sessions', 2, 'too many new chats: try again in 2 s')
   const text = nonce('first message refused')
   await chat.input.fill(text)
   await chat.input.press('Enter')
@@ -127,15 +116,7 @@ test('a message that could not be sent goes back into the box at once, and Retry
   await chat.send(nonce('before the failure'))
   await chat.waitForText(3)
   await chat.stop()
-  await page.route('**/api/sessions/*/events', (route) =>
-    route.request().method() === 'POST'
-      ? route.fulfill({
-          status: 429,
-          headers: { 'retry-after': '2', 'content-type': 'application/json' },
-          body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many requests: try again in 2 s' } }),
-        })
-      : route.continue(),
-  )
+  await refusePosts(page, '**/api/sessions/*/events', 2, 'too many requests: try again in 2 s')
   const text = nonce('refused in the chat')
   await chat.input.fill(text)
   await chat.input.press('Enter')
