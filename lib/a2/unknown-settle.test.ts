@@ -12,7 +12,7 @@
  * (a row lock on Postgres; PGlite's one connection while a transaction is open) is left
  * waiting while the other side goes on. PGlite and Postgres, like every runtime test.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { sql, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
@@ -23,7 +23,7 @@ import type { RuntimeHost } from './internal/host'
 import { claimJobs } from './internal/jobs'
 import { operator } from './internal/operator'
 import { query, type Executor } from './internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers, useTestStore } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
 import { gate, interceptStore, waitUntil, type Gate } from '@/test/runtime'
 
@@ -116,16 +116,12 @@ function short(text: string): string {
 type Resolver = 'late' | 'operator'
 
 describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at once, on %s', (kind) => {
-  let testDb: TestDb
+  const store = useTestStore(kind)
   let base: Store
   let n = 0
 
-  beforeAll(async () => {
-    testDb = await createTestDb(kind)
-    base = await testDb.open()
-  })
-  afterAll(async () => {
-    await testDb.drop()
+  beforeAll(() => {
+    base = store()
   })
 
   /**
