@@ -115,6 +115,58 @@ test('Stop pressed while the network is down: the cut holds locally, reaches the
   }
 })
 
+test('Stop pressed while the network is down, then its tab closed: another tab of the chat takes the Stop at once and delivers it, and a tab opened later shows the cut', async ({
+  page,
+  context,
+  baseURL,
+}) => {
+  test.setTimeout(60_000)
+  const proxy = await startProxy(appTarget(baseURL))
+  try {
+    const chat = new ChatPage(page)
+    const prompt = nonce('stop-offline-closed')
+    await chat.goto(`${proxy.origin}/`)
+    await chat.send(prompt)
+    await chat.waitForStreaming(60)
+    const answerId = await chat.lastAnswerId()
+    const path = `/c/${chat.sessionId()}`
+    // A second tab of the same chat, streaming the same answer.
+    const other = await context.newPage()
+    const otherChat = new ChatPage(other)
+    await otherChat.goto(`${proxy.origin}${path}`)
+    await otherChat.waitForStreaming(60)
+
+    await context.setOffline(true)
+    await proxy.cut(0)
+    await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
+    const shown = await chat.stopAndReadShown()
+    await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
+    // The tab that pressed Stop is closed before the Stop could leave it.
+    await page.close()
+
+    // The other tab holds the Stop too, still offline: its view is cut where the closed tab's was.
+    await expect(otherChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    const [beforeOnline] = await callsFor(prompt)
+    expect(beforeOnline.closedAt).toBeUndefined() // the model still runs: only the Stop in the log can end it
+
+    await context.setOffline(false)
+    const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 15_000)
+    expect(call.closedEarly).toBe(true)
+    await expect(otherChat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled', { timeout: 10_000 })
+    expect(await otherChat.answerText(answerId)).toBe(shown)
+
+    // A tab opened afterwards reads the same cut from the log.
+    const later = await context.newPage()
+    const laterChat = new ChatPage(later)
+    await laterChat.goto(`${proxy.origin}${path}`)
+    await expect(laterChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    expect(await laterChat.answerText(answerId)).toBe(shown)
+  } finally {
+    await context.setOffline(false)
+    await proxy.close()
+  }
+})
+
 test('offline says so before anything is sent, on "/" and in a chat, and the notice goes when the browser is back online', async ({
   page,
   context,

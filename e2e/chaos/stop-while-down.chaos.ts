@@ -37,7 +37,7 @@ const topologies = [
   { name: 'standalone worker', embeddedWorker: false, reloadWhileDown: false },
   { name: 'embedded worker', embeddedWorker: true, reloadWhileDown: false },
   // The tab is reloaded while the server is still down (an error page): the Stop waits in the
-  // tab's sessionStorage and leaves when the page is opened again.
+  // browser's outbox (localStorage) and leaves when the page is opened again.
   { name: 'standalone worker, reloaded while down', embeddedWorker: false, reloadWhileDown: true },
 ] as const
 

@@ -15,9 +15,12 @@ const event = (index: number, v: string, id = `s${index}`): A2Event => ({
 
 function fakeFetch(answer: (body: { id: string; type: string; payload: unknown }) => Response | Promise<Response>) {
   const calls: string[] = []
+  /** Each send's `keepalive` (a send the browser finishes after its page is gone). */
+  const keepalive: boolean[] = []
   const listeners = new Set<() => void>()
   const fn = (async (_url: string, init: RequestInit) => {
     calls.push(String(init.body))
+    keepalive.push(init.keepalive === true)
     for (const listener of listeners) listener()
     return answer(JSON.parse(String(init.body)))
   }) as unknown as typeof fetch
@@ -26,7 +29,7 @@ function fakeFetch(answer: (body: { id: string; type: string; payload: unknown }
     listeners.add(listener)
     return () => void listeners.delete(listener)
   }
-  return { fn, calls, onCall }
+  return { fn, calls, keepalive, onCall }
 }
 
 describe('the session store', () => {
@@ -322,6 +325,87 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     await until(() => store.getSnapshot().outbox.length === 0, 'the resend on reconnect', [store.subscribe])
     expect(calls).toHaveLength(2)
     store.close()
+  })
+
+  it('is shared by the tabs of one session: a Stop stored by a tab since closed is kept, shown and sent by the other', async () => {
+    const storage = memoryStorage()
+    const options = { sessionId: 's', reducer, initial: [] as State, retryDelaysMs: [1], durableTypes: ['note'], storage }
+    let up = false
+    let index = 0
+    const server = fakeFetch((body) =>
+      up
+        ? Response.json({ events: [{ ...event(index++, body.id), id: body.id }] }, { status: 201 })
+        : Promise.reject(new TypeError('Failed to fetch')),
+    )
+    // Both tabs are open before either Stop: each loaded the (empty) stored list.
+    const tabA = createSessionStore<State>({ ...options, fetch: server.fn })
+    const tabB = createSessionStore<State>({ ...options, fetch: server.fn })
+    void tabA.push({ id: 'stop-a', type: 'note', payload: { v: 'a' } })
+    await until(() => tabA.getSnapshot().outbox[0]?.failures === 1, 'tab A’s failed send', [tabA.subscribe])
+    tabA.close() // the tab is closed while the server is away
+    void tabB.push({ id: 'stop-b', type: 'note', payload: { v: 'b' } })
+    // Tab A's Stop is still stored, and tab B shows it beside its own.
+    expect([...storage.items.values()].join('')).toContain('stop-a')
+    expect(tabB.getSnapshot().state).toEqual(['note:b', 'note:a'])
+    up = true
+    await until(() => tabB.getSnapshot().outbox.length === 0, 'both Stops acknowledged', [tabB.subscribe])
+    const sent = new Set(server.calls.map((c) => JSON.parse(c).id))
+    expect(sent).toEqual(new Set(['stop-a', 'stop-b']))
+    expect(storage.items.size).toBe(0)
+    tabB.close()
+  })
+
+  it('a Stop another tab stored is shown and sent by this tab at once (the storage event), and settles in the tab that made it', async () => {
+    const storage = memoryStorage()
+    const windowBefore = (globalThis as { window?: unknown }).window
+    const fakeWindow = new EventTarget()
+    ;(globalThis as { window?: unknown }).window = fakeWindow
+    try {
+      const options = { sessionId: 's', reducer, initial: [] as State, retryDelaysMs: [60_000], durableTypes: ['note'], storage }
+      const down = offline()
+      let acknowledge!: () => void
+      const acknowledged = new Promise<void>((r) => (acknowledge = r))
+      const up = fakeFetch(async (body) => {
+        await acknowledged
+        return Response.json({ events: [{ ...event(0, 'stop'), id: body.id }] }, { status: 201 })
+      })
+      const pressed = createSessionStore<State>({ ...options, fetch: down.fn })
+      const other = createSessionStore<State>({ ...options, fetch: up.fn })
+      other.connect()
+      const stopped = pressed.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
+      await until(() => down.calls.length >= 1, 'the pressing tab’s failed send', [down.onCall])
+      // The browser tells every other tab of the origin that the stored list changed.
+      fakeWindow.dispatchEvent(Object.assign(new Event('storage'), { key: 'a2.outbox:/api/sessions/s/events' }))
+      expect(other.getSnapshot().state).toEqual(['note:stop'])
+      await until(() => up.calls.length === 1, 'the other tab’s send', [up.onCall])
+      expect(JSON.parse(up.calls[0]).id).toBe('stop-1')
+      acknowledge()
+      await until(() => other.getSnapshot().outbox.length === 0, 'the acknowledgement', [other.subscribe])
+      // The pressing tab learns it from its feed (the tail), and its push resolves.
+      pressed.receive([{ ...event(0, 'stop'), id: 'stop-1' }])
+      await expect(stopped).resolves.toMatchObject([{ id: 'stop-1' }])
+      expect(pressed.getSnapshot()).toMatchObject({ outbox: [], pending: [], state: ['note:stop'] })
+      expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
+      pressed.close()
+      other.close()
+    } finally {
+      ;(globalThis as { window?: unknown }).window = windowBefore
+    }
+  })
+
+  it('sends a durable push keepalive (its tab may close while it is on its way), an ordinary one not', async () => {
+    const sent = fakeFetch((body) => Response.json({ events: [{ ...event(0, body.type === 'note' ? 'x' : 'y'), id: body.id }] }, { status: 201 }))
+    const store = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: sent.fn,
+      durableTypes: ['note'],
+      storage: memoryStorage(),
+    })
+    await store.push({ type: 'note', payload: { v: 'x' } })
+    await store.push({ type: 'other', payload: { v: 'y' } }).catch(() => {})
+    expect(sent.keepalive).toEqual([true, false])
   })
 
   it('drops an entry the server had already taken (its answer was lost) once the reloaded feed holds it', async () => {

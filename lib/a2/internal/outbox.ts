@@ -1,11 +1,19 @@
 /**
  * The browser's outbox for one session: durable pushes (a Stop) the server has not
- * acknowledged yet, persisted so a reload made while the server is away still knows them.
+ * acknowledged yet, persisted so the intent outlives the page that made it.
+ *
+ * It lives in localStorage, shared by every tab of the origin: a Stop pressed while the server
+ * (or the network) is away is still delivered when the tab that pressed it is closed, by
+ * another tab of that chat at once (`sync`, on the `storage` event) or by the next page to open
+ * it. In the tab's sessionStorage it died with the tab, and a run resumed after the outage
+ * answered on to its end. Several tabs share one list, so every change re-reads the stored list
+ * and writes it back changed by id (a tab's whole list written over the other's dropped its
+ * Stop); two tabs sending the same Stop is one event (its id).
  * Only the events are stored (id, type, payload, createdAt); the failure count is per page.
  */
 import type { A2Event } from './contract'
 
-/** The part of the Web Storage API the outbox uses (sessionStorage fits; tests pass a map). */
+/** The part of the Web Storage API the outbox uses (localStorage fits; tests pass a map). */
 export interface OutboxStorage {
   getItem(key: string): string | null
   setItem(key: string, value: string): void
@@ -24,19 +32,35 @@ export interface Outbox {
   add(event: A2Event): OutboxEntry
   failed(id: string): void
   remove(id: string): void
+  /** Re-reads the stored list (another tab changed it); new events go to `adopt`. */
+  sync(): void
 }
 
-/** The tab's sessionStorage, or undefined where there is none (server rendering, tests, a blocked storage). */
+/** The origin's localStorage, or undefined where there is none (server rendering, tests, a blocked storage). */
 export function defaultOutboxStorage(): OutboxStorage | undefined {
   try {
-    return typeof sessionStorage === 'undefined' ? undefined : sessionStorage
+    return typeof localStorage === 'undefined' ? undefined : localStorage
   } catch {
     return undefined // a SecurityError when storage is disabled: the outbox lives as long as the page
   }
 }
 
-export function createOutbox(key: string, storage: OutboxStorage | undefined): Outbox {
+/**
+ * @param adopt called with the events another tab stored that this page did not have, found
+ *   whenever the list is read again (a change of this page's, or `sync`): this page shows and
+ *   sends them too.
+ */
+export function createOutbox(key: string, storage: OutboxStorage | undefined, adopt: (events: A2Event[]) => void = () => {}): Outbox {
   let entries: OutboxEntry[] = load(key, storage).map((event) => ({ event, failures: 0 }))
+
+  /** The stored list as it is now, with this page's failure counts kept for the entries it had. */
+  const reload = (): A2Event[] => {
+    if (!storage) return []
+    const failures = new Map(entries.map((e) => [e.event.id, e.failures]))
+    const stored = load(key, storage)
+    entries = stored.map((event) => ({ event, failures: failures.get(event.id) ?? 0 }))
+    return stored.filter((event) => !failures.has(event.id))
+  }
 
   const save = () => {
     if (!storage) return
@@ -51,18 +75,26 @@ export function createOutbox(key: string, storage: OutboxStorage | undefined): O
   return {
     entries: () => entries,
     add(event) {
+      const adopted = reload().filter((e) => e.id !== event.id)
       const entry = { event, failures: 0 }
-      entries = [...entries, entry]
+      entries = [...entries.filter((e) => e.event.id !== event.id), entry]
       save()
+      if (adopted.length > 0) adopt(adopted)
       return entry
     },
     failed(id) {
       entries = entries.map((e) => (e.event.id === id ? { ...e, failures: e.failures + 1 } : e))
     },
     remove(id) {
+      const adopted = reload().filter((e) => e.id !== id)
       const before = entries.length
       entries = entries.filter((e) => e.event.id !== id)
       if (entries.length !== before) save()
+      if (adopted.length > 0) adopt(adopted)
+    },
+    sync() {
+      const adopted = reload()
+      if (adopted.length > 0) adopt(adopted)
     },
   }
 }

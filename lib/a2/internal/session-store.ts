@@ -7,9 +7,11 @@
  * useSyncExternalStore; tests drive it without React.
  *
  * Durable pushes (the types in `durableTypes`, e.g. a Stop) are intents, not requests: they
- * go into an outbox kept in sessionStorage, stay folded into the view, and are retried
- * until the server acknowledges them — across a reload, however long the server is away.
- * Only a final refusal (a 4xx other than 408/429) drops one.
+ * go into an outbox kept in localStorage (outbox.ts), stay folded into the view, and are
+ * retried until the server acknowledges them — across a reload, however long the server is
+ * away, and when their tab is closed: every tab of the session holds and sends them. Each
+ * send asks the browser to finish it after the page is gone (`keepalive`). Only a final
+ * refusal (a 4xx other than 408/429) drops one.
  */
 import type { A2Event } from './contract'
 import { A2HttpError, httpErrorOf, type A2HttpErrorOptions } from './http-error'
@@ -80,7 +82,7 @@ export interface SessionStoreOptions<S> {
   retryDelaysMs?: number[]
   /** Event types pushed as durable intents: kept in the outbox until acknowledged, never rolled back. */
   durableTypes?: string[]
-  /** Where the outbox survives a reload. Default: the tab's sessionStorage (none outside a browser). */
+  /** Where the outbox outlives the page. Default: the origin's localStorage, shared by its tabs (none outside a browser). */
   storage?: OutboxStorage | null
   /**
    * Loads a server-side fold before the tail opens, so a long session (100k events) costs
@@ -128,7 +130,10 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   const retryDelays = options.retryDelaysMs ?? [250, 1000, 3000]
   const durableDelays = options.retryDelaysMs ?? DURABLE_RETRY_MS
   const durableTypes = new Set(options.durableTypes ?? [])
-  const outbox = createOutbox(`a2.outbox:${url}`, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()))
+  const outboxKey = `a2.outbox:${url}`
+  const outbox = createOutbox(outboxKey, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()), (events) =>
+    adopt(events),
+  )
   const listeners = new Set<() => void>()
 
   let confirmedState = options.initial
@@ -195,8 +200,9 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       events.push(event)
       confirmedIds.add(event.id)
       confirmedState = options.reducer(confirmedState, event)
-      if (outbox.entries().some((e) => e.event.id === event.id)) {
-        // The tail brought an intent whose answer was lost: it is in the log, so it is acknowledged.
+      if (waiting.has(event.id) || outbox.entries().some((e) => e.event.id === event.id)) {
+        // The tail brought an intent whose answer was lost, or that another tab delivered: it is
+        // in the log, so it is acknowledged.
         outbox.remove(event.id)
         settle(event.id, { events: [event] })
       }
@@ -271,12 +277,17 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
 
   type Outcome = { kind: 'ok'; events: A2Event[] } | { kind: 'retry' | 'final'; error: PushError }
 
-  /** One POST. Network errors, 5xx, 408 and 429 may pass; any other refusal is final. */
-  const postOnce = async (inputs: PushInput[]): Promise<Outcome> => {
+  /**
+   * One POST. Network errors, 5xx, 408 and 429 may pass; any other refusal is final. A durable
+   * push is sent `keepalive`: a Stop whose tab closes while it is on its way still arrives.
+   */
+  const postOnce = async (inputs: PushInput[], durable = false): Promise<Outcome> => {
     const body = encodePushBody(inputs)
     let response: Response
     try {
-      response = await doFetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+      const init: RequestInit = { method: 'POST', headers: { 'content-type': 'application/json' }, body }
+      if (durable) init.keepalive = true
+      response = await doFetch(url, init)
     } catch (cause) {
       return { kind: 'retry', error: new PushError('network', 'could not reach the server', inputs, { cause }) }
     }
@@ -317,7 +328,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       for (;;) {
         const entry = outbox.entries().find((e) => e.event.id === id)
         if (!entry || closed) return
-        const outcome = await postOnce([{ id, type: entry.event.type, payload: entry.event.payload }])
+        const outcome = await postOnce([{ id, type: entry.event.type, payload: entry.event.payload }], true)
         if (outcome.kind === 'ok') {
           acknowledge(outcome.events)
           settle(id, { events: outcome.events })
@@ -358,6 +369,20 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   }
 
   const onOnline = () => wake()
+
+  /** Another tab's intents, found in the shared list: this page shows them and sends them too. */
+  function adopt(stored: A2Event[]) {
+    const added = stored.filter((event) => !confirmedIds.has(event.id) && !pending.some((p) => p.id === event.id))
+    if (added.length === 0) return
+    pending = [...pending, ...added]
+    emit()
+    if (!closed) for (const event of added) deliver(event.id)
+  }
+
+  /** Another tab changed this session's outbox (the browser's `storage` event). */
+  const onStorage = (change: StorageEvent) => {
+    if (change.key === outboxKey || change.key === null) outbox.sync()
+  }
 
   return {
     getSnapshot() {
@@ -413,7 +438,10 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     receive,
     connect() {
       closed = false
-      if (typeof window !== 'undefined') window.addEventListener('online', onOnline)
+      if (typeof window !== 'undefined') {
+        window.addEventListener('online', onOnline)
+        window.addEventListener('storage', onStorage)
+      }
       for (const entry of outbox.entries()) deliver(entry.event.id)
       if (loaded) {
         if (!source) open()
@@ -448,7 +476,10 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     },
     close() {
       closed = true
-      if (typeof window !== 'undefined') window.removeEventListener('online', onOnline)
+      if (typeof window !== 'undefined') {
+        window.removeEventListener('online', onOnline)
+        window.removeEventListener('storage', onStorage)
+      }
       wake() // retry loops see `closed` and suspend
       clearTimeout(reconnectTimer)
       source?.close()
