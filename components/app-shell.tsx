@@ -2,6 +2,7 @@
 import Link from 'next/link'
 import { usePathname, useRouter } from 'next/navigation'
 import { useCallback, useEffect, useRef, useState } from 'react'
+import { startOutboxCourier } from '@/lib/a2/react'
 import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
 import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
@@ -26,6 +27,10 @@ export function AppShell({ children }: { children: React.ReactNode }) {
     setDrawerOpen(false)
     if (restoreFocus) requestAnimationFrame(() => menuRef.current?.focus())
   }, [])
+
+  // Stops pressed in a chat that is no longer open (left, or its tab closed, while the server
+  // was away) are sent from whichever page of the app is open now.
+  useEffect(() => startOutboxCourier(), [])
 
   // Deletes still in their undo window are sent when the page goes away.
   useEffect(() => {

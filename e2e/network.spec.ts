@@ -136,20 +136,21 @@ test('Stop pressed while the network is down, then its tab closed: another tab o
     await otherChat.goto(`${proxy.origin}${path}`)
     await otherChat.waitForStreaming(60)
 
-    await context.setOffline(true)
-    await proxy.cut(0)
+    // The server becomes unreachable (every connection refused), for as long as the test says.
+    // Not context.setOffline: a keepalive send outliving its page escapes Chromium's emulation.
+    await proxy.cut(10 * 60_000)
     await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
     const shown = await chat.stopAndReadShown()
     await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
     // The tab that pressed Stop is closed before the Stop could leave it.
     await page.close()
 
-    // The other tab holds the Stop too, still offline: its view is cut where the closed tab's was.
+    // The other tab holds the Stop too, the server still away: its view is cut where the closed tab's was.
     await expect(otherChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
     const [beforeOnline] = await callsFor(prompt)
     expect(beforeOnline.closedAt).toBeUndefined() // the model still runs: only the Stop in the log can end it
 
-    await context.setOffline(false)
+    proxy.reopen()
     const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 15_000)
     expect(call.closedEarly).toBe(true)
     await expect(otherChat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled', { timeout: 10_000 })
@@ -162,7 +163,46 @@ test('Stop pressed while the network is down, then its tab closed: another tab o
     await expect(laterChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
     expect(await laterChat.answerText(answerId)).toBe(shown)
   } finally {
-    await context.setOffline(false)
+    await proxy.close()
+  }
+})
+
+test('Stop pressed while the server is unreachable, then the page left: the next page of the app sends it, without the chat being opened again', async ({
+  page,
+  baseURL,
+}) => {
+  test.setTimeout(60_000)
+  const proxy = await startProxy(appTarget(baseURL))
+  try {
+    const chat = new ChatPage(page)
+    const prompt = nonce('stop-unreachable-left')
+    await chat.goto(`${proxy.origin}/`)
+    await chat.send(prompt)
+    await chat.waitForStreaming(60)
+    const answerId = await chat.lastAnswerId()
+    const path = `/c/${chat.sessionId()}`
+
+    await proxy.cut(10 * 60_000)
+    await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
+    const shown = await chat.stopAndReadShown()
+    await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
+    // The person moves on: "New chat" cannot load while the server is away, and the page is
+    // replaced by the browser's error page. Nothing of the chat is open any more.
+    await chat.newChatButton.click()
+    await expect.poll(() => page.url()).not.toContain(path)
+    const [beforeBack] = await callsFor(prompt)
+    expect(beforeBack.closedAt).toBeUndefined()
+
+    // The server is reachable again and the person opens the app's home page, not the chat.
+    proxy.reopen()
+    await chat.goto(`${proxy.origin}/`)
+    const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 10_000)
+    expect(call.closedEarly).toBe(true)
+
+    await chat.goto(`${proxy.origin}${path}`)
+    await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
+    expect(await chat.answerText(answerId)).toBe(shown)
+  } finally {
     await proxy.close()
   }
 })

@@ -12,6 +12,8 @@ export interface CuttableProxy {
   origin: string
   /** Destroys every open connection and refuses new ones for `downMs`. */
   cut(downMs: number): Promise<void>
+  /** Accepts connections again at once (an outage of unknown length, ended when the test says). */
+  reopen(): void
   /** How many browser connections were cut so far. */
   cutCount(): number
   close(): Promise<void>
@@ -49,6 +51,9 @@ export async function startProxy(target: { host: string; port: number }): Promis
       cuts += sockets.size / 2 // each browser connection is a pair of sockets
       for (const socket of sockets) socket.resetAndDestroy()
       sockets.clear()
+    },
+    reopen() {
+      downUntil = 0
     },
     cutCount: () => cuts,
     close() {

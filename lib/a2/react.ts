@@ -6,6 +6,7 @@ import { useEffect, useState, useSyncExternalStore } from 'react'
 import { createSessionStore, type SessionStoreOptions, type SessionSnapshot, type SessionStore, type PushInput } from './internal/session-store'
 
 export { createSessionStore, clientEventId, PushError } from './internal/session-store'
+export { startOutboxCourier, type OutboxCourierOptions, type CourierStorage } from './internal/outbox-courier'
 export { A2HttpError } from './internal/http-error'
 export type { SessionSnapshot, SessionStore, PushInput, Connection, OutboxEntry, OutboxStorage } from './internal/session-store'
 

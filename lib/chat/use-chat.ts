@@ -2,8 +2,8 @@
 /**
  * The chat's hook: useSession with the chat fold, plus the actions a person takes.
  * Each action is a push; Stop pushes `cancelled` with the last index this browser has seen and, being
- * optimistic, cuts the local view at once. A Stop is a durable push: kept in the tab's
- * outbox (it survives a reload) and retried until the server takes it, never rolled back.
+ * optimistic, cuts the local view at once. A Stop is a durable push: kept in the browser's
+ * outbox (it survives a reload and its tab) and retried until the server takes it, never rolled back.
  */
 import { useCallback, useMemo } from 'react'
 import { useSession, clientEventId } from '@/lib/a2/react'

@@ -113,3 +113,35 @@ function isEvent(value: unknown): value is A2Event {
   const e = value as Partial<A2Event> | null
   return typeof e === 'object' && e !== null && typeof e.id === 'string' && typeof e.type === 'string' && 'payload' in e
 }
+
+/** The prefix of every session's outbox key in storage (`a2.outbox:<the session's events URL>`). */
+export const OUTBOX_PREFIX = 'a2.outbox:'
+
+/** Outbox keys whose session store is connected in this page (it delivers them; the courier leaves them alone). */
+const claims = new Map<string, number>()
+/** Told when a key is no longer claimed: what is left in it is the courier's to send now. */
+const releaseListeners = new Set<() => void>()
+
+/** Marks `key` as delivered by a connected session store of this page, until the returned release. */
+export function claimOutbox(key: string): () => void {
+  claims.set(key, (claims.get(key) ?? 0) + 1)
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    const left = (claims.get(key) ?? 1) - 1
+    if (left > 0) return void claims.set(key, left)
+    claims.delete(key)
+    for (const listener of [...releaseListeners]) listener()
+  }
+}
+
+/** Calls `listener` whenever a key stops being claimed; returns the unsubscribe. */
+export function onOutboxReleased(listener: () => void): () => void {
+  releaseListeners.add(listener)
+  return () => void releaseListeners.delete(listener)
+}
+
+export function outboxClaimed(key: string): boolean {
+  return claims.has(key)
+}

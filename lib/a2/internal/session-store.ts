@@ -14,34 +14,17 @@
  * refusal (a 4xx other than 408/429) drops one.
  */
 import type { A2Event } from './contract'
-import { A2HttpError, httpErrorOf, type A2HttpErrorOptions } from './http-error'
-import { brandOf } from './brand'
-import { createOutbox, defaultOutboxStorage, type OutboxEntry, type OutboxStorage } from './outbox'
-import { decodeErrorBody, decodePushAnswer, decodeSseEvent, encodePushBody, WireError, type PushedEvent } from './wire'
+import { A2HttpError } from './http-error'
+import { claimOutbox, createOutbox, defaultOutboxStorage, OUTBOX_PREFIX, type OutboxEntry, type OutboxStorage } from './outbox'
+import { postPush, PushError } from './post-push'
+import { decodeSseEvent, WireError, type PushedEvent } from './wire'
 
 export type { OutboxEntry, OutboxStorage } from './outbox'
+export { PushError } from './post-push'
 
 export type PushInput = PushedEvent
 
 export type Connection = 'connecting' | 'open' | 'reconnecting' | 'closed'
-
-/** A push the server refused or never got: an A2HttpError with the events it rolled back. */
-export class PushError extends A2HttpError {
-  static override readonly brand: symbol = brandOf('PushError')
-
-  /** The events that were rolled back, so the UI can offer to retry them. */
-  readonly inputs: PushInput[]
-
-  constructor(code: string, message: string, inputs: PushInput[], options: A2HttpErrorOptions = {}) {
-    super(code, message, options)
-    this.name = 'PushError'
-    this.inputs = inputs
-  }
-
-  static of(error: A2HttpError, inputs: PushInput[]): PushError {
-    return new PushError(error.code, error.message, inputs, { status: error.status, retryAfterS: error.retryAfterS, cause: error.cause })
-  }
-}
 
 export interface SessionSnapshot<S> {
   /** The fold of confirmed events, then this browser's pending pushes on top. */
@@ -130,7 +113,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   const retryDelays = options.retryDelaysMs ?? [250, 1000, 3000]
   const durableDelays = options.retryDelaysMs ?? DURABLE_RETRY_MS
   const durableTypes = new Set(options.durableTypes ?? [])
-  const outboxKey = `a2.outbox:${url}`
+  const outboxKey = `${OUTBOX_PREFIX}${url}`
   const outbox = createOutbox(outboxKey, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()), (events) =>
     adopt(events),
   )
@@ -149,6 +132,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined
   let reconnectDelay = 500
   let closed = false
+  /** While connected this store delivers its session's outbox; closed, the page's courier does (outbox-courier.ts). */
+  let releaseOutbox: (() => void) | undefined
   let loaded = !options.snapshot
   let queue: Promise<void> = Promise.resolve()
   let loading: Promise<void> | undefined
@@ -275,35 +260,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     if (!closed) reconnectTimer = setTimeout(open, 0)
   }
 
-  type Outcome = { kind: 'ok'; events: A2Event[] } | { kind: 'retry' | 'final'; error: PushError }
-
-  /**
-   * One POST. Network errors, 5xx, 408 and 429 may pass; any other refusal is final. A durable
-   * push is sent `keepalive`: a Stop whose tab closes while it is on its way still arrives.
-   */
-  const postOnce = async (inputs: PushInput[], durable = false): Promise<Outcome> => {
-    const body = encodePushBody(inputs)
-    let response: Response
-    try {
-      const init: RequestInit = { method: 'POST', headers: { 'content-type': 'application/json' }, body }
-      if (durable) init.keepalive = true
-      response = await doFetch(url, init)
-    } catch (cause) {
-      return { kind: 'retry', error: new PushError('network', 'could not reach the server', inputs, { cause }) }
-    }
-    const json: unknown = await response.json().catch(() => undefined)
-    if (response.ok) {
-      try {
-        return { kind: 'ok', events: decodePushAnswer(json).events }
-      } catch (error) {
-        // An answer that is not one (a proxy's page): the push may have landed; the id makes a repeat a no-op.
-        console.error('[a2] session store: the push answer is not one:', error instanceof WireError ? error.message : error)
-      }
-    }
-    const refusal = decodeErrorBody(json)
-    const retryable = response.status >= 500 || response.status === 408 || response.status === 429
-    return { kind: retryable ? 'retry' : 'final', error: PushError.of(httpErrorOf(response, refusal ? { error: refusal } : undefined), inputs) }
-  }
+  const postOnce = (inputs: PushInput[], durable = false) => postPush(doFetch, url, inputs, { keepalive: durable })
 
   /** An ordinary push: a few retries (same body, same ids: a repeat is one event), then it fails. */
   const send = async (inputs: PushInput[]): Promise<A2Event[]> => {
@@ -442,6 +399,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         window.addEventListener('online', onOnline)
         window.addEventListener('storage', onStorage)
       }
+      releaseOutbox ??= claimOutbox(outboxKey)
       for (const entry of outbox.entries()) deliver(entry.event.id)
       if (loaded) {
         if (!source) open()
@@ -480,6 +438,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         window.removeEventListener('online', onOnline)
         window.removeEventListener('storage', onStorage)
       }
+      releaseOutbox?.()
+      releaseOutbox = undefined
       wake() // retry loops see `closed` and suspend
       clearTimeout(reconnectTimer)
       source?.close()

@@ -1,0 +1,132 @@
+/**
+ * The outbox courier: a page's sender for stored intents (a Stop) whose session has no store
+ * open in it — a chat left, or a tab closed, while the server was away.
+ */
+import { describe, expect, it } from 'vitest'
+import { createSessionStore, startOutboxCourier } from '@/lib/a2/react'
+import type { A2Event } from '@/lib/a2'
+
+function memoryStorage() {
+  const items = new Map<string, string>()
+  return {
+    items,
+    get length() {
+      return items.size
+    },
+    key: (index: number) => [...items.keys()][index] ?? null,
+    getItem: (key: string) => items.get(key) ?? null,
+    setItem: (key: string, value: string) => void items.set(key, value),
+    removeItem: (key: string) => void items.delete(key),
+  }
+}
+
+const stop = (id: string, session: string): A2Event => ({
+  id,
+  sessionId: session,
+  index: -1,
+  type: 'note',
+  payload: { v: id },
+  createdAt: '2026-01-01T00:00:00.000Z',
+})
+const keyOf = (session: string) => `a2.outbox:/api/sessions/${session}/events`
+
+/** A server answering each push by `answer(url, id)`: 'ok', a status, or 'down' (a network error). */
+function fakeServer(answer: (url: string, id: string) => 'ok' | number | 'down') {
+  const sent: Array<{ url: string; id: string; keepalive: boolean }> = []
+  const listeners = new Set<() => void>()
+  const fn = (async (url: string, init: RequestInit) => {
+    const { id } = JSON.parse(String(init.body)) as { id: string }
+    sent.push({ url, id, keepalive: init.keepalive === true })
+    for (const listener of listeners) listener()
+    const verdict = answer(url, id)
+    if (verdict === 'down') throw new TypeError('Failed to fetch')
+    if (verdict === 'ok') return Response.json({ events: [{ ...stop(id, 's'), index: 0 }] }, { status: 201 })
+    return Response.json({ error: { code: 'refused', message: 'no' } }, { status: verdict })
+  }) as unknown as typeof fetch
+  return { fn, sent, onSend: (listener: () => void) => (listeners.add(listener), () => void listeners.delete(listener)) }
+}
+
+/** Resolves once `check` holds, looked at on every send and every 5 ms; rejects naming `what` after 5 s. */
+function until(check: () => boolean, what: string, on: (listener: () => void) => () => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const look = () => {
+      if (!check()) return
+      done()
+      resolve()
+    }
+    const poll = setInterval(look, 5)
+    const stopListening = on(look)
+    const timer = setTimeout(() => (done(), reject(new Error(`timed out waiting for ${what}`))), 5_000)
+    const done = () => {
+      clearInterval(poll)
+      clearTimeout(timer)
+      stopListening()
+    }
+    look()
+  })
+}
+
+describe('the outbox courier', () => {
+  it('sends every stored intent of a session no store here has open, keepalive, and drops each once acknowledged', async () => {
+    const storage = memoryStorage()
+    storage.setItem(keyOf('a'), JSON.stringify([stop('stop-a1', 'a'), stop('stop-a2', 'a')]))
+    storage.setItem(keyOf('b'), JSON.stringify([stop('stop-b', 'b')]))
+    storage.setItem('unrelated', 'kept')
+    const server = fakeServer(() => 'ok')
+    const halt = startOutboxCourier({ fetch: server.fn, storage })
+    await until(() => server.sent.length === 3 && !storage.items.has(keyOf('b')) && !storage.items.has(keyOf('a')), 'three sends', server.onSend)
+    halt()
+    expect(server.sent).toEqual([
+      { url: '/api/sessions/a/events', id: 'stop-a1', keepalive: true },
+      { url: '/api/sessions/a/events', id: 'stop-a2', keepalive: true },
+      { url: '/api/sessions/b/events', id: 'stop-b', keepalive: true },
+    ])
+    expect([...storage.items.keys()]).toEqual(['unrelated'])
+  })
+
+  it('retries while the server is away, drops a final refusal, and leaves a session whose store is open to that store', async () => {
+    const storage = memoryStorage()
+    storage.setItem(keyOf('away'), JSON.stringify([stop('stop-away', 'away')]))
+    storage.setItem(keyOf('gone'), JSON.stringify([stop('stop-gone', 'gone')]))
+    storage.setItem(keyOf('open'), JSON.stringify([stop('stop-open', 'open')]))
+    let up = false
+    const server = fakeServer((url) => (url.includes('/gone/') ? 404 : url.includes('/open/') ? 'ok' : up ? 'ok' : 'down'))
+    // The chat of session `open` is on screen: its store delivers its outbox (it never answers here).
+    const open = createSessionStore<string[]>({
+      sessionId: 'open',
+      reducer: (s) => s,
+      initial: [],
+      fetch: (() => new Promise(() => {})) as unknown as typeof fetch,
+      durableTypes: ['note'],
+      storage,
+    })
+    open.connect()
+    const halt = startOutboxCourier({ fetch: server.fn, storage, retryDelaysMs: [1] })
+    await until(() => server.sent.filter((s) => s.id === 'stop-away').length >= 3, 'three sends while away', server.onSend)
+    expect(storage.items.has(keyOf('gone'))).toBe(false) // refused for good (404): dropped
+    expect(storage.items.has(keyOf('away'))).toBe(true)
+    up = true
+    await until(() => !storage.items.has(keyOf('away')), 'the send once back', server.onSend)
+    expect(server.sent.filter((s) => s.id === 'stop-gone')).toHaveLength(1)
+    expect(server.sent.some((s) => s.id === 'stop-open')).toBe(false)
+    expect(storage.items.has(keyOf('open'))).toBe(true)
+
+    // The chat is left: what its store had not delivered is the courier's at once.
+    open.close()
+    await until(() => !storage.items.has(keyOf('open')), 'the open chat’s Stop, once it was closed', server.onSend)
+    expect(server.sent.filter((s) => s.id === 'stop-open')).toHaveLength(1)
+    halt()
+  })
+
+  it('sends only to paths of this origin', async () => {
+    const storage = memoryStorage()
+    storage.setItem('a2.outbox://evil.example/api/sessions/x/events', JSON.stringify([stop('x1', 'x')]))
+    storage.setItem('a2.outbox:https://evil.example/api/sessions/x/events', JSON.stringify([stop('x2', 'x')]))
+    storage.setItem(keyOf('ok'), JSON.stringify([stop('ok1', 'ok')]))
+    const server = fakeServer(() => 'ok')
+    const halt = startOutboxCourier({ fetch: server.fn, storage })
+    await until(() => !storage.items.has(keyOf('ok')), 'the same-origin send', server.onSend)
+    halt()
+    expect(server.sent.map((s) => s.id)).toEqual(['ok1'])
+  })
+})
