@@ -111,14 +111,24 @@ async function createBus(store: Store): Promise<Bus> {
     }
     fanOut(hint, toWorkers)
   }
-  const unlistenJobs = await store.listen(JOBS_CHANNEL, onPayload(true))
+  // A lost LISTEN connection, taken again: what was notified meanwhile reached nobody here (a
+  // Stop's cancel hint, a new job). Workers look again at once — a running attempt rechecks
+  // its run (a Stop would otherwise wait for its next lease renewal, 5 s for the chat), the
+  // claim loop claims — and tails read their sessions' heads.
+  const relistened = () => {
+    for (const listener of any) deliver(listener, { sessionId: '', head: 0, newJobs: true, recheckCancels: true })
+    void pollHeads()
+  }
+  const unlistenJobs = await store.listen(JOBS_CHANNEL, onPayload(true), relistened)
   let tailChannel: Promise<() => Promise<void>> | undefined
   return {
     listenForTails() {
-      tailChannel ??= store.listen(TAIL_CHANNEL, onPayload(false)).catch((error: unknown) => {
-        tailChannel = undefined // the next tail tries again
-        throw error
-      })
+      tailChannel ??= store
+        .listen(TAIL_CHANNEL, onPayload(false), () => void pollHeads())
+        .catch((error: unknown) => {
+          tailChannel = undefined // the next tail tries again
+          throw error
+        })
       return tailChannel.then(() => undefined)
     },
     onSession(sessionId, listener) {

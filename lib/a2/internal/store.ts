@@ -15,7 +15,11 @@ export interface Store {
   readonly kind: 'postgres' | 'pglite'
   readonly db: Db
   /** Subscribes to a NOTIFY channel. Postgres: one dedicated connection per store, shared by every channel. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>
+  /**
+   * LISTENs on `channel`. `onRelisten` is called each time a lost LISTEN connection is taken
+   * again: what was notified meanwhile reached nobody here.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onRelisten?: () => void): Promise<() => Promise<void>>
   /**
    * Liveness (liveness.ts): holds `key` for as long as this process lives, so others can tell
    * from the database that it died. Absent (a wrapped test store): leases alone decide.
@@ -59,8 +63,13 @@ export async function openPostgresStore(url: string, options: { max?: number; on
   return {
     kind: 'postgres',
     db,
-    async listen(channel, onPayload) {
-      const request = await client.listen(channel, onPayload)
+    async listen(channel, onPayload, onRelisten) {
+      // postgres-js calls onlisten on the first LISTEN and again after each reconnect.
+      let listened = false
+      const request = await client.listen(channel, onPayload, () => {
+        if (listened) onRelisten?.()
+        listened = true
+      })
       return () => request.unlisten()
     },
     holdLifeLock: (key) => holdAdvisoryLock(client, key),
