@@ -98,7 +98,10 @@ export async function runEffect<R>(
   const lost = run.signal.aborted ? run.signal.reason : undefined
   if (lost instanceof RunAborted && lost.isLeaseLoss) throw lost
   // The dispatch compare-and-set: only while the run is ACTIVE, at the attempt and cancel
-  // version this run observed. Zero rows: a cancel (or a successor) got there first. The run's
+  // version this run observed, and held (an owner released as dead, OWNER_DIED, holds it no
+  // more, though its attempt number stands until the next claim takes it: its dispatch would
+  // leave the next attempt an effect it cannot prove stopped). Zero rows: a cancel (or a
+  // successor, or a release) got there first. The run's
   // row is share-locked until this commits, so a run cannot end (finishRun counts effects
   // under its row lock) between this check and the effect it lets through.
   const dispatched = await query(
@@ -107,17 +110,18 @@ export async function runEffect<R>(
         where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
           and exists (select 1 from a2_jobs where id = ${fence.jobId} and status = 'ACTIVE'
                         and attempt = ${fence.attempt} and cancel_version = ${run.cancelVersion}
+                        and owner is not null
                       for share)
         returning job_id`,
   )
   if (dispatched.length !== 1) {
-    // Recorded as cancelled only while this attempt still holds the job: a superseded
-    // attempt must not mark the successor's effect (the successor would then refuse it).
+    // Recorded as cancelled only while this attempt still holds the job: a superseded or
+    // released attempt must not mark the successor's effect (the successor would then refuse it).
     const cancelled = await query(
       db,
       sql`update a2_effects set status = 'CANCELLED_BEFORE_DISPATCH', updated_at = now()
           where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
-            and exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt})
+            and exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt} and owner is not null)
           returning job_id`,
     )
     if (cancelled.length !== 1) {
@@ -229,6 +233,12 @@ async function reconcileDispatched<R>(
  * statement each, fenced on the run's attempt: the effect moves and the run's history says
  * so (status unchanged: reconciling is an event in the run, not a change of its state)
  * together, or not at all — zero rows means a successor or an operator got there first.
+ *
+ * "Not done" is no proof for an effect whose attempt was released as dead (OWNER_DIED): that
+ * owner may still be inside the call. The drain releases no run with an effect in flight
+ * (drain.ts), but a dispatch that commits while the release's statement runs is not in its
+ * snapshot; such an effect becomes UNKNOWN, as a forced-out attempt's does (settle.ts), and
+ * its late outcome or an operator settles it.
  */
 export async function applyVerdict(
   db: Executor,
@@ -240,20 +250,31 @@ export async function applyVerdict(
   const to = verdict === 'unknown' ? 'UNKNOWN' : verdict.done ? 'DONE' : 'INTENT'
   const result = verdict !== 'unknown' && verdict.done ? JSON.stringify({ value: verdict.result ?? null }) : null
   const reason = verdict === 'unknown' ? 'EFFECT_UNRECONCILED' : verdict.done ? 'EFFECT_RECONCILED_DONE' : 'EFFECT_RECONCILED_NOT_DONE'
-  const rows = await query(
+  const rows = await query<{ reason: string }>(
     db,
     sql`with run as (
           select id, status from a2_jobs
           where id = ${jobId} and attempt = ${attempt} and status in ${LEASED}
           for share
+        ), target as (
+          select e.job_id, e.key,
+                 ${to} = 'INTENT' and exists (select 1 from a2_job_transitions t
+                                              where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'OWNER_DIED') as released
+          from a2_effects e join run on e.job_id = run.id
+          where e.key = ${key} and e.status = 'DISPATCHED'
         ), moved as (
-          update a2_effects e set status = ${to}, result = coalesce(${result}::jsonb, e.result), updated_at = now()
-          from run where e.job_id = run.id and e.key = ${key} and e.status = 'DISPATCHED'
-          returning run.status
+          update a2_effects e set status = case when t.released then 'UNKNOWN' else ${to} end,
+                 result = coalesce(${result}::jsonb, e.result), updated_at = now()
+          from target t, run where e.job_id = t.job_id and e.key = t.key and e.status = 'DISPATCHED'
+          returning run.status, t.released
         )
         insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
-        select ${jobId}, ${attempt}::int, status, status, ${reason}, ${JSON.stringify({ key })}::jsonb from moved
-        returning id`,
+        select ${jobId}, ${attempt}::int, status, status,
+               case when released then 'EFFECT_UNRECONCILED' else ${reason} end,
+               case when released then ${JSON.stringify({ key, reconciled: 'not done', ownerReleased: true })}::jsonb
+                    else ${JSON.stringify({ key })}::jsonb end
+        from moved
+        returning reason`,
   )
   if (rows.length !== 1) {
     throw new A2Error(
@@ -261,6 +282,6 @@ export async function applyVerdict(
       `effect "${key}" was not reconciled: attempt ${attempt} no longer holds job ${jobId}, or the effect was settled meanwhile`,
     )
   }
-  if (verdict === 'unknown') throw new EffectUnknown(key)
+  if (verdict === 'unknown' || rows[0].reason === 'EFFECT_UNRECONCILED') throw new EffectUnknown(key)
   return verdict.done ? { value: verdict.result ?? null } : undefined
 }
