@@ -46,6 +46,50 @@ export class EffectSettledMeanwhile extends A2Error {
   }
 }
 
+/**
+ * The dispatches of one attempt on their way to the database, so that its ending sees them.
+ * `finishRuns` decides from the effects as its statement's snapshot has them (and as last
+ * committed for the effects that were open in it): a dispatch that commits after that
+ * snapshot is taken — a handler that did not await its `ctx.effect` ends while the dispatch
+ * compare-and-set is in flight — is not seen, and the run ended COMPLETED over a DISPATCHED
+ * effect (ending-dispatch.test.ts, seen failing on Postgres). Both are the attempt's own
+ * statements, so the attempt orders them: its ending first closes this (a dispatch not yet
+ * sent is refused, `fn` not called) and waits for those in flight to be answered, so every
+ * dispatch that passed committed before the ending's statement is sent. No statement is
+ * added: the wait is one dispatch's round trip, and only when one is in flight.
+ */
+export class DispatchesInFlight {
+  private inFlight = 0
+  private closed = false
+  private idle?: () => void
+  /** The ending waits for a dispatch in flight (a test observes it). */
+  holdingBack = false
+
+  /** A dispatch may go out: false once the attempt is ending. */
+  enter(): boolean {
+    if (this.closed) return false
+    this.inFlight++
+    return true
+  }
+
+  leave(): void {
+    if (--this.inFlight === 0) this.idle?.()
+  }
+
+  get isClosed(): boolean {
+    return this.closed
+  }
+
+  /** No dispatch from now on; resolves once every one in flight was answered. */
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.inFlight === 0) return
+    this.holdingBack = true
+    await new Promise<void>((resolve) => (this.idle = resolve))
+    this.holdingBack = false
+  }
+}
+
 export interface EffectRun {
   fence: Fence
   /** cancel_version the attempt observed at claim: dispatch is valid only at this version. */
@@ -55,6 +99,8 @@ export interface EffectRun {
   beforeDispatch?: (key: string) => Promise<void>
   /** The consumer's reconcile hook: asked when the effect has no hook of its own. */
   reconcile?: ConsumerReconcile
+  /** The attempt's dispatches in flight: its ending waits for them and refuses new ones. */
+  dispatches?: DispatchesInFlight
 }
 
 export function idempotencyKey(jobId: number, key: string): string {
@@ -70,6 +116,7 @@ export async function runEffect<R>(
 ): Promise<R> {
   const { fence } = run
   const stableKey = idempotencyKey(fence.jobId, key)
+  if (run.dispatches?.isClosed) throw ending(fence, key)
   // Intent first: if this insert fails (store unreachable), nothing is dispatched — fail closed.
   // Fenced like every write of an attempt: a superseded attempt records nothing.
   await query(
@@ -119,6 +166,7 @@ export async function runEffect<R>(
   // successor, or a release) got there first. The run's
   // row is share-locked until this commits, so a run cannot end (finishRun counts effects
   // under its row lock) between this check and the effect it lets through.
+  if (run.dispatches && !run.dispatches.enter()) throw ending(fence, key)
   const dispatched = await query(
     db,
     sql`update a2_effects set status = 'DISPATCHED', attempt = ${fence.attempt}, cancel_version = ${run.cancelVersion}, updated_at = now()
@@ -128,7 +176,7 @@ export async function runEffect<R>(
                         and owner is not null
                       for share)
         returning job_id`,
-  )
+  ).finally(() => run.dispatches?.leave())
   if (dispatched.length !== 1) {
     // Recorded as cancelled only while this attempt still holds the job: a superseded or
     // released attempt must not mark the successor's effect (the successor would then refuse it).
@@ -159,6 +207,10 @@ export async function runEffect<R>(
   }
   await recordOutcome(db, fence, key, 'DONE', { result: { value: result ?? null } })
   return result
+}
+
+function ending(fence: Fence, key: string): A2Error {
+  return new A2Error('fenced', `effect "${key}" was not dispatched: attempt ${fence.attempt} of job ${fence.jobId} is ending`)
 }
 
 function fenced(fence: Fence, key: string): A2Error {
