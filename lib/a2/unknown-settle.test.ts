@@ -319,6 +319,57 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
   }, Math.max(60_000, RUNS * 2_000))
 
   /**
+   * The same window on a successor's path: attempt 2 reaches an effect attempt 1 (its lease
+   * lapsed, its call still out) left DISPATCHED, and attempt 1's outcome commits between
+   * attempt 2's read of the effect and its verdict (the reconcile hook is that moment). The
+   * recorded outcome is the answer: replayed, not called again, and not a `fenced` failure
+   * that would leave the run to its lease.
+   */
+  it("a late outcome landing while a successor reconciles the effect is replayed to it", async () => {
+    const name = `us${++n}`
+    const c = consumer({ contract: chat, name, types: ['generate'], maxAttempts: 3, leaseMs: LEASE_MS }).run(async () => {})
+    const server = createServer({ contract: chat, consumers: [c], store: base })
+    const { id: sessionId } = await server.sessions.create('u')
+    await server.append(sessionId, { type: 'generate', payload: {} })
+    const claim = (owner: string) => claimJobs(base.db, { consumers: [name], owner, leaseMs: { [name]: LEASE_MS }, limit: 1 })
+    const [first] = await claim('w1')
+    const entered = gate()
+    const answer = gate()
+    const late = runEffect(base.db, { fence: { jobId: first.id, attempt: first.attempt }, cancelVersion: 0, signal: new AbortController().signal }, 'tool', async () => {
+      entered.open()
+      await answer.promise
+      return 'receipt'
+    })
+    await entered.promise
+    // Attempt 1's lease runs out (the clock driven by hand): a claim takes the run over.
+    await query(base.db, sql`update a2_jobs set lease_until = now() - interval '1 millisecond' where id = ${first.id}`)
+    const [second] = await claim('w2')
+    expect(second.attempt).toBe(first.attempt + 1)
+    let calledAgain = 0
+    const value = await runEffect(
+      base.db,
+      {
+        fence: { jobId: second.id, attempt: second.attempt },
+        cancelVersion: 0,
+        signal: new AbortController().signal,
+        reconcile: async () => {
+          answer.open()
+          await late // recorded DONE before the verdict goes out
+          return { done: false }
+        },
+      },
+      'tool',
+      async () => {
+        calledAgain++
+        return 'again'
+      },
+    )
+    expect(value).toBe('receipt')
+    expect(calledAgain).toBe(0)
+    expect(await effectsOf(second.id)).toEqual([{ key: 'tool', status: 'DONE' }])
+  })
+
+  /**
    * The drain ends the forced-out run (finishRuns) while the attempt's late outcomes arrive:
    * e1's is recorded before the drain's ending and e2's after it starts and before it
    * commits. The ending decides from the effects as last committed, or it calls the run
