@@ -109,7 +109,11 @@ function gatedStore(store: Store, side: Side): Store {
 function short(text: string): string {
   const t = text.replace(/\s+/g, ' ')
   if (t.includes('a2_effects set status')) return 'update effect'
+  if (t.includes('target as')) return 'verdict'
   if (t.includes('with run as')) return 'settle run'
+  if (t.includes('with candidates as')) return 'take'
+  if (t.includes("status = 'DISPATCHED' order by key")) return 'read in flight'
+  if (t.includes('jsonb_to_recordset')) return 'finish runs'
   return t.slice(0, 40)
 }
 
@@ -141,7 +145,7 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     return run
   }
 
-  /** Attempt 1 inside e1 and e2 (each through its own store), a Stop recorded; `drain` forces it out. */
+  /** Attempt 1 inside e1, e2 … (one per store, each through it), a Stop recorded; `drain` forces it out. */
   async function forcedOut(stores: Store[]) {
     const name = `us${++n}`
     const c = consumer({ contract: chat, name, types: ['generate'], abortOn: ['cancelled'], maxAttempts: 2, leaseMs: LEASE_MS }).run(async () => {})
@@ -150,9 +154,9 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     const [generate] = await server.append(sessionId, { type: 'generate', payload: {} })
     const [job] = await claimJobs(base.db, { consumers: [name], owner: 'w1', leaseMs: { [name]: LEASE_MS }, limit: 1 })
     const controller = new AbortController()
-    const entered = [gate(), gate()]
-    const answer = [gate(), gate()]
-    const outcomes = ['e1', 'e2'].map((key, i) =>
+    const entered = stores.map(() => gate())
+    const answer = stores.map(() => gate())
+    const outcomes = stores.map((_, i) => `e${i + 1}`).map((key, i) =>
       runEffect(
         stores[i].db,
         { fence: { jobId: job.id, attempt: job.attempt }, cancelVersion: job.cancelVersion, signal: controller.signal },
@@ -274,6 +278,97 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     },
     Math.max(60_000, RUNS * 2_000),
   )
+  /**
+   * The drain takes the forced-out run and settles it (take, reconcile, finishRuns) while the
+   * attempt's late outcome for its one effect arrives (record, settle). Whichever commits
+   * second must settle the run, at once: no later drain tick, no lease waited for. Before the
+   * fix, the late outcome landing between the drain's read of the DISPATCHED effects and its
+   * verdict on one made that verdict's statement find nothing to change; the drain took that
+   * for a lost claim and left the run CANCELLING, held under its own lease (15 s for the
+   * app's generate consumer) until a later drain took it again.
+   */
+  it(`a late outcome racing the drain settles the run without waiting, over ${RUNS} drawn interleavings`, async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), async (order) => {
+        const late = new Side('late')
+        const drainer = new Side('drain')
+        const run = await forcedOut([gatedStore(base, late)])
+        for (const s of [late, drainer]) s.gated = true
+        const done = [
+          (async () => {
+            run.answer[0].open()
+            await run.outcomes[0]
+          })(),
+          run.drain(gatedStore(base, drainer)),
+        ].map((p, i) =>
+          p.finally(() => {
+            const side = [late, drainer][i]
+            side.finished = true
+            side.touch()
+          }),
+        )
+        const trace = await drive([late, drainer], order)
+        await Promise.all(done)
+        for (const s of [late, drainer]) s.gated = false
+        // Read at once: one drain tick and one late outcome, nothing after them.
+        expect(await effectsOf(run.jobId)).toEqual([{ key: 'e1', status: 'DONE' }])
+        expect(await jobStatus(run.jobId), trace.join(' → ')).toBe('CANCELLED')
+      }),
+      { numRuns: RUNS, seed: SEED, path: process.env.FC_PATH },
+    )
+  }, Math.max(60_000, RUNS * 2_000))
+
+  /**
+   * The same window on a successor's path: attempt 2 reaches an effect attempt 1 (its lease
+   * lapsed, its call still out) left DISPATCHED, and attempt 1's outcome commits between
+   * attempt 2's read of the effect and its verdict (the reconcile hook is that moment). The
+   * recorded outcome is the answer: replayed, not called again, and not a `fenced` failure
+   * that would leave the run to its lease.
+   */
+  it("a late outcome landing while a successor reconciles the effect is replayed to it", async () => {
+    const name = `us${++n}`
+    const c = consumer({ contract: chat, name, types: ['generate'], maxAttempts: 3, leaseMs: LEASE_MS }).run(async () => {})
+    const server = createServer({ contract: chat, consumers: [c], store: base })
+    const { id: sessionId } = await server.sessions.create('u')
+    await server.append(sessionId, { type: 'generate', payload: {} })
+    const claim = (owner: string) => claimJobs(base.db, { consumers: [name], owner, leaseMs: { [name]: LEASE_MS }, limit: 1 })
+    const [first] = await claim('w1')
+    const entered = gate()
+    const answer = gate()
+    const late = runEffect(base.db, { fence: { jobId: first.id, attempt: first.attempt }, cancelVersion: 0, signal: new AbortController().signal }, 'tool', async () => {
+      entered.open()
+      await answer.promise
+      return 'receipt'
+    })
+    await entered.promise
+    // Attempt 1's lease runs out (the clock driven by hand): a claim takes the run over.
+    await query(base.db, sql`update a2_jobs set lease_until = now() - interval '1 millisecond' where id = ${first.id}`)
+    const [second] = await claim('w2')
+    expect(second.attempt).toBe(first.attempt + 1)
+    let calledAgain = 0
+    const value = await runEffect(
+      base.db,
+      {
+        fence: { jobId: second.id, attempt: second.attempt },
+        cancelVersion: 0,
+        signal: new AbortController().signal,
+        reconcile: async () => {
+          answer.open()
+          await late // recorded DONE before the verdict goes out
+          return { done: false }
+        },
+      },
+      'tool',
+      async () => {
+        calledAgain++
+        return 'again'
+      },
+    )
+    expect(value).toBe('receipt')
+    expect(calledAgain).toBe(0)
+    expect(await effectsOf(second.id)).toEqual([{ key: 'tool', status: 'DONE' }])
+  })
+
   /**
    * The drain ends the forced-out run (finishRuns) while the attempt's late outcomes arrive:
    * e1's is recorded before the drain's ending and e2's after it starts and before it

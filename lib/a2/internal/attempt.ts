@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm'
 import { RunAborted, abortReason, type EventRef } from './abort'
 import type { A2Event, Contract } from './contract'
 import type { Consumer, RunContext } from './consumer'
-import { runEffect } from './effects'
+import { DispatchesInFlight, runEffect } from './effects'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
 import { read } from './log'
@@ -35,6 +35,8 @@ export class Attempt {
   private finished = false
   /** Whether the handler called ctx.effect: the only way a first attempt's job gets an effect row. */
   private effectsUsed = false
+  /** Its dispatches in flight: the ending waits for them, so it sees each one that passed (effects.ts). */
+  readonly dispatches = new DispatchesInFlight()
 
   constructor(
     private readonly host: RuntimeHost,
@@ -141,6 +143,8 @@ export class Attempt {
       this.stopClock()
     }
     try {
+      // A ctx.effect the handler did not await may be dispatching now: the ending goes out after it.
+      await this.dispatches.close()
       // A first attempt that called no ctx.effect has no effect to reconcile: its settle
       // skips that read (one statement of three per effect-free job; bench figure 4).
       const effectFree = job.attempt === 1 && !this.effectsUsed
@@ -179,6 +183,7 @@ export class Attempt {
             signal,
             beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
             reconcile: this.consumer.options.reconcile,
+            dispatches: this.dispatches,
           },
           key,
           fn,

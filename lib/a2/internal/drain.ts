@@ -78,6 +78,13 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
  * with OWNER_DIED in their history: an ACTIVE run becomes claimable (the next claim takes it
  * as a new attempt, fenced like any other), a CANCELLING one drainable (its lease is ended).
  * Returns how many were released.
+ *
+ * Not a run whose attempt has an effect DISPATCHED: liveness can be wrong (a process whose
+ * lock connection dropped runs on, inside that call), and whoever took the run next would put
+ * the effect to the reconcile hook, whose "not done" is no proof while the call may still be
+ * running — a second dispatch beside it, or a run ended CANCELLED/FAILED under it
+ * (released-owner.test.ts, seen failing both ways). Such a run keeps its lease, the proof the
+ * library already takes over on: by its end the owner's own clock has aborted the attempt.
  */
 async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness): Promise<number> {
   const released = await query(
@@ -87,6 +94,7 @@ async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Li
           where status in ${LEASED} and consumer in ${consumers}
             and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
             and ${liveness.ownerGone(sql`j.owner_key`)}
+            and not exists (select 1 from a2_effects e where e.job_id = j.id and e.attempt = j.attempt and e.status = 'DISPATCHED')
           limit ${DRAIN_BATCH}
           for update skip locked
         ), released as (

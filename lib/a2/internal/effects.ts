@@ -34,6 +34,62 @@ export class EffectUnknown extends A2Error {
   }
 }
 
+/**
+ * A verdict found its effect no longer DISPATCHED while its attempt still holds the run (a late
+ * outcome got there first): nothing was changed (code `fenced`), and the caller goes on from
+ * the stored state instead of giving the run up.
+ */
+export class EffectSettledMeanwhile extends A2Error {
+  static readonly brand: symbol = brandOf('EffectSettledMeanwhile')
+  constructor(key: string) {
+    super('fenced', `effect "${key}" was settled while it was being reconciled`)
+  }
+}
+
+/**
+ * The dispatches of one attempt on their way to the database, so that its ending sees them.
+ * `finishRuns` decides from the effects as its statement's snapshot has them (and as last
+ * committed for the effects that were open in it): a dispatch that commits after that
+ * snapshot is taken — a handler that did not await its `ctx.effect` ends while the dispatch
+ * compare-and-set is in flight — is not seen, and the run ended COMPLETED over a DISPATCHED
+ * effect (ending-dispatch.test.ts, seen failing on Postgres). Both are the attempt's own
+ * statements, so the attempt orders them: its ending first closes this (a dispatch not yet
+ * sent is refused, `fn` not called) and waits for those in flight to be answered, so every
+ * dispatch that passed committed before the ending's statement is sent. No statement is
+ * added: the wait is one dispatch's round trip, and only when one is in flight.
+ */
+export class DispatchesInFlight {
+  private inFlight = 0
+  private closed = false
+  private idle?: () => void
+  /** The ending waits for a dispatch in flight (a test observes it). */
+  holdingBack = false
+
+  /** A dispatch may go out: false once the attempt is ending. */
+  enter(): boolean {
+    if (this.closed) return false
+    this.inFlight++
+    return true
+  }
+
+  leave(): void {
+    if (--this.inFlight === 0) this.idle?.()
+  }
+
+  get isClosed(): boolean {
+    return this.closed
+  }
+
+  /** No dispatch from now on; resolves once every one in flight was answered. */
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.inFlight === 0) return
+    this.holdingBack = true
+    await new Promise<void>((resolve) => (this.idle = resolve))
+    this.holdingBack = false
+  }
+}
+
 export interface EffectRun {
   fence: Fence
   /** cancel_version the attempt observed at claim: dispatch is valid only at this version. */
@@ -43,6 +99,8 @@ export interface EffectRun {
   beforeDispatch?: (key: string) => Promise<void>
   /** The consumer's reconcile hook: asked when the effect has no hook of its own. */
   reconcile?: ConsumerReconcile
+  /** The attempt's dispatches in flight: its ending waits for them and refuses new ones. */
+  dispatches?: DispatchesInFlight
 }
 
 export function idempotencyKey(jobId: number, key: string): string {
@@ -58,6 +116,7 @@ export async function runEffect<R>(
 ): Promise<R> {
   const { fence } = run
   const stableKey = idempotencyKey(fence.jobId, key)
+  if (run.dispatches?.isClosed) throw ending(fence, key)
   // Intent first: if this insert fails (store unreachable), nothing is dispatched — fail closed.
   // Fenced like every write of an attempt: a superseded attempt records nothing.
   await query(
@@ -68,28 +127,31 @@ export async function runEffect<R>(
                         and status in ${LEASED})
         on conflict (job_id, key) do nothing`,
   )
-  const [row] = await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
-    db,
-    sql`select status, attempt, result from a2_effects where job_id = ${fence.jobId} and key = ${key}`,
-  )
-  if (!row) throw fenced(fence, key)
-  switch (row.status) {
-    case 'DONE':
-      return (row.result as { value: R }).value // replay: never call twice
-    case 'UNKNOWN':
-      throw new EffectUnknown(key)
-    case 'CANCELLED_BEFORE_DISPATCH':
-      throw new EffectNotDispatched(key)
-    case 'DISPATCHED':
-      if (row.attempt === fence.attempt) throw new A2Error('conflict', `effect "${key}" is already in flight in this attempt`)
-      {
-        const settled = await reconcileDispatched(db, fence, key, stableKey, options.reconcile ?? run.reconcile)
-        if (settled) return settled.value as R
-      }
+  const readEffect = async () =>
+    (
+      await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
+        db,
+        sql`select status, attempt, result from a2_effects where job_id = ${fence.jobId} and key = ${key}`,
+      )
+    )[0]
+  // Read twice at most: a dead attempt's effect whose late outcome lands while this attempt
+  // reconciles it is decided from that outcome, read again (a settled effect never goes back
+  // to DISPATCHED but by this attempt's own dispatch).
+  for (let reads = 0; ; reads++) {
+    const row = await readEffect()
+    if (!row) throw fenced(fence, key)
+    if (row.status === 'DONE') return (row.result as { value: R }).value // replay: never call twice
+    if (row.status === 'UNKNOWN') throw new EffectUnknown(key)
+    if (row.status === 'CANCELLED_BEFORE_DISPATCH') throw new EffectNotDispatched(key)
+    if (row.status !== 'DISPATCHED') break // INTENT or FAILED: dispatch
+    if (row.attempt === fence.attempt) throw new A2Error('conflict', `effect "${key}" is already in flight in this attempt`)
+    try {
+      const settled = await reconcileDispatched(db, fence, key, stableKey, options.reconcile ?? run.reconcile)
+      if (settled) return settled.value as R
       break
-    case 'INTENT':
-    case 'FAILED':
-      break
+    } catch (error) {
+      if (!(error instanceof EffectSettledMeanwhile) || reads > 0) throw error
+    }
   }
 
   await run.beforeDispatch?.(key)
@@ -98,26 +160,31 @@ export async function runEffect<R>(
   const lost = run.signal.aborted ? run.signal.reason : undefined
   if (lost instanceof RunAborted && lost.isLeaseLoss) throw lost
   // The dispatch compare-and-set: only while the run is ACTIVE, at the attempt and cancel
-  // version this run observed. Zero rows: a cancel (or a successor) got there first. The run's
+  // version this run observed, and held (an owner released as dead, OWNER_DIED, holds it no
+  // more, though its attempt number stands until the next claim takes it: its dispatch would
+  // leave the next attempt an effect it cannot prove stopped). Zero rows: a cancel (or a
+  // successor, or a release) got there first. The run's
   // row is share-locked until this commits, so a run cannot end (finishRun counts effects
   // under its row lock) between this check and the effect it lets through.
+  if (run.dispatches && !run.dispatches.enter()) throw ending(fence, key)
   const dispatched = await query(
     db,
     sql`update a2_effects set status = 'DISPATCHED', attempt = ${fence.attempt}, cancel_version = ${run.cancelVersion}, updated_at = now()
         where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
           and exists (select 1 from a2_jobs where id = ${fence.jobId} and status = 'ACTIVE'
                         and attempt = ${fence.attempt} and cancel_version = ${run.cancelVersion}
+                        and owner is not null
                       for share)
         returning job_id`,
-  )
+  ).finally(() => run.dispatches?.leave())
   if (dispatched.length !== 1) {
-    // Recorded as cancelled only while this attempt still holds the job: a superseded
-    // attempt must not mark the successor's effect (the successor would then refuse it).
+    // Recorded as cancelled only while this attempt still holds the job: a superseded or
+    // released attempt must not mark the successor's effect (the successor would then refuse it).
     const cancelled = await query(
       db,
       sql`update a2_effects set status = 'CANCELLED_BEFORE_DISPATCH', updated_at = now()
           where job_id = ${fence.jobId} and key = ${key} and status in ('INTENT', 'FAILED')
-            and exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt})
+            and exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt} and owner is not null)
           returning job_id`,
     )
     if (cancelled.length !== 1) {
@@ -140,6 +207,10 @@ export async function runEffect<R>(
   }
   await recordOutcome(db, fence, key, 'DONE', { result: { value: result ?? null } })
   return result
+}
+
+function ending(fence: Fence, key: string): A2Error {
+  return new A2Error('fenced', `effect "${key}" was not dispatched: attempt ${fence.attempt} of job ${fence.jobId} is ending`)
 }
 
 function fenced(fence: Fence, key: string): A2Error {
@@ -229,6 +300,12 @@ async function reconcileDispatched<R>(
  * statement each, fenced on the run's attempt: the effect moves and the run's history says
  * so (status unchanged: reconciling is an event in the run, not a change of its state)
  * together, or not at all — zero rows means a successor or an operator got there first.
+ *
+ * "Not done" is no proof for an effect whose attempt was released as dead (OWNER_DIED): that
+ * owner may still be inside the call. The drain releases no run with an effect in flight
+ * (drain.ts), but a dispatch that commits while the release's statement runs is not in its
+ * snapshot; such an effect becomes UNKNOWN, as a forced-out attempt's does (settle.ts), and
+ * its late outcome or an operator settles it.
  */
 export async function applyVerdict(
   db: Executor,
@@ -240,27 +317,47 @@ export async function applyVerdict(
   const to = verdict === 'unknown' ? 'UNKNOWN' : verdict.done ? 'DONE' : 'INTENT'
   const result = verdict !== 'unknown' && verdict.done ? JSON.stringify({ value: verdict.result ?? null }) : null
   const reason = verdict === 'unknown' ? 'EFFECT_UNRECONCILED' : verdict.done ? 'EFFECT_RECONCILED_DONE' : 'EFFECT_RECONCILED_NOT_DONE'
-  const rows = await query(
+  const rows = await query<{ reason: string }>(
     db,
     sql`with run as (
           select id, status from a2_jobs
           where id = ${jobId} and attempt = ${attempt} and status in ${LEASED}
           for share
+        ), target as (
+          select e.job_id, e.key,
+                 ${to} = 'INTENT' and exists (select 1 from a2_job_transitions t
+                                              where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'OWNER_DIED') as released
+          from a2_effects e join run on e.job_id = run.id
+          where e.key = ${key} and e.status = 'DISPATCHED'
         ), moved as (
-          update a2_effects e set status = ${to}, result = coalesce(${result}::jsonb, e.result), updated_at = now()
-          from run where e.job_id = run.id and e.key = ${key} and e.status = 'DISPATCHED'
-          returning run.status
+          update a2_effects e set status = case when t.released then 'UNKNOWN' else ${to} end,
+                 result = coalesce(${result}::jsonb, e.result), updated_at = now()
+          from target t, run where e.job_id = t.job_id and e.key = t.key and e.status = 'DISPATCHED'
+          returning run.status, t.released
         )
         insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
-        select ${jobId}, ${attempt}::int, status, status, ${reason}, ${JSON.stringify({ key })}::jsonb from moved
-        returning id`,
+        select ${jobId}, ${attempt}::int, status, status,
+               case when released then 'EFFECT_UNRECONCILED' else ${reason} end,
+               case when released then ${JSON.stringify({ key, reconciled: 'not done', ownerReleased: true })}::jsonb
+                    else ${JSON.stringify({ key })}::jsonb end
+        from moved
+        returning reason`,
   )
   if (rows.length !== 1) {
-    throw new A2Error(
-      'fenced',
-      `effect "${key}" was not reconciled: attempt ${attempt} no longer holds job ${jobId}, or the effect was settled meanwhile`,
+    // Nothing moved: either this attempt holds the run no more (fenced), or it does and the
+    // effect left DISPATCHED meanwhile — its late outcome (recordOutcome) committed between
+    // the caller's read and this verdict. The stored state already says what happened, so the
+    // caller goes on from it; taken for a lost claim, it left the run held under the drain's
+    // lease, unsettled, for a whole lease (unknown-settle.test.ts, seen failing).
+    const [state] = await query<{ held: boolean; effect: EffectStatus | null }>(
+      db,
+      sql`select j.attempt = ${attempt} and j.status in ${LEASED} as held, e.status as effect
+          from a2_jobs j left join a2_effects e on e.job_id = j.id and e.key = ${key}
+          where j.id = ${jobId}`,
     )
+    if (state?.held && state.effect !== 'DISPATCHED') throw new EffectSettledMeanwhile(key)
+    throw new A2Error('fenced', `effect "${key}" was not reconciled: attempt ${attempt} no longer holds job ${jobId}`)
   }
-  if (verdict === 'unknown') throw new EffectUnknown(key)
+  if (verdict === 'unknown' || rows[0].reason === 'EFFECT_UNRECONCILED') throw new EffectUnknown(key)
   return verdict.done ? { value: verdict.result ?? null } : undefined
 }

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { abortReason } from './abort'
-import { EffectNotDispatched, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
+import { EffectNotDispatched, EffectSettledMeanwhile, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
 import { isA2Error } from './errors'
 import { finishBatched } from './finish-batch'
 import type { RuntimeHost } from './host'
@@ -152,7 +152,8 @@ async function reconcileInFlight(host: RuntimeHost, consumerName: string, fence:
     try {
       await applyVerdict(db, fence.jobId, fence.attempt, effect.key, verdict)
     } catch (error) {
-      if (error instanceof EffectUnknown) continue
+      // Its late outcome landed between the read above and the verdict: the stored state decides.
+      if (error instanceof EffectUnknown || error instanceof EffectSettledMeanwhile) continue
       if (isA2Error(error, 'fenced')) return false
       throw error
     }
