@@ -163,17 +163,28 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
     expect(taken.attempt).toBeGreaterThan(old.attempt)
 
     // The old attempt's late writes, now that the run has a new attempt number: refused.
-    const lateAppend = await append(base, server.routing, sessionId, [validateInput(chat, { type: 'message', payload: { text: 'late' } }, 'server')], {
-      fence: oldFence,
-    }).then(
+    const lateAppend = await append(
+      base,
+      server.routing,
+      sessionId,
+      [validateInput(chat, { type: 'message', payload: { text: 'late' } }, 'server')],
+      {
+        fence: oldFence,
+      },
+    ).then(
       () => 'admitted',
       (e: { code?: string }) => e.code,
     )
     expect(lateAppend).toBe('fenced')
     let lateCalls = 0
-    const lateEffect = await runEffect(base.db, { fence: oldFence, cancelVersion: old.cancelVersion, signal: new AbortController().signal }, 'other', async () => {
-      lateCalls++
-    }).then(
+    const lateEffect = await runEffect(
+      base.db,
+      { fence: oldFence, cancelVersion: old.cancelVersion, signal: new AbortController().signal },
+      'other',
+      async () => {
+        lateCalls++
+      },
+    ).then(
       () => 'admitted',
       (e: { code?: string }) => e.code,
     )
@@ -200,7 +211,11 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
             expect(terminal(r.whileRunning.job.status), label).toBe(false)
           }
           for (const state of [r.whileRunning, r.final]) {
-            if (terminal(state.job.status)) expect(state.effects.filter((e) => e.status === 'DISPATCHED' || e.status === 'UNKNOWN'), label).toEqual([])
+            if (terminal(state.job.status))
+              expect(
+                state.effects.filter((e) => e.status === 'DISPATCHED' || e.status === 'UNKNOWN'),
+                label,
+              ).toEqual([])
           }
           if (late !== 'never') {
             // The truth arrived: nothing is left for an operator.
@@ -221,7 +236,12 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
     const { id: sessionId } = await server.sessions.create('u')
     await server.append(sessionId, { type: 'generate', payload: {} })
     const [old] = await claimJobs(base.db, { consumers: [name], owner: 'cut-off', ownerKey: CUT_OFF, leaseMs: { [name]: LEASE_MS }, limit: 1 })
-    const host: RuntimeHost = { store: base, contract: chat, consumers: new Map([[name, c as never]]), append: () => Promise.reject(new Error('unused')) }
+    const host: RuntimeHost = {
+      store: base,
+      contract: chat,
+      consumers: new Map([[name, c as never]]),
+      append: () => Promise.reject(new Error('unused')),
+    }
     await drainOnce(host, { owner: 'drain', liveness: misjudging, graceMs: LEASE_MS, forceOut: () => {} })
     expect(await jobOf(old.id)).toMatchObject({ status: 'ACTIVE', attempt: old.attempt })
     return { name, old, fence: { jobId: old.id, attempt: old.attempt } }
@@ -250,10 +270,69 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
     expect(value).toBe('sent once')
   })
 
+  it('a run inside an overlapSafe effect (a model call) is released at once, and its successor dispatches it again on "not done"', async () => {
+    // What keeps a killed worker's answer going within a second (DESIGN: liveness is the
+    // connection): the call may run twice at once under its key with no harm.
+    const name = `ro${++n}`
+    const c = consumer({
+      contract: chat,
+      name,
+      types: ['generate'],
+      maxAttempts: 3,
+      leaseMs: LEASE_MS,
+      reconcile: async () => ({ done: false }),
+    }).run(async () => {})
+    const server = createServer({ contract: chat, consumers: [c], store: base })
+    const { id: sessionId } = await server.sessions.create('u')
+    await server.append(sessionId, { type: 'generate', payload: {} })
+    const [old] = await claimJobs(base.db, { consumers: [name], owner: 'cut-off', ownerKey: CUT_OFF, leaseMs: { [name]: LEASE_MS }, limit: 1 })
+    const entered = gate()
+    const running = runEffect(
+      base.db,
+      { fence: { jobId: old.id, attempt: old.attempt }, cancelVersion: old.cancelVersion, signal: new AbortController().signal },
+      'model',
+      async () => {
+        entered.open()
+        return new Promise<string>(() => {}) // the owner's call runs on
+      },
+      { overlapSafe: true },
+    )
+    void running.catch(() => {})
+    await entered.promise
+    const host: RuntimeHost = {
+      store: base,
+      contract: chat,
+      consumers: new Map([[name, c as never]]),
+      append: () => Promise.reject(new Error('unused')),
+    }
+    await drainOnce(host, { owner: 'drain', liveness: misjudging, graceMs: LEASE_MS, forceOut: () => {} })
+    const [next] = await claimJobs(base.db, { consumers: [name], owner: 'w2', leaseMs: { [name]: LEASE_MS }, limit: 1 })
+    expect(next?.attempt).toBe(old.attempt + 1)
+    const value = await runEffect(
+      base.db,
+      {
+        fence: { jobId: next.id, attempt: next.attempt },
+        cancelVersion: next.cancelVersion,
+        signal: new AbortController().signal,
+        reconcile: c.options.reconcile,
+      },
+      'model',
+      async () => 'answered',
+      { overlapSafe: true },
+    )
+    expect(value).toBe('answered')
+    const history = await query<{ reason: string }>(base.db, sql`select reason from a2_job_transitions where job_id = ${old.id} order by id`)
+    expect(history.map((h) => h.reason)).toContain('OWNER_DIED')
+    expect(history.map((h) => h.reason)).toContain('EFFECT_RECONCILED_NOT_DONE')
+  })
+
   it('an effect of a released attempt that the release did not see (its snapshot) is UNKNOWN on "not done"', async () => {
     // The dispatch committed while the release's statement ran: released with the effect in flight.
     const { name, old } = await released()
-    await query(base.db, sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${old.id}, 'tool', 'DISPATCHED', ${old.attempt}, 0)`)
+    await query(
+      base.db,
+      sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${old.id}, 'tool', 'DISPATCHED', ${old.attempt}, 0)`,
+    )
     const [next] = await claimJobs(base.db, { consumers: [name], owner: 'w2', leaseMs: { [name]: LEASE_MS }, limit: 1 })
     const outcome = await applyVerdict(base.db, next.id, next.attempt, 'tool', { done: false }).then(
       () => 'not done',

@@ -69,34 +69,41 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       const { state: history } = await ctx.fold(chatFold)
       const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
       const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
-      const outcome = await ctx.effect('model', async (idempotencyKey, signal) => {
-        const result = streamText({
-          model,
-          system: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
-          messages,
-          abortSignal: AbortSignal.any([signal, writeFailed.signal]),
-          headers: { 'Idempotency-Key': idempotencyKey },
-          tools: { saveNote: saveNoteTool(ctx, notes) },
-          stopWhen: stepCountIs(3),
-          maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
-        })
-        // The outcome comes from the stream's own `finish` part: `result.finishReason` and
-        // `result.totalUsage` would tee the stream once more and drain it again after the
-        // end (in the bench at 100 streams, a second pass over every token on the busy worker).
-        let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
-        for await (const part of result.fullStream) {
-          if (part.type === 'text-delta') writer.push(part.text)
-          else if (part.type === 'finish') finish = part
-          else if (part.type === 'error') throw part.error
-          else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
-        }
-        if (!finish) throw new Error('the model stream ended without a finish')
-        await writer.flush()
-        return {
-          finishReason: normalizeReason(finish.finishReason),
-          usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
-        }
-      })
+      const outcome = await ctx.effect(
+        'model',
+        async (idempotencyKey, signal) => {
+          const result = streamText({
+            model,
+            system: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
+            messages,
+            abortSignal: AbortSignal.any([signal, writeFailed.signal]),
+            headers: { 'Idempotency-Key': idempotencyKey },
+            tools: { saveNote: saveNoteTool(ctx, notes) },
+            stopWhen: stepCountIs(3),
+            maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
+          })
+          // The outcome comes from the stream's own `finish` part: `result.finishReason` and
+          // `result.totalUsage` would tee the stream once more and drain it again after the
+          // end (in the bench at 100 streams, a second pass over every token on the busy worker).
+          let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
+          for await (const part of result.fullStream) {
+            if (part.type === 'text-delta') writer.push(part.text)
+            else if (part.type === 'finish') finish = part
+            else if (part.type === 'error') throw part.error
+            else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
+          }
+          if (!finish) throw new Error('the model stream ended without a finish')
+          await writer.flush()
+          return {
+            finishReason: normalizeReason(finish.finishReason),
+            usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
+          }
+          // Two of these calls at once do no harm: each one's text reaches the log only through
+          // its own attempt's appends, and a superseded attempt's are refused. So a worker judged
+          // dead mid-answer is taken over at once (OWNER_DIED, ~0.5 s), not after its 15 s lease.
+        },
+        { overlapSafe: true },
+      )
       await finish(outcome.finishReason, outcome.usage)
     } catch (error) {
       // A user's Stop is the outcome, not a failure: what they saw stays, the rest is cut by

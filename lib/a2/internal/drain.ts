@@ -85,6 +85,9 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
  * running — a second dispatch beside it, or a run ended CANCELLED/FAILED under it
  * (released-owner.test.ts, seen failing both ways). Such a run keeps its lease, the proof the
  * library already takes over on: by its end the owner's own clock has aborted the attempt.
+ * Unless the effect is overlapSafe (its call may run twice at once under its key with no harm:
+ * the chat's model call, whose output only its own attempt can write): then the run is
+ * released at once, and a killed worker's answer goes on within a second, not a 15 s lease.
  */
 async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness): Promise<number> {
   const released = await query(
@@ -94,7 +97,8 @@ async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Li
           where status in ${LEASED} and consumer in ${consumers}
             and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
             and ${liveness.ownerGone(sql`j.owner_key`)}
-            and not exists (select 1 from a2_effects e where e.job_id = j.id and e.attempt = j.attempt and e.status = 'DISPATCHED')
+            and not exists (select 1 from a2_effects e where e.job_id = j.id and e.attempt = j.attempt and e.status = 'DISPATCHED'
+                              and not e.overlap_safe)
           limit ${DRAIN_BATCH}
           for update skip locked
         ), released as (

@@ -121,8 +121,8 @@ export async function runEffect<R>(
   // Fenced like every write of an attempt: a superseded attempt records nothing.
   await query(
     db,
-    sql`insert into a2_effects (job_id, key, status, attempt, cancel_version)
-        select ${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion}
+    sql`insert into a2_effects (job_id, key, status, attempt, cancel_version, overlap_safe)
+        select ${fence.jobId}, ${key}, 'INTENT', ${fence.attempt}, ${run.cancelVersion}, ${options.overlapSafe ?? false}
         where exists (select 1 from a2_jobs where id = ${fence.jobId} and attempt = ${fence.attempt}
                         and status in ${LEASED})
         on conflict (job_id, key) do nothing`,
@@ -325,7 +325,7 @@ export async function applyVerdict(
           for share
         ), target as (
           select e.job_id, e.key,
-                 ${to} = 'INTENT' and exists (select 1 from a2_job_transitions t
+                 ${to} = 'INTENT' and not e.overlap_safe and exists (select 1 from a2_job_transitions t
                                               where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'OWNER_DIED') as released
           from a2_effects e join run on e.job_id = run.id
           where e.key = ${key} and e.status = 'DISPATCHED'

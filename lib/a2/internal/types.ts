@@ -35,6 +35,14 @@ export interface EffectOptions<R> {
    * `reconcile` is asked. Neither: the effect becomes UNKNOWN.
    */
   reconcile?: (idempotencyKey: string) => Promise<{ done: true; result: R } | { done: false } | 'unknown'>
+  /**
+   * The call may run twice at once under its idempotency key with no harm — a model call whose
+   * output only its own attempt can write (a superseded attempt's writes are fenced). A run
+   * inside such an effect is taken over as soon as its owner is judged gone (OWNER_DIED), and
+   * reconcile's "not done" is trusted for it; inside any other effect the run waits for its
+   * lease, since liveness can be wrong and the old call may still be running. Default false.
+   */
+  overlapSafe?: boolean
 }
 
 /** An app's reducer as the library folds it. */

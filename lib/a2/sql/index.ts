@@ -12,6 +12,7 @@ import pushFunction from './0006_push_function'
 import checkpointPieces from './0010_checkpoint_pieces'
 import pushDuplicatesByKey from './0011_push_duplicates_by_key'
 import stepAdmissionByKey from './0012_step_admission_by_key'
+import effectOverlapSafe from './0013_effect_overlap_safe'
 
 export interface Migration {
   id: number
@@ -28,4 +29,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 10, name: 'checkpoint_pieces', sql: checkpointPieces },
   { id: 11, name: 'push_duplicates_by_key', sql: pushDuplicatesByKey },
   { id: 12, name: 'step_admission_by_key', sql: stepAdmissionByKey },
+  { id: 13, name: 'effect_overlap_safe', sql: effectOverlapSafe },
 ]
