@@ -13,10 +13,11 @@
  * backoff is held until `retry comes due` (else a claim would take it or not by the clock).
  *
  * Replay: a failure prints `{ seed, path }` and the shrunk command list; run it again with
- *   FC_SEED=<seed> FC_PATH=<path> npx vitest run lib/a2/interleavings.test.ts
- * (each store's property has its own seed line; both stores run one seed). Explore new seeds:
+ *   FC_SEED=<seed> FC_PATH=<path> FC_REPLAY_PATH=<replayPath> npx vitest run lib/a2/interleavings.test.ts -t "on <store> holds"
+ * (-t "interleavings on pglite holds" or "… on postgres holds": the path is the failing store's).
+ * `npm test` runs FC_RUNS (default 300) sequences per store from the fixed seed below (300 runs:
+ * 11 s on PGlite, 13 s on Postgres at load 6; up to 40 s and 66 s at load 15). Explore new seeds:
  *   FC_EXPLORE=1 FC_RUNS=N npx vitest run lib/a2/interleavings.test.ts
- *   npm test                          → FC_RUNS (default 300) runs per layer
  *
  * Invariants:
  *   1. no effect is dispatched after a Stop against its run was recorded;
@@ -67,9 +68,11 @@ import { gate, interceptStore, type Gate } from '@/test/runtime'
 import { OutageSwitch, outageStore, type Fault } from './model/outage'
 
 const RUNS = Number(process.env.FC_RUNS ?? 300)
-/** `npm test` replays one fixed budget (the same 200 sequences every time); exploring draws new seeds. */
+/** `npm test` replays one fixed budget (the same 300 sequences every time); exploring draws new seeds. */
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : process.env.FC_EXPLORE ? undefined : 20261201
 const PATH = process.env.FC_PATH
+/** The command list's own shrink state: printed as `replayPath="…"` at the end of the counterexample. */
+const REPLAY_PATH = process.env.FC_REPLAY_PATH
 /** Leases no timer reaches within a run: time passes only when a command says so. */
 const LEASE_MS = 600_000
 const TERMINAL = new Set(['COMPLETED', 'CANCELLED', 'FAILED'])
@@ -1109,7 +1112,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
           // A reconcile hook that can look effects up in one run of four: without one, a dead
           // attempt's effect becomes UNKNOWN — the state whose handling most needs exploring.
           fc.nat(3).map((n) => n === 0),
-          fc.commands(commands, { maxCommands: 40, size: 'max' }),
+          fc.commands(commands, { maxCommands: 40, size: 'max', replayPath: REPLAY_PATH }),
           async (scheduler, stubborn, truthful, cmds) => {
             currentScheduler = scheduler
             const world = await makeWorld(stubborn, truthful)
@@ -1142,17 +1145,21 @@ describe.each(layers)('interleavings on %s', (kind) => {
         expect.arrayContaining(['CANCEL_APPENDED', 'OWNER_DIED', 'EFFECT_UNKNOWN', 'STOPPED_BY_CANCEL', 'FORCED_AFTER_GRACE', 'RETRY_REVOKED']),
       )
       // The outage and the Stops it catches: each way a push can end, and a Stop on every kind of open run.
-      expect([...stats.keys()]).toEqual(
-        expect.arrayContaining([
-          'claim races Stop',
-          'Stop errored, landed',
-          'Stop errored, not landed',
-          'push errored, not landed',
-          'Stop landed on UNKNOWN',
-          'Stop landed on ACTIVE waiting for a retry',
-          'claim refused by the outage',
-        ]),
-      )
+      // Asserted for the fixed budget `npm test` runs; a random seed (FC_EXPLORE) may draw too few of
+      // the rarest (a Stop on an UNKNOWN run: ~6 in 300 sequences), so there it is reported, not asserted.
+      const required = [
+        'claim races Stop',
+        'Stop errored, landed',
+        'Stop errored, not landed',
+        'push errored, not landed',
+        'Stop landed on UNKNOWN',
+        'Stop landed on ACTIVE waiting for a retry',
+        'claim refused by the outage',
+      ]
+      const missing = required.filter((what) => !stats.has(what))
+      if (SEED === undefined) {
+        if (missing.length > 0) console.warn(`[explore] ${kind}: this seed's ${RUNS} sequences never reached`, missing)
+      } else expect(missing).toEqual([])
     },
     Math.max(600_000, RUNS * 3_000),
   )
