@@ -15,8 +15,9 @@
  * Replay: a failure prints `{ seed, path }` and the shrunk command list; run it again with
  *   FC_SEED=<seed> FC_PATH=<path> FC_REPLAY_PATH=<replayPath> npx vitest run lib/a2/interleavings.test.ts -t "on <store> holds"
  * (-t "interleavings on pglite holds" or "… on postgres holds": the path is the failing store's).
- * `npm test` runs FC_RUNS (default 300) sequences per store from the fixed seed below (300 runs:
- * 11 s on PGlite, 13 s on Postgres at load 6; up to 40 s and 66 s at load 15). Explore new seeds:
+ * `npm test` runs FC_RUNS (default 300) sequences of up to 50 commands per store from the fixed
+ * seed below (14 s on PGlite, 16 s on Postgres at load 6; at load 15, with 40 commands, 40 s and
+ * 66 s). Explore new seeds:
  *   FC_EXPLORE=1 FC_RUNS=N npx vitest run lib/a2/interleavings.test.ts
  *
  * Invariants:
@@ -1112,7 +1113,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
           // A reconcile hook that can look effects up in one run of four: without one, a dead
           // attempt's effect becomes UNKNOWN — the state whose handling most needs exploring.
           fc.nat(3).map((n) => n === 0),
-          fc.commands(commands, { maxCommands: 40, size: 'max', replayPath: REPLAY_PATH }),
+          fc.commands(commands, { maxCommands: 50, size: 'max', replayPath: REPLAY_PATH }),
           async (scheduler, stubborn, truthful, cmds) => {
             currentScheduler = scheduler
             const world = await makeWorld(stubborn, truthful)
