@@ -1,15 +1,24 @@
 /**
- * The cancellation contract, explored: fast-check generates command sequences — append,
- * claim, renew, lease lapse, kill a worker, dispatch an effect, the effect completes,
- * return, throw, cancel (with its hint delivered or lost), two drains at once (their
- * statements interleaved by fast-check's scheduler), an operator's verdict — and runs them
- * against the real runtime (Attempt, drain, finishRun, the log) on PGlite, and on Postgres
- * when TEST_DATABASE_URL is set. After every step the invariants below are checked against
- * the database and a small reference model. A failure prints its seed and the shrunk
- * command list; replay it with FC_SEED=… (and FC_PATH=…).
+ * The cancellation contract, explored: fast-check generates command sequences — push a
+ * generation, claim, renew, lease lapse, kill a worker (idle or holding an effect), dispatch
+ * an effect, the effect completes, return, throw, a Stop pushed (its hint delivered or lost;
+ * errored pushes kept in the client's outbox and pushed again, same id), a claim racing a
+ * Stop and two drains at once (statements interleaved by fast-check's scheduler), a retry's
+ * backoff running out, an operator's verdict, and a database outage (it goes away at a
+ * chosen statement, refusing it or losing its answer, and comes back: model/outage.ts says
+ * how, the same on both stores) — and runs them against the real runtime (Attempt, drain,
+ * finishRun, the log, push) on PGlite, and on Postgres when TEST_DATABASE_URL is set. After
+ * every step the invariants below are checked against the database and a small reference
+ * model. Time passes only when a command says so: leases outlive a sequence, and a retry's
+ * backoff is held until `retry comes due` (else a claim would take it or not by the clock).
  *
- *   npm test                          → FC_RUNS (default 200) runs per layer
- *   npm run test:explore -- --runs N  → N runs
+ * Replay: a failure prints `{ seed, path }` and the shrunk command list; run it again with
+ *   FC_SEED=<seed> FC_PATH=<path> FC_REPLAY_PATH=<replayPath> npx vitest run lib/a2/interleavings.test.ts -t "on <store> holds"
+ * (-t "interleavings on pglite holds" or "… on postgres holds": the path is the failing store's).
+ * `npm test` runs FC_RUNS (default 300) sequences of up to 50 commands per store from the fixed
+ * seed below (14 s on PGlite, 16 s on Postgres at load 6; at load 15, with 40 commands, 40 s and
+ * 66 s). Explore new seeds:
+ *   FC_EXPLORE=1 FC_RUNS=N npx vitest run lib/a2/interleavings.test.ts
  *
  * Invariants:
  *   1. no effect is dispatched after a Stop against its run was recorded;
@@ -25,7 +34,22 @@
  *      of its lane is open;
  *   8. a run's history never goes back in attempts: every change is made by the attempt that
  *      holds the run or a later one (a superseded attempt's ending — run endings share a
- *      statement, internal/finish-batch.ts — is fenced out row by row).
+ *      statement, internal/finish-batch.ts — is fenced out row by row); no history row a step
+ *      writes names an attempt older than the one that held the run before the step; and an
+ *      effect's call starts only while its attempt holds the run ACTIVE (an effect's late
+ *      outcome is the one write a superseded attempt makes, by design: §6's delivery record);
+ *   9. a Stop whose push was acknowledged is never lost: its event is in the log, and a Stop
+ *      that landed while its run was not over left its abort recorded (cancelled_by) and the
+ *      run CANCELLING, CANCELLED or UNKNOWN — never ACTIVE, COMPLETED or FAILED again;
+ *  10. a push that errored wrote nothing or everything: its event with its job (a generation)
+ *      or its recorded cancel (a Stop), or neither, and the head moved by exactly that;
+ *  11. a retry is revoked exactly when a Stop lands while the run waits for it: the run's
+ *      history leaves CANCELLING by RETRY_REVOKED at that attempt (EFFECT_UNKNOWN while an
+ *      effect of it is unresolved), no other history says RETRY_REVOKED, and a revoked run
+ *      never starts another attempt;
+ *  12. a claim that read a Stop (a claim racing one) never starts its handler.
+ * Invariant 2 is "a run ends terminal only from its effects' stored state", 5 "logs stay
+ * gapless", both after outages too.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
@@ -35,18 +59,21 @@ import { Attempt } from './internal/attempt'
 import { validateInput } from './internal/contract'
 import { drainOnce } from './internal/drain'
 import type { RuntimeHost } from './internal/host'
-import { claimJobs } from './internal/jobs'
+import { claimJobs, type ClaimedJob } from './internal/jobs'
 import type { Liveness } from './internal/liveness'
 import { append } from './internal/log'
 import { query } from './internal/store'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
 import { gate, interceptStore, type Gate } from '@/test/runtime'
+import { OutageSwitch, outageStore, type Fault } from './model/outage'
 
-const RUNS = Number(process.env.FC_RUNS ?? 200)
-/** `npm test` replays one fixed budget (the same 200 sequences every time); exploring draws new seeds. */
+const RUNS = Number(process.env.FC_RUNS ?? 300)
+/** `npm test` replays one fixed budget (the same 300 sequences every time); exploring draws new seeds. */
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : process.env.FC_EXPLORE ? undefined : 20261201
 const PATH = process.env.FC_PATH
+/** The command list's own shrink state: printed as `replayPath="…"` at the end of the counterexample. */
+const REPLAY_PATH = process.env.FC_REPLAY_PATH
 /** Leases no timer reaches within a run: time passes only when a command says so. */
 const LEASE_MS = 600_000
 const TERMINAL = new Set(['COMPLETED', 'CANCELLED', 'FAILED'])
@@ -116,6 +143,38 @@ interface World {
   happened: Set<string>
   violations: string[]
   step: number
+  /** The database, as every process of the sequence reaches it (model/outage.ts). */
+  outage: OutageSwitch
+  /** Every Stop the user pressed, in order; `outbox`: those whose push was not acknowledged yet. */
+  stops: Stop[]
+  outbox: Stop[]
+  /** Model: jobs whose Stop landed while they waited for a retry, and the attempt that failed. */
+  revoked: Map<number, number>
+  /** Retries whose backoff the harness holds (job:attempt): time passes only by command. */
+  heldRetries: Map<string, 'held' | 'due'>
+  /** Each job's attempt as the last check saw it: a step's history rows may not name an older one. */
+  attemptSeen: Map<number, number>
+  /** Each job's status as the last check saw it (what a command's precondition may look at). */
+  statusSeen: Map<number, string>
+  /** Jobs the last check saw waiting for a retry. */
+  waitingSeen: Set<number>
+  /** The newest history row id the last check saw. */
+  lastTransition: number
+  /** Invariant 11 without the known exception (the last attempt's RETRY_REVOKED): the it.fails test's. */
+  strictRevocation: boolean
+  /** While set, the server's statements (pushes) go through fast-check's scheduler too. */
+  serverScheduler?: fc.Scheduler
+}
+
+/** A Stop as the browser's outbox holds it: one client id, pushed until acknowledged. */
+interface Stop {
+  id: string
+  jobId: number
+  /** The generation it stops. */
+  of: string
+  acked: boolean
+  /** The status its run had when the Stop landed in the log (undefined: not landed yet). */
+  landedOn?: string
 }
 
 interface WorkerSim {
@@ -157,13 +216,20 @@ describe.each(layers)('interleavings on %s', (kind) => {
         ? async (idempotencyKey) => (world.happened.has(idempotencyKey) ? { done: true, result: 'ok' } : { done: false })
         : undefined,
     }).run((ctx) => handler(world, ctx))
-    const server = createServer({ contract: chat, consumers: [c], store: base })
+    const outage = new OutageSwitch()
+    // The server (pushes, the operator) reaches the database as the workers do: through the outage.
+    const serverStore = interceptStore(outageStore(base, outage), {
+      before: async (text) => {
+        if (world.serverScheduler) await world.serverScheduler.schedule(Promise.resolve(), `push: ${text.replace(/\s+/g, ' ').slice(0, 60)}`)
+      },
+    })
+    const server = createServer({ contract: chat, consumers: [c], store: serverStore })
     const { id: sessionId } = await server.sessions.create('u')
     const consumers = new Map([[name, c as never]])
     const workers: WorkerSim[] = []
     for (const index of [0, 1]) {
       const sim = { index, id: `w${index}-${name}`, dead: false } as WorkerSim
-      sim.store = interceptStore(base, {
+      sim.store = interceptStore(outageStore(base, outage), {
         before: async (text) => {
           if (sim.dead) await new Promise(() => {}) // a dead process sends nothing, ever
           if (sim.scheduler) await sim.scheduler.schedule(Promise.resolve(), `w${index}: ${text.replace(/\s+/g, ' ').slice(0, 60)}`)
@@ -201,6 +267,16 @@ describe.each(layers)('interleavings on %s', (kind) => {
       happened: new Set<string>(),
       violations: [],
       step: 0,
+      outage,
+      stops: [],
+      outbox: [],
+      revoked: new Map<number, number>(),
+      heldRetries: new Map<string, 'held' | 'due'>(),
+      attemptSeen: new Map<number, number>(),
+      lastTransition: 0,
+      statusSeen: new Map<number, string>(),
+      waitingSeen: new Set<number>(),
+      strictRevocation: false,
     })
     return world
   }
@@ -234,6 +310,16 @@ describe.each(layers)('interleavings on %s', (kind) => {
           await ctx.effect(`e${++effects}`, async (idempotencyKey) => {
             if (world.cancelRecorded.has(ctx.jobId)) {
               world.violations.push(`1: effect ${idempotencyKey} dispatched after the Stop of job ${ctx.jobId} was recorded`)
+            }
+            // The dispatch compare-and-set let this call through: its attempt must hold the run, ACTIVE.
+            const [held] = await query<{ attempt: number; status: string }>(
+              world.base.db,
+              sql`select attempt, status from a2_jobs where id = ${ctx.jobId}`,
+            )
+            if (held.attempt !== ctx.attempt || held.status !== 'ACTIVE') {
+              world.violations.push(
+                `8: effect ${idempotencyKey} called by attempt ${ctx.attempt} while the run is ${held.status} at attempt ${held.attempt}`,
+              )
             }
             world.happened.add(idempotencyKey)
             run.effect = gate()
@@ -290,12 +376,14 @@ describe.each(layers)('interleavings on %s', (kind) => {
   // ---- commands ----------------------------------------------------------------------------
   type Cmd = fc.AsyncCommand<World, World>
   const stats = new Map<string, number>()
+  const count = (label: string) => stats.set(label, (stats.get(label) ?? 0) + 1)
   const cmd = (label: string, check: (w: World) => boolean, run: (w: World) => Promise<void>): Cmd => ({
     check,
     run: async (_m, w) => {
       w.step++
       stats.set(label.replace(/\(.*\)/, ''), (stats.get(label.replace(/\(.*\)/, '')) ?? 0) + 1)
       await run(w)
+      await holdRetries(w)
       await checkInvariants(w, label)
     },
     toString: () => label,
@@ -306,48 +394,90 @@ describe.each(layers)('interleavings on %s', (kind) => {
     return on(worker) ?? on(1 - worker)
   }
 
+  let pushes = 0
+  const headOf = async (w: World) =>
+    Number((await query<{ head: number }>(w.base.db, sql`select head from a2_sessions where id = ${w.sessionId}`))[0].head)
+  const eventLanded = async (w: World, id: string) =>
+    (await query(w.base.db, sql`select 1 from a2_events where session_id = ${w.sessionId} and id = ${id}`)).length === 1
+
+  /** A generation pushed by the browser (its own id); during an outage the push may error, having written all of it or nothing. */
   const appendJob = cmd(
-    'append generate',
+    'push generate',
     (w) => w.jobs.length < 2,
     async (w) => {
-      const [g] = await w.server.append(w.sessionId, { type: 'generate', payload: {} })
-      const [{ id }] = await query<{ id: number }>(w.base.db, sql`select id from a2_jobs where event_id = ${g.id} and consumer = ${w.name}`)
-      w.jobs.push({ eventId: g.id, jobId: Number(id) })
+      const id = `g${++pushes}`
+      const head = await headOf(w)
+      let failed = false
+      try {
+        await w.server.push(w.sessionId, 'u', { id, type: 'generate', payload: {} }, { admit: async () => {} })
+      } catch (error) {
+        if (!w.outage.down) throw error
+        failed = true
+      }
+      const landed = await eventLanded(w, id)
+      const jobs = await query<{ id: number }>(w.base.db, sql`select id from a2_jobs where event_id = ${id} and consumer = ${w.name}`)
+      const after = await headOf(w)
+      if (failed) count(landed ? 'push errored, landed' : 'push errored, not landed')
+      if (!failed && !landed) w.violations.push(`9: generation ${id} was acknowledged and is not in the log`)
+      if (landed !== (jobs.length === 1) || after !== head + (landed ? 1 : 0)) {
+        w.violations.push(
+          `10: push of ${id} ${failed ? 'errored' : 'answered'}: event ${landed ? 'in' : 'not in'} the log, ${jobs.length} job(s), head ${head} → ${after}`,
+        )
+      }
+      if (landed && jobs.length === 1) w.jobs.push({ eventId: id, jobId: Number(jobs[0].id) })
     },
   )
+
+  /**
+   * One claim on `worker`, and the attempt it starts, up to the handler's first move. A claim
+   * the outage refused (or whose answer it lost: the job stays held until its lease lapses)
+   * starts nothing.
+   */
+  async function claimOn(w: World, worker: number): Promise<{ job: ClaimedJob; run: Driven } | undefined> {
+    const sim = w.workers[worker]
+    const startedAt = performance.now()
+    let job: ClaimedJob | undefined
+    try {
+      ;[job] = await claimJobs(sim.store.db, {
+        consumers: [w.name],
+        owner: sim.id,
+        ownerKey: sim.liveness.key,
+        leaseMs: { [w.name]: LEASE_MS },
+        limit: 1,
+      })
+    } catch (error) {
+      if (!w.outage.down) throw error
+      count('claim refused by the outage')
+      return undefined
+    }
+    if (!job) return undefined
+    const revokedAt = w.revoked.get(job.id)
+    if (revokedAt !== undefined)
+      w.violations.push(`11: job ${job.id}, its retry revoked at attempt ${revokedAt}, claimed again as attempt ${job.attempt}`)
+    const earlierOpen = await query<{ id: number; status: string }>(
+      w.base.db,
+      sql`select id, status from a2_jobs
+            where consumer = ${w.name} and session_id = ${job.sessionId} and lane = 'gen'
+              and event_index < ${job.eventIndex} and status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`,
+    )
+    // Settled never reopens: a job open now was open at the claim.
+    for (const e of earlierOpen) w.violations.push(`7: job ${job.id} claimed while job ${Number(e.id)}, earlier in its lane, is ${e.status}`)
+    const later = w.attempts.find((a) => a.jobId > job.id)
+    if (later) w.violations.push(`7: job ${job.id} claimed after job ${later.jobId}, later in its lane, had started`)
+    const run = new Driven(worker, job.id, job.attempt, 'gen')
+    w.attempts.push(run)
+    const attempt = new Attempt(sim.host, job, sim.host.consumers.get(w.name)!, sim.id, startedAt)
+    attemptObjects.set(run, attempt)
+    void attempt.done.then(() => (run.over = true))
+    await expectMove(run, attempt, false)()
+    return { job, run }
+  }
 
   const claim = (worker: number) =>
     cmd(
       `claim(w${worker})`,
       (w) => !w.workers[worker].dead,
-      async (w) => {
-        const sim = w.workers[worker]
-        const startedAt = performance.now()
-        const [job] = await claimJobs(sim.store.db, {
-          consumers: [w.name],
-          owner: sim.id,
-          ownerKey: sim.liveness.key,
-          leaseMs: { [w.name]: LEASE_MS },
-          limit: 1,
-        })
-        if (!job) return
-        const earlierOpen = await query<{ id: number; status: string }>(
-          w.base.db,
-          sql`select id, status from a2_jobs
-            where consumer = ${w.name} and session_id = ${job.sessionId} and lane = 'gen'
-              and event_index < ${job.eventIndex} and status in ('ACTIVE', 'CANCELLING', 'UNKNOWN')`,
-        )
-        // Settled never reopens: a job open now was open at the claim.
-        for (const e of earlierOpen) w.violations.push(`7: job ${job.id} claimed while job ${Number(e.id)}, earlier in its lane, is ${e.status}`)
-        const later = w.attempts.find((a) => a.jobId > job.id)
-        if (later) w.violations.push(`7: job ${job.id} claimed after job ${later.jobId}, later in its lane, had started`)
-        const run = new Driven(worker, job.id, job.attempt, 'gen')
-        w.attempts.push(run)
-        const attempt = new Attempt(sim.host, job, sim.host.consumers.get(w.name)!, sim.id, startedAt)
-        attemptObjects.set(run, attempt)
-        void attempt.done.then(() => (run.over = true))
-        await expectMove(run, attempt, false)()
-      },
+      async (w) => void (await claimOn(w, worker)),
     )
 
   const act = (worker: number, action: Action) =>
@@ -402,11 +532,15 @@ describe.each(layers)('interleavings on %s', (kind) => {
       },
     )
 
-  /** Time passes past this worker's leases: its local clock fires first (it counts from before the claim), then the database's. */
+  /**
+   * Time passes past this worker's leases: its local clock fires first (it counts from before
+   * the claim), then the database's — also for runs it holds without an attempt going (an
+   * outage failed the attempt's ending, or lost the answer to its claim).
+   */
   const lapse = (worker: number) =>
     cmd(
       `lease lapses(w${worker})`,
-      (w) => w.attempts.some((a) => a.worker === worker && !a.over),
+      (w) => w.attempts.some((a) => a.worker === worker) || w.outage.faults.lost > 0,
       async (w) => {
         const runs = w.attempts.filter((a) => a.worker === worker && !a.over)
         for (const run of runs) {
@@ -419,6 +553,11 @@ describe.each(layers)('interleavings on %s', (kind) => {
           )
           if (run.entered && !w.stubborn) await moved()
         }
+        await query(
+          w.base.db,
+          sql`update a2_jobs set lease_until = now() - interval '1 millisecond'
+            where consumer = ${w.name} and owner = ${w.workers[worker].id} and lease_until >= now()`,
+        )
       },
     )
 
@@ -445,23 +584,230 @@ describe.each(layers)('interleavings on %s', (kind) => {
     },
   )
 
+  interface RunBefore {
+    status: string
+    attempt: number
+    cancelVersion: number
+    cancelledBy: string | null
+    /** ACTIVE, held by nobody, its last attempt's failure scheduled a retry: what a Stop revokes. */
+    waitingForRetry: boolean
+  }
+
+  /** The Stop's run as it stands just before a push of it: what the model predicts from. */
+  async function runBefore(w: World, jobId: number): Promise<RunBefore> {
+    const [row] = await query<{
+      status: string
+      owner: string | null
+      attempt: number
+      cancel_version: number
+      by: string | null
+      last: string | null
+    }>(
+      w.base.db,
+      sql`select status, owner, attempt, cancel_version, cancelled_by ->> 'id' as by,
+                 (select reason from a2_job_transitions t where t.job_id = j.id order by t.id desc limit 1) as last
+          from a2_jobs j where id = ${jobId}`,
+    )
+    return {
+      status: row.status,
+      attempt: Number(row.attempt),
+      cancelVersion: Number(row.cancel_version),
+      cancelledBy: row.by,
+      waitingForRetry: row.status === 'ACTIVE' && row.owner === null && row.last === 'RETRY_SCHEDULED',
+    }
+  }
+
+  /**
+   * Pushes a Stop as the browser does (its client id; the app's admission, here one that
+   * admits). Acknowledged, it leaves the outbox; errored (the outage), it stays there to be
+   * pushed again, and what the errored push wrote must be all of it or nothing (invariant 10).
+   */
+  async function pushStop(w: World, stop: Stop, before: RunBefore): Promise<{ landedNow: boolean; event?: { id: string; index: number } }> {
+    const head = await headOf(w)
+    const landedBefore = await eventLanded(w, stop.id)
+    let event: { id: string; index: number } | undefined
+    try {
+      const answer = await w.server.push(
+        w.sessionId,
+        'u',
+        { id: stop.id, type: 'cancelled', payload: { of: stop.of, lastSeenIndex: 0 } },
+        { admit: async () => {} },
+      )
+      event = answer.events[0]
+      stop.acked = true
+      w.outbox = w.outbox.filter((s) => s !== stop)
+    } catch (error) {
+      if (!w.outage.down) throw error
+      if (!w.outbox.includes(stop)) w.outbox.push(stop)
+    }
+    const landed = await eventLanded(w, stop.id)
+    const landedNow = landed && !landedBefore
+    const after = await runBefore(w, stop.jobId)
+    if (!event) count(landedNow ? 'Stop errored, landed' : 'Stop errored, not landed')
+    const expectedHead = head + (landedNow ? 1 : 0)
+    const open = !TERMINAL.has(before.status)
+    const unchanged = after.cancelVersion === before.cancelVersion && after.cancelledBy === before.cancelledBy
+    const whole = landedNow ? !open || after.cancelledBy !== null : unchanged
+    if ((await headOf(w)) !== expectedHead || !whole) {
+      w.violations.push(
+        `10: Stop ${stop.id} ${event ? 'answered' : 'errored'}: event ${landed ? 'in' : 'not in'} the log (before: ${landedBefore}), ` +
+          `head ${head} → ${await headOf(w)}, run ${JSON.stringify(before)} → ${JSON.stringify(after)}`,
+      )
+    }
+    return { landedNow, event }
+  }
+
+  /** The model's side of a Stop that landed: recorded if its run was not over, a retry revoked if it waited for one. */
+  function recordLanding(w: World, stop: Stop, before: RunBefore, startedMeanwhile: boolean) {
+    stop.landedOn = before.status
+    count(`Stop landed on ${before.status}${before.waitingForRetry && !startedMeanwhile ? ' waiting for a retry' : ''}`)
+    if (!TERMINAL.has(before.status)) w.cancelRecorded.add(stop.jobId)
+    if (before.waitingForRetry && !startedMeanwhile) w.revoked.set(stop.jobId, before.attempt)
+  }
+
+  /** The Stop's NOTIFY reached the workers: every attempt of its run still going hears it. */
+  async function deliverHint(w: World, stop: Stop, event: { id: string; index: number }) {
+    for (const run of w.attempts.filter((a) => a.jobId === stop.jobId && !a.over && !w.workers[a.worker].dead)) {
+      const moved = expectMove(run, attemptObjects.get(run), false)
+      attemptObjects.get(run)!.cancelled({ id: event.id, index: event.index })
+      if (run.entered && !w.stubborn) await moved()
+    }
+  }
+
+  async function sendStop(w: World, stop: Stop, hintDelivered: boolean) {
+    const before = await runBefore(w, stop.jobId)
+    const { landedNow, event } = await pushStop(w, stop, before)
+    if (landedNow) recordLanding(w, stop, before, false)
+    if (hintDelivered && event) await deliverHint(w, stop, event)
+  }
+
   const cancel = (jobIndex: number, hintDelivered: boolean) =>
     cmd(
-      `cancel(job${jobIndex}, hint ${hintDelivered ? 'delivered' : 'lost'})`,
+      `Stop(job${jobIndex}, hint ${hintDelivered ? 'delivered' : 'lost'})`,
       (w) => w.jobs.length > jobIndex,
       async (w) => {
         const job = w.jobs[jobIndex]
-        const [before] = await query<{ status: string }>(w.base.db, sql`select status from a2_jobs where id = ${job.jobId}`)
-        const [event] = await w.server.append(w.sessionId, { type: 'cancelled', payload: { of: job.eventId, lastSeenIndex: 0 } })
-        if (!TERMINAL.has(before.status)) w.cancelRecorded.add(job.jobId)
-        if (!hintDelivered) return
-        for (const run of w.attempts.filter((a) => a.jobId === job.jobId && !a.over && !w.workers[a.worker].dead)) {
-          const moved = expectMove(run, attemptObjects.get(run), false)
-          attemptObjects.get(run)!.cancelled({ id: event.id, index: event.index })
-          if (run.entered && !w.stubborn) await moved()
-        }
+        const stop: Stop = { id: `c${++pushes}`, jobId: job.jobId, of: job.eventId, acked: false }
+        w.stops.push(stop)
+        await sendStop(w, stop, hintDelivered)
       },
     )
+
+  /** The user stops a run the controller could not settle (UNKNOWN): the Stop is recorded and honoured when it is resolved (DESIGN §12). */
+  const stopUnknown = (hintDelivered: boolean) =>
+    cmd(
+      `Stop an UNKNOWN run(hint ${hintDelivered ? 'delivered' : 'lost'})`,
+      (w) => [...w.statusSeen.values()].includes('UNKNOWN'),
+      async (w) => {
+        const job = w.jobs.find((j) => w.statusSeen.get(j.jobId) === 'UNKNOWN')!
+        const stop: Stop = { id: `c${++pushes}`, jobId: job.jobId, of: job.eventId, acked: false }
+        w.stops.push(stop)
+        await sendStop(w, stop, hintDelivered)
+      },
+    )
+
+  /** The user stops a run while it waits for its retry (its backoff held): the retry is revoked (invariant 11). */
+  const stopWaitingRetry = cmd(
+    'Stop a run waiting for its retry',
+    (w) => w.waitingSeen.size > 0,
+    async (w) => {
+      const job = w.jobs.find((j) => w.waitingSeen.has(j.jobId))!
+      const stop: Stop = { id: `c${++pushes}`, jobId: job.jobId, of: job.eventId, acked: false }
+      w.stops.push(stop)
+      await sendStop(w, stop, false)
+    },
+  )
+
+  /** The browser's outbox pushes every unacknowledged Stop again, same id (DESIGN §10). */
+  const resendStops = (hintDelivered: boolean) =>
+    cmd(
+      `outbox pushes Stops again(hint ${hintDelivered ? 'delivered' : 'lost'})`,
+      (w) => w.outbox.length > 0,
+      async (w) => {
+        for (const stop of [...w.outbox]) await sendStop(w, stop, hintDelivered)
+      },
+    )
+
+  /**
+   * A claim and a Stop of the run it may take, their statements interleaved by the scheduler
+   * (the push's read, its one-statement append or the transaction it falls back to, the claim).
+   * Invariant 12: the claim takes the run only before the Stop lands (at the cancel version
+   * from before it), or not at all; a claim that read a Stop never starts its handler.
+   */
+  const claimRacesStop = (worker: number, jobIndex: number, hintDelivered: boolean) =>
+    cmd(
+      `claim races Stop(w${worker}, job${jobIndex}, hint ${hintDelivered ? 'delivered' : 'lost'})`,
+      (w) => w.jobs.length > jobIndex && !w.workers[worker].dead,
+      async (w) => {
+        const job = w.jobs[jobIndex]
+        const stop: Stop = { id: `c${++pushes}`, jobId: job.jobId, of: job.eventId, acked: false }
+        w.stops.push(stop)
+        const before = await runBefore(w, stop.jobId)
+        const scheduler = currentScheduler!
+        const sim = w.workers[worker]
+        sim.scheduler = scheduler
+        w.serverScheduler = scheduler
+        let claimed: Awaited<ReturnType<typeof claimOn>>
+        let pushed: Awaited<ReturnType<typeof pushStop>>
+        try {
+          ;[claimed, pushed] = await scheduler.waitFor(Promise.all([claimOn(w, worker), pushStop(w, stop, before)]))
+        } finally {
+          sim.scheduler = undefined
+          w.serverScheduler = undefined
+          await scheduler.waitIdle() // nothing the race set off stays parked
+        }
+        const taken = claimed?.job.id === stop.jobId ? claimed : undefined
+        if (taken && pushed.landedNow && taken.job.cancelVersion !== before.cancelVersion) {
+          w.violations.push(`12: job ${stop.jobId} claimed at cancel version ${taken.job.cancelVersion} after Stop ${stop.id} landed`)
+        }
+        if (taken?.job.cancelledBy && taken.run.entered)
+          w.violations.push(`12: attempt ${taken.job.attempt} of job ${stop.jobId} read Stop ${taken.job.cancelledBy.id} and started`)
+        if (pushed.landedNow) recordLanding(w, stop, before, taken !== undefined)
+        if (hintDelivered && pushed.event) await deliverHint(w, stop, pushed.event)
+      },
+    )
+
+  /** A retry's backoff runs out (the harness holds every backoff until this command: claims stay replayable). */
+  const retryDue = cmd(
+    'retry comes due',
+    (w) => [...w.heldRetries.values()].includes('held'),
+    async (w) => {
+      for (const [key, state] of w.heldRetries) {
+        if (state !== 'held') continue
+        const [jobId, attempt] = key.split(':').map(Number)
+        await query(w.base.db, sql`update a2_jobs set run_at = now() - interval '1 millisecond' where id = ${jobId} and attempt = ${attempt}`)
+        w.heldRetries.set(key, 'due')
+      }
+    },
+  )
+
+  /** Holds every newly scheduled retry's backoff (run at a day from now) until `retry comes due`. */
+  async function holdRetries(w: World) {
+    const waiting = await query<{ id: number; attempt: number }>(
+      w.base.db,
+      sql`select id, attempt from a2_jobs j where consumer = ${w.name} and status = 'ACTIVE' and owner is null
+            and (select reason from a2_job_transitions t where t.job_id = j.id order by t.id desc limit 1) = 'RETRY_SCHEDULED'`,
+    )
+    for (const job of waiting) {
+      const key = `${Number(job.id)}:${Number(job.attempt)}`
+      if (w.heldRetries.has(key)) continue
+      await query(w.base.db, sql`update a2_jobs set run_at = now() + interval '1 day' where id = ${job.id} and attempt = ${job.attempt}`)
+      w.heldRetries.set(key, 'held')
+    }
+  }
+
+  /** The database goes away for every process after `after` more statements, the one it goes away under refused or its answer lost. */
+  const outageAt = (after: number, fault: Fault) =>
+    cmd(
+      `database goes away(after ${after} statements, ${fault})`,
+      (w) => !w.outage.down && !w.outage.armed,
+      async (w) => w.outage.arm(after, fault),
+    )
+  const databaseBack = cmd(
+    'database comes back',
+    (w) => w.outage.down || w.outage.armed,
+    async (w) => w.outage.restore(),
+  )
 
   const drains = cmd(
     'two drains at once',
@@ -475,12 +821,18 @@ describe.each(layers)('interleavings on %s', (kind) => {
           for (const run of w.attempts.filter((a) => a.worker === sim.index && a.jobId === jobId))
             attemptObjects.get(run)!.abort(new RunAborted('FENCED_OUT'))
         }
-        const all = Promise.all(
+        // Settled, not all: a drain the outage fails must not leave the other's statements parked in the scheduler.
+        const all = Promise.allSettled(
           alive.map((sim) => drainOnce(sim.host, { owner: `drain-${sim.id}`, liveness: sim.liveness, graceMs: 0, forceOut: forceOut(sim) })),
         )
-        await scheduler.waitFor(all)
+        for (const outcome of await scheduler.waitFor(all)) {
+          if (outcome.status === 'rejected' && !w.outage.down) throw outcome.reason
+        }
       } finally {
         for (const sim of alive) sim.scheduler = undefined
+        // Statements the drains set off that are still parked (a forced-out handler's late effect
+        // outcome): released in the scheduler's order, or they would wait for good.
+        await scheduler.waitIdle()
       }
       // Forced-out handlers unwind (or, stubborn, keep waiting: they are fenced either way).
       for (const run of w.attempts.filter((a) => a.entered && !a.ended && a.signal?.aborted && !w.workers[a.worker].dead && !w.stubborn)) {
@@ -500,7 +852,11 @@ describe.each(layers)('interleavings on %s', (kind) => {
       )
       if (!open) return
       const truth = w.happened.has(`a2-${Number(open.job_id)}-${open.key}`)
-      await w.server.operator.resolveEffect(Number(open.job_id), open.key, { done: truth, result: truth ? 'ok' : undefined }, 'operator')
+      try {
+        await w.server.operator.resolveEffect(Number(open.job_id), open.key, { done: truth, result: truth ? 'ok' : undefined }, 'operator')
+      } catch (error) {
+        if (!w.outage.down) throw error
+      }
     },
   )
 
@@ -532,7 +888,25 @@ describe.each(layers)('interleavings on %s', (kind) => {
     cancels,
     cancels,
     fc.constant(drains),
+    // Two drains: a run whose owner died is released, then taken over — the road to UNKNOWN.
+    fc.constant(drains),
     fc.constant(operatorResolves),
+    fc.constantFrom(claimRacesStop(0, 0, true), claimRacesStop(1, 0, false), claimRacesStop(0, 1, false), claimRacesStop(1, 1, true)),
+    // Failures are retried only with a claim after them: the backoff's end comes as often as a claim.
+    fc.constant(retryDue),
+    fc.constant(retryDue),
+    // The outage: down at one of the next few statements (inside a push, an effect, an ending), back later.
+    fc.constantFrom(...[0, 1, 2, 3, 5].flatMap((after) => [outageAt(after, 'refused'), outageAt(after, 'lost')])),
+    // Outages are short (comes back twice as often as it goes), so a sequence has room for several.
+    fc.constant(databaseBack),
+    fc.constant(databaseBack),
+    fc.constantFrom(resendStops(true), resendStops(false)),
+    // An UNKNOWN run is many steps deep (a death mid-effect, a takeover, no reconcile): Stop it when one is there.
+    fc.constantFrom(stopUnknown(true), stopUnknown(false)),
+    // A failure that schedules a retry, and a Stop while it waits: what invariant 11 is about.
+    fc.constantFrom(act(0, 'throw'), act(1, 'throw')),
+    fc.constant(stopWaitingRetry),
+    fc.constant(killMidEffect),
   ]
 
   let currentScheduler: fc.Scheduler | undefined
@@ -540,9 +914,20 @@ describe.each(layers)('interleavings on %s', (kind) => {
   // ---- invariants --------------------------------------------------------------------------
   async function checkInvariants(w: World, after: string): Promise<void> {
     const db = w.base.db
-    const jobs = await query<{ id: number; status: string; lane: string | null; event_index: number; lane_blocked: boolean }>(
+    const jobs = await query<{
+      id: number
+      status: string
+      lane: string | null
+      event_index: number
+      lane_blocked: boolean
+      attempt: number
+      max_attempts: number
+      owner: string | null
+      cancelled_by: string | null
+    }>(
       db,
-      sql`select id, status, lane, event_index, lane_blocked from a2_jobs where consumer = ${w.name} order by id`,
+      sql`select id, status, lane, event_index, lane_blocked, attempt, max_attempts, owner, cancelled_by ->> 'id' as cancelled_by
+          from a2_jobs where consumer = ${w.name} order by id`,
     )
     for (const job of jobs) {
       const id = Number(job.id)
@@ -558,10 +943,45 @@ describe.each(layers)('interleavings on %s', (kind) => {
         )
         if (open.length > 0) w.violations.push(`2: job ${id} is ${job.status} with effects ${JSON.stringify(open)}`)
       }
-      const history = await query<{ from_status: string | null; to_status: string; attempt: number; reason: string }>(
+      const history = await query<{ id: number; from_status: string | null; to_status: string; attempt: number; reason: string }>(
         db,
-        sql`select from_status, to_status, attempt, reason from a2_job_transitions where job_id = ${id} order by id`,
+        sql`select id, from_status, to_status, attempt, reason from a2_job_transitions where job_id = ${id} order by id`,
       )
+      const seen = w.attemptSeen.get(id) ?? 0
+      for (const t of history) {
+        if (Number(t.id) > w.lastTransition && t.attempt < seen) {
+          w.violations.push(`8: job ${id} got a ${t.reason} row from attempt ${t.attempt} after attempt ${seen} held it`)
+        }
+      }
+      // 11: RETRY_REVOKED exactly when a Stop landed while the run waited for its retry.
+      const revokedAt = w.revoked.get(id)
+      const leftCancelling = history.find((t) => t.from_status === 'CANCELLING' && t.to_status !== 'CANCELLING')
+      if (revokedAt !== undefined && leftCancelling) {
+        const expected =
+          leftCancelling.attempt === revokedAt &&
+          ((leftCancelling.reason === 'RETRY_REVOKED' && leftCancelling.to_status === 'CANCELLED') ||
+            (leftCancelling.reason === 'EFFECT_UNKNOWN' && leftCancelling.to_status === 'UNKNOWN'))
+        if (!expected) {
+          w.violations.push(
+            `11: job ${id}'s retry (after attempt ${revokedAt}) was revoked, but it left CANCELLING by ${leftCancelling.reason} to ${leftCancelling.to_status} at attempt ${leftCancelling.attempt}`,
+          )
+        }
+      }
+      if (revokedAt !== undefined && Number(job.attempt) !== revokedAt) {
+        w.violations.push(`11: job ${id}'s retry was revoked after attempt ${revokedAt}, and it is at attempt ${job.attempt}`)
+      }
+      for (const t of history) {
+        // Two known labels, routed (the it.fails tests below): a run whose last attempt fails after
+        // a Stop landed says RETRY_REVOKED (failRun's ending) with no retry to revoke; and a run
+        // that once waited for a retry (last_error is never cleared), stopped later between
+        // attempts (an operator's verdict handed it back), says RETRY_REVOKED for that old retry.
+        const lastAttemptLabel = t.attempt >= Number(job.max_attempts) && t.from_status === 'CANCELLING'
+        const staleErrorLabel = history.some((r) => r.reason === 'RETRY_SCHEDULED' && Number(r.id) < Number(t.id))
+        const known = !w.strictRevocation && (lastAttemptLabel || staleErrorLabel)
+        if (t.reason === 'RETRY_REVOKED' && revokedAt === undefined && !known) {
+          w.violations.push(`11: job ${id} says RETRY_REVOKED at attempt ${t.attempt}, and no Stop landed while it waited for a retry`)
+        }
+      }
       let status = 'ACTIVE'
       let attempt = 0
       for (const t of history) {
@@ -598,6 +1018,35 @@ describe.each(layers)('interleavings on %s', (kind) => {
     if (log.n !== log.head || (log.n > 0 && (log.lo !== 0 || log.hi !== log.n - 1))) {
       w.violations.push(`5: log of ${w.sessionId} has ${log.n} events, indexes ${log.lo}..${log.hi}, head ${log.head}`)
     }
+    // 9: an acknowledged Stop is in the log; one that landed on a run not over left its abort recorded, for good.
+    const inLog = new Set(
+      (await query<{ id: string }>(db, sql`select id from a2_events where session_id = ${w.sessionId} and type = 'cancelled'`)).map((e) => e.id),
+    )
+    const byId = new Map(jobs.map((j) => [Number(j.id), j] as const))
+    for (const stop of w.stops) {
+      if (stop.acked && !inLog.has(stop.id)) w.violations.push(`9: Stop ${stop.id} was acknowledged and is not in the log`)
+      const job = byId.get(stop.jobId)!
+      if (
+        stop.landedOn !== undefined &&
+        !TERMINAL.has(stop.landedOn) &&
+        (job.cancelled_by === null || !['CANCELLING', 'CANCELLED', 'UNKNOWN'].includes(job.status))
+      ) {
+        w.violations.push(
+          `9: Stop ${stop.id} landed on job ${stop.jobId} while ${stop.landedOn}; the job is ${job.status}, cancelled by ${job.cancelled_by}`,
+        )
+      }
+    }
+    w.waitingSeen.clear()
+    for (const j of jobs) {
+      w.attemptSeen.set(Number(j.id), Number(j.attempt))
+      w.statusSeen.set(Number(j.id), j.status)
+      if (w.heldRetries.has(`${Number(j.id)}:${Number(j.attempt)}`) && j.status === 'ACTIVE' && j.owner === null) w.waitingSeen.add(Number(j.id))
+    }
+    const [{ newest }] = await query<{ newest: number | null }>(
+      db,
+      sql`select max(t.id) as newest from a2_job_transitions t join a2_jobs j on j.id = t.job_id where j.consumer = ${w.name}`,
+    )
+    w.lastTransition = Number(newest ?? 0)
     if (w.violations.length > 0) throw new Error(`after step ${w.step} (${after}):\n  ${w.violations.join('\n  ')}`)
   }
 
@@ -609,6 +1058,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
    * they are only told to end, and aborted.
    */
   async function teardown(w: World): Promise<void> {
+    w.outage.restore()
     for (const sim of w.workers) await sim.liveness.release()
     for (const run of w.attempts) {
       if (w.workers[run.worker].dead) {
@@ -628,6 +1078,63 @@ describe.each(layers)('interleavings on %s', (kind) => {
     attemptObjects.clear()
   }
 
+  /**
+   * Known library issue, routed (invariant 11, strict): the property's first run found it (seed
+   * 20261201, path 20:1:6:8:12:19:18:19:16:13:12); this is its shrunk counterexample, made
+   * explicit. A Stop lands while the LAST attempt runs (its hint lost), then the handler throws:
+   * settleAttempt → failRun, whose ending maps CANCELLING to RETRY_REVOKED — but no retry was
+   * waiting, so none was revoked. The same failure on an earlier attempt says STOPPED_BY_CANCEL
+   * (scheduleRetry's compare-and-set, detail retryRevoked), which is what this one should say.
+   * Passes (as it.fails) only while the history says exactly that; any other error is logged and
+   * turns it red. When the label is fixed this turns red: drop the `.fails` and the property's
+   * exception (lastAttemptLabel).
+   */
+  it.fails('a Stop on the last attempt that then fails is recorded as RETRY_REVOKED, though no retry was waiting', async () => {
+    const world = await makeWorld(false, true)
+    world.strictRevocation = true
+    try {
+      await appendJob.run(world, world)
+      await fc.asyncModelRun(
+        () => ({ model: world, real: world }),
+        [claim(0), act(0, 'throw'), retryDue, claim(0), cancel(0, false), act(0, 'throw')],
+      )
+    } catch (error) {
+      if (/11: job \d+ says RETRY_REVOKED at attempt 2, and no Stop landed while it waited for a retry/.test(String(error))) throw error
+      console.error('not the known RETRY_REVOKED label:', error)
+      return
+    } finally {
+      await teardown(world)
+    }
+  })
+
+  /**
+   * Known library issue, routed (invariant 11, strict), found by reading drain.ts against the
+   * model and made explicit: attempt 1 fails (a retry, last_error set), attempt 2 dies mid-effect,
+   * the drain takes the run (attempt 3) and leaves it UNKNOWN, the operator's verdict hands it
+   * back ACTIVE, and then a Stop lands. Nothing waits for a retry — the run waits for the next
+   * attempt the verdict gave it — yet the drain's reason (previous owner null and a last_error)
+   * reads attempt 1's old error and records RETRY_REVOKED where it should say
+   * CANCELLED_BETWEEN_ATTEMPTS. Passes only while the history says exactly that.
+   */
+  it.fails('a Stop after an operator handed a run back records RETRY_REVOKED from an old failure’s last_error', async () => {
+    const world = await makeWorld(false, false)
+    world.strictRevocation = true
+    currentScheduler = fc.sample(fc.scheduler(), { numRuns: 1, seed: 1 })[0]
+    try {
+      await appendJob.run(world, world)
+      await fc.asyncModelRun(
+        () => ({ model: world, real: world }),
+        [claim(0), act(0, 'throw'), retryDue, claim(0), act(0, 'dispatch'), killMidEffect, drains, operatorResolves, cancel(0, false), drains],
+      )
+    } catch (error) {
+      if (/11: job \d+ says RETRY_REVOKED at attempt 3, and no Stop landed while it waited for a retry/.test(String(error))) throw error
+      console.error('not the known RETRY_REVOKED label:', error)
+      return
+    } finally {
+      await teardown(world)
+    }
+  })
+
   it(
     `holds every invariant over ${RUNS} generated interleavings`,
     async () => {
@@ -638,7 +1145,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
           // A reconcile hook that can look effects up in one run of four: without one, a dead
           // attempt's effect becomes UNKNOWN — the state whose handling most needs exploring.
           fc.nat(3).map((n) => n === 0),
-          fc.commands(commands, { maxCommands: 40, size: 'max' }),
+          fc.commands(commands, { maxCommands: 50, size: 'max', replayPath: REPLAY_PATH }),
           async (scheduler, stubborn, truthful, cmds) => {
             currentScheduler = scheduler
             const world = await makeWorld(stubborn, truthful)
@@ -664,12 +1171,28 @@ describe.each(layers)('interleavings on %s', (kind) => {
         base.db,
         sql`select t.reason, count(*)::int as n from a2_job_transitions t join a2_jobs j on j.id = t.job_id where j.consumer like 'il%' group by t.reason order by n desc`,
       )
-      if (process.env.FC_STATS) console.log({ commands: Object.fromEntries(stats), runs: reached, effects: effectStates, reasons })
+      if (process.env.FC_STATS) console.log({ kind, commands: Object.fromEntries(stats), runs: reached, effects: effectStates, reasons })
       // The generator must reach the states the invariants are about, or it proves nothing about them.
       expect(reached.map((r) => r.status)).toEqual(expect.arrayContaining(['CANCELLED', 'COMPLETED', 'FAILED']))
       expect(reasons.map((r) => r.reason)).toEqual(
-        expect.arrayContaining(['CANCEL_APPENDED', 'OWNER_DIED', 'EFFECT_UNKNOWN', 'STOPPED_BY_CANCEL', 'FORCED_AFTER_GRACE']),
+        expect.arrayContaining(['CANCEL_APPENDED', 'OWNER_DIED', 'EFFECT_UNKNOWN', 'STOPPED_BY_CANCEL', 'FORCED_AFTER_GRACE', 'RETRY_REVOKED']),
       )
+      // The outage and the Stops it catches: each way a push can end, and a Stop on every kind of open run.
+      // Asserted for the fixed budget `npm test` runs; a random seed (FC_EXPLORE) may draw too few of
+      // the rarest (a Stop on an UNKNOWN run: ~6 in 300 sequences), so there it is reported, not asserted.
+      const required = [
+        'claim races Stop',
+        'Stop errored, landed',
+        'Stop errored, not landed',
+        'push errored, not landed',
+        'Stop landed on UNKNOWN',
+        'Stop landed on ACTIVE waiting for a retry',
+        'claim refused by the outage',
+      ]
+      const missing = required.filter((what) => !stats.has(what))
+      if (SEED === undefined) {
+        if (missing.length > 0) console.warn(`[explore] ${kind}: this seed's ${RUNS} sequences never reached`, missing)
+      } else expect(missing).toEqual([])
     },
     Math.max(600_000, RUNS * 3_000),
   )

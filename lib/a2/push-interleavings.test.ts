@@ -6,14 +6,22 @@
  * one-statement append, the transactional fallback's begin). On PGlite, and on Postgres when
  * TEST_DATABASE_URL is set. A failure prints its seed; replay with FC_SEED=… (and FC_PATH=…).
  *
+ * A batch may also take the database away (model/outage.ts: at its k-th statement in the
+ * scheduler's order, that statement refused or its answer lost, every later one refused);
+ * once the batch has settled the database comes back and the client pushes every errored
+ * push again, same ids, as the browser's outbox does (DESIGN §10).
+ *
  * Invariants, against a model folded from the final log (whatever order the races chose):
  *   1. the log is gapless, each id once;
  *   2. a run is cancelled exactly when an event after its own matches its abortOn, by the
  *      first such event (cancelled_by), with cancel_version 1;
  *   3. each cancel has its one CANCEL_APPENDED history row, carrying the same event;
- *   4. a retried push answers the events it first wrote (duplicate) and writes nothing.
+ *   4. a retried push answers the events it first wrote (duplicate) and writes nothing;
+ *   5. a push that errored in an outage wrote all of its events or none (and invariants 1-3
+ *      hold of what it wrote); an acknowledged push's events are all in the log.
  * And over the whole run: the stale fallback (a run opened between a push's read and its
- * append) was taken at least once, so it is explored, not assumed.
+ * append) was taken at least once, so it is explored, not assumed, and an outage failed
+ * pushes that had written everything and pushes that had written nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
@@ -24,6 +32,7 @@ import { consumer, createServer, type Store } from '@/lib/a2/server'
 import { query } from './internal/store'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { interceptStore } from '@/test/runtime'
+import { OutageSwitch, outageStore, type Fault } from './model/outage'
 
 const RUNS = Number(process.env.FC_RUNS ?? 60)
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : process.env.FC_EXPLORE ? undefined : 20261202
@@ -62,7 +71,12 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), via }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('retry' as const), which: fc.nat(8) }) },
 )
-const batches = fc.array(fc.array(command, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 4 })
+/** In one batch of four, the database goes away at one of the batch's first statements. */
+const outage = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: fc.record({ after: fc.nat(4), fault: fc.constantFrom<Fault>('refused', 'lost') }) },
+)
+const batches = fc.array(fc.record({ commands: fc.array(command, { minLength: 1, maxLength: 4 }), outage }), { minLength: 1, maxLength: 4 })
 
 interface JobRow {
   event_id: string
@@ -87,6 +101,7 @@ describe.each(layers)('pushes racing on %s', (kind) => {
   it('cancels exactly the runs a later event matches, whatever the interleaving, through the stale fallback too', async () => {
     let staleFallbacks = 0
     let session = 0
+    const errored = { wroteAll: 0, wroteNothing: 0 }
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), batches, async (scheduler, plan) => {
         const sessionId = `push-${kind}-${++session}`
@@ -95,7 +110,8 @@ describe.each(layers)('pushes racing on %s', (kind) => {
         let begins = 0
         /** Pushes of several events (start and Stop together, and their retries): these take the transaction by design. */
         let multi = 0
-        const raced = interceptStore(store, {
+        const database = new OutageSwitch()
+        const raced = interceptStore(outageStore(store, database), {
           before: async (text) => {
             if (text === 'begin') begins++
             await scheduler.schedule(Promise.resolve(), text.replace(/\s+/g, ' ').slice(0, 50))
@@ -105,22 +121,40 @@ describe.each(layers)('pushes racing on %s', (kind) => {
         await server.sessions.create(owner, { id: sessionId })
         const started: string[] = []
         const pushed: Array<{ body: unknown; first: Promise<Array<{ id: string; index: number }>> }> = []
+        /** Pushes (and server appends) an outage failed: the client sends each again once the database is back. */
+        const outbox: Array<{ how: Via; events: Array<{ id: string; type: string; payload: unknown }> }> = []
+        /** Every event some push was acknowledged for. */
+        const acknowledged = new Set<string>()
         let n = 0
-        const send = async (how: Via, events: Array<{ id: string; type: string; payload: unknown }>) => {
+        const send = async (how: Via, events: Array<{ id: string; type: string; payload: unknown }>, again = false) => {
           appendsInFlight++
           try {
-            if (how === 'append') return await server.append(sessionId, ...(events as never[]))
-            // An admission that reads nothing of its own: the push's one read serves it.
-            const body = events.length === 1 ? events[0] : { events }
-            if (events.length > 1) multi++
-            const answer = server.push(sessionId, owner, body, { admit: async () => {} }).then((r) => r.events)
-            pushed.push({ body, first: answer })
-            return await answer
+            let answer: Promise<Array<{ id: string; index: number }>>
+            if (how === 'append') answer = server.append(sessionId, ...(events as never[]))
+            else {
+              // An admission that reads nothing of its own: the push's one read serves it.
+              const body = events.length === 1 ? events[0] : { events }
+              if (events.length > 1 && !again) multi++
+              answer = server.push(sessionId, owner, body, { admit: async () => {} }).then((r) => r.events)
+              if (!again) pushed.push({ body, first: answer })
+            }
+            const written = await answer
+            for (const e of events) acknowledged.add(e.id)
+            return written
+          } catch (error) {
+            if (!database.down) throw error
+            outbox.push({ how, events })
+            return []
           } finally {
             appendsInFlight--
           }
         }
-        for (const batch of plan) {
+        let outages = 0
+        for (const { commands: batch, outage } of plan) {
+          if (outage) {
+            database.arm(outage.after, outage.fault)
+            outages++
+          }
           const running = batch.map((cmd) => {
             switch (cmd.kind) {
               case 'start': {
@@ -146,24 +180,48 @@ describe.each(layers)('pushes racing on %s', (kind) => {
                 const earlier = pushed[cmd.which % Math.max(1, pushed.length)]
                 if (!earlier) return Promise.resolve([])
                 if ('events' in (earlier.body as object)) multi++
-                return server.push(sessionId, owner, earlier.body, { admit: async () => {} }).then(async (again) => {
-                  // 4: a retry answers what the first push wrote, as a duplicate (or lands first, and the first is the duplicate).
-                  const first = await earlier.first
-                  expect(again.events.map((e) => [e.id, e.index])).toEqual(first.map((e) => [e.id, e.index]))
-                  return again.events
-                })
+                return server.push(sessionId, owner, earlier.body, { admit: async () => {} }).then(
+                  async (again) => {
+                    // 4: a retry answers what the first push wrote, as a duplicate (or lands first, and the first is the duplicate).
+                    const first = await earlier.first.catch(() => undefined) // errored in an outage: its own retry checks it
+                    if (first) expect(again.events.map((e) => [e.id, e.index])).toEqual(first.map((e) => [e.id, e.index]))
+                    return again.events
+                  },
+                  (error) => {
+                    if (!database.down) throw error
+                    return []
+                  },
+                )
               }
             }
           })
           await scheduler.waitFor(Promise.all(running))
+          // The database comes back; first, what the outage left: each errored push wrote all of it or nothing.
+          database.restore()
+          const inLog = new Set(
+            (await query<{ id: string }>(store.db, sql`select id from a2_events where session_id = ${sessionId}`)).map((e) => e.id),
+          )
+          for (const { events } of outbox) {
+            const landed = events.filter((e) => inLog.has(e.id)).length
+            // 5: all or nothing.
+            expect({ push: events.map((e) => e.id), landed }).toEqual({ push: events.map((e) => e.id), landed: landed === 0 ? 0 : events.length })
+            if (landed === 0) errored.wroteNothing++
+            else errored.wroteAll++
+          }
+          // The outbox: every errored push again, same ids, now acknowledged.
+          for (const retry of outbox.splice(0)) await scheduler.waitFor(send(retry.how, retry.events, true))
+          expect(outbox).toEqual([])
         }
         expect(appendsInFlight).toBe(0)
-        staleFallbacks += begins - multi
+        // A begin the outage refused, or a retried transaction, is no stale fallback: count those only without one.
+        if (outages === 0) staleFallbacks += begins - multi
 
         const log = await query<{ index: number; id: string; type: string; payload: { of?: string } }>(
           store.db,
           sql`select index, id, type, payload from a2_events where session_id = ${sessionId} order by index`,
         )
+        // 5: every acknowledged event is in the log.
+        expect([...acknowledged].filter((id) => !log.some((e) => e.id === id))).toEqual([])
         // 1: gapless, each id once.
         expect(log.map((e) => e.index)).toEqual(log.map((_, i) => i))
         expect(new Set(log.map((e) => e.id)).size).toBe(log.length)
@@ -209,6 +267,8 @@ describe.each(layers)('pushes racing on %s', (kind) => {
       { numRuns: RUNS, seed: SEED, path: PATH, endOnFailure: true },
     )
     expect(staleFallbacks).toBeGreaterThan(0)
+    expect(errored.wroteAll).toBeGreaterThan(0)
+    expect(errored.wroteNothing).toBeGreaterThan(0)
   }, 300_000)
 
   it('stops a run in one statement after the read its admission uses', async () => {
