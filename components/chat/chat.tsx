@@ -14,7 +14,7 @@ import { OfflineNotice } from './offline-notice'
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
   const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
-  const { sessions } = useSessions()
+  const { sessions, missing } = useSessions()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
   const follow = useCallback(() => setFollowKey((k) => k + 1), [])
@@ -31,7 +31,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
     const text = takeFirstMessage(sessionId)
     if (text === undefined) return
     follow()
-    void send(text).catch(() => {}) // a failure shows in the error alert, with Retry
+    void send(text)
+      .then(() => sessionsStore.changed()) // titled from it: the other tabs' lists too
+      .catch(() => {}) // a failure shows in the error alert, with Retry
   }, [sessionId, send, follow])
 
   // A message was confirmed: the server titles the session from its first one, and the
@@ -71,7 +73,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onSend = useCallback(
     (text: string) => {
       follow()
-      void send(text, { after: lastVisibleAnswer.current }).catch(() => {})
+      void send(text, { after: lastVisibleAnswer.current })
+        .then(() => sessionsStore.changed()) // generating, and first in the list: in the other tabs too
+        .catch(() => {})
     },
     [send, follow],
   )
@@ -84,7 +88,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onRegenerate = useCallback(
     (answerId: string) => {
       follow()
-      void regenerate(answerId).catch(() => {})
+      void regenerate(answerId)
+        .then(() => sessionsStore.changed())
+        .catch(() => {})
       composerRef.current?.focus()
     },
     [regenerate, follow],
@@ -97,7 +103,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
       const first = edited?.kind === 'user' && edited.parent === null
       void edit(messageId, text)
         // The chat is titled from its first message: a new version of it retitles the chat.
-        .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : undefined))
+        .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : sessionsStore.changed()))
         .catch(() => {})
     },
     [edit, follow, store, sessionId],
@@ -109,7 +115,8 @@ export function Chat({ sessionId }: { sessionId: string }) {
   // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
   // Once loaded, a 404 answers a push to a chat deleted since (from another tab): it is gone,
   // and "no such session" with a Retry that cannot work would say neither.
-  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404) {
+  // Deleted for good in another tab of this browser (sessions-channel.ts): gone here too.
+  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404 || missing.includes(sessionId)) {
     return <NotFoundView kind="chat" sessionId={sessionId} />
   }
 
