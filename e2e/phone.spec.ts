@@ -1,6 +1,7 @@
 /**
  * A phone has no hover: what a mouse reveals on hover must show there without it. The
- * drawer's Rename and Delete, hover-revealed on a wide screen, show on every chat.
+ * drawer's Rename and Delete, hover-revealed on a wide screen, show on every chat. And focus
+ * in the composer opens the on-screen keyboard: Stop and Regenerate leave focus on the answer.
  */
 import { expect, test } from '@playwright/test'
 import { ChatPage } from './pages/chat'
@@ -34,4 +35,50 @@ test('in the phone drawer every chat shows its Rename and Delete, not only the o
     .tap()
   await expect(sidebar.item(ids[0])).toHaveCount(0)
   await expect(sidebar.undoToast).toBeVisible()
+})
+
+/** The element that has focus: which answer it is, or the composer, or <body>. */
+function focused(page: import('@playwright/test').Page) {
+  return page.evaluate(() => {
+    const el = document.activeElement
+    if (!el || el === document.body) return 'body'
+    if (el.id === 'composer-input') return 'composer'
+    const answer = el.closest('[data-testid="message-assistant"]')
+    return answer ? `answer ${answer.getAttribute('data-answer-id')}` : `${el.tagName.toLowerCase()} ${el.getAttribute('data-testid') ?? ''}`.trim()
+  })
+}
+
+test('on a phone, Stop leaves focus on the stopped answer, not in the composer (whose keyboard would cover it)', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  // A touch screen's pointer is coarse: the app tells phones by it.
+  expect(await page.evaluate(() => matchMedia('(pointer: coarse)').matches)).toBe(true)
+  await chat.send(nonce('phone stop focus'))
+  await chat.waitForStreaming(3)
+  const answer = await chat.lastAnswerId()
+  await chat.stopButton.tap()
+  await chat.waitForStatus('stopped')
+  await expect(chat.input).not.toBeFocused()
+  await expect.poll(() => focused(page)).toBe(`answer ${answer}`)
+})
+
+test('on a phone, Regenerate leaves focus on the answer being written, not in the composer', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('phone regenerate focus'))
+  await chat.waitForText(3)
+  await chat.stop()
+  const first = await chat.lastAnswerId()
+
+  await chat.lastAnswer().getByTestId('regenerate-button').tap()
+  await chat.waitForStreaming(3)
+  const second = await chat.lastAnswerId()
+  expect(second).not.toBe(first)
+  await expect(chat.input).not.toBeFocused()
+  await expect.poll(() => focused(page)).toBe(`answer ${second}`)
+  // Its Stop, by touch too: focus stays on it.
+  await chat.stopButton.tap()
+  await chat.waitForStatus('stopped')
+  await expect(chat.input).not.toBeFocused()
+  await expect.poll(() => focused(page)).toBe(`answer ${second}`)
 })

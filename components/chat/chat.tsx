@@ -10,6 +10,7 @@ import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSess
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 import { OfflineNotice } from './offline-notice'
+import { focusAnswer, touchPrimary } from './touch'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
@@ -79,21 +80,28 @@ export function Chat({ sessionId }: { sessionId: string }) {
     },
     [send, follow],
   )
+  // Stop's and Regenerate's buttons go away as they act: focus goes to the composer, where Esc
+  // stops an answer and typing goes on, instead of to <body>. On a touch screen focusing the
+  // composer opens the on-screen keyboard over the answer just asked for (or just stopped):
+  // focus goes to that answer instead, which a screen reader then reads.
+  const focusAfterAction = useCallback((answerId: string | undefined) => {
+    if (touchPrimary()) focusAnswer(answerId)
+    else composerRef.current?.focus()
+  }, [])
   const onStop = useCallback(() => {
     void stop().catch(() => {})
-    composerRef.current?.focus()
-  }, [stop])
-  // Regenerate's button (and an edit's field) go away while the answer is written: focus
-  // goes to the composer, where Esc stops it, instead of to <body>.
+    focusAfterAction(activeId)
+  }, [stop, activeId, focusAfterAction])
   const onRegenerate = useCallback(
     (answerId: string) => {
       follow()
       void regenerate(answerId)
         .then(() => sessionsStore.changed())
         .catch(() => {})
-      composerRef.current?.focus()
+      // The new version takes the old one's place (and element): focus on it stays on the slot.
+      focusAfterAction(answerId)
     },
-    [regenerate, follow],
+    [regenerate, follow, focusAfterAction],
   )
   const onEdit = useCallback(
     (messageId: string, text: string) => {
