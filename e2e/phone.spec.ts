@@ -1,7 +1,8 @@
 /**
  * A phone has no hover: what a mouse reveals on hover must show there without it. The
  * drawer's Rename and Delete, hover-revealed on a wide screen, show on every chat. And focus
- * in the composer opens the on-screen keyboard: Stop and Regenerate leave focus on the answer.
+ * in the composer opens the on-screen keyboard: Stop and Regenerate leave focus on the answer,
+ * an edit sent on its message, and a chat opened to be read leaves the composer alone.
  */
 import { expect, test } from '@playwright/test'
 import { ChatPage } from './pages/chat'
@@ -81,4 +82,44 @@ test('on a phone, Regenerate leaves focus on the answer being written, not in th
   await chat.waitForStatus('stopped')
   await expect(chat.input).not.toBeFocused()
   await expect.poll(() => focused(page)).toBe(`answer ${second}`)
+})
+
+test('on a phone, opening a chat (from the drawer, or reloading it) leaves the composer unfocused, so no keyboard covers the conversation', async ({
+  page,
+}) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('phone open focus'))
+  await chat.waitForText(3)
+  await chat.stop()
+  const id = chat.sessionId()!
+
+  await page.getByRole('link', { name: 'New chat' }).first().tap()
+  await page.waitForURL((url) => url.pathname === '/')
+  await page.getByRole('button', { name: 'Open sidebar' }).tap()
+  await new Sidebar(page).item(id).tap()
+  await page.waitForURL(new RegExp(`/c/${id}$`))
+  await expect(chat.lastAnswer()).toHaveAttribute('data-status', 'stopped')
+  await expect(chat.input).not.toBeFocused()
+
+  await page.reload()
+  await expect(chat.lastAnswer()).toHaveAttribute('data-status', 'stopped')
+  await expect(chat.input).not.toBeFocused()
+})
+
+test('on a phone, an edit sent leaves focus on the message, not in the composer', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('phone edit focus'))
+  await chat.waitForText(3)
+  await chat.stop()
+
+  await chat.userMessages.first().getByTestId('edit-button').tap()
+  const field = page.getByRole('textbox', { name: 'Edit your message' })
+  await field.fill(nonce('phone edited'))
+  await chat.userMessages.first().getByRole('button', { name: 'Send' }).tap()
+  await chat.waitForStreaming(3)
+  await expect(chat.input).not.toBeFocused()
+  await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('message-user')
+  await chat.stopButton.tap()
 })

@@ -10,7 +10,7 @@ import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSess
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 import { OfflineNotice } from './offline-notice'
-import { focusAnswer, touchPrimary } from './touch'
+import { focusAnswer, focusMessage, touchPrimary } from './touch'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
@@ -106,7 +106,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onEdit = useCallback(
     (messageId: string, text: string) => {
       follow()
-      composerRef.current?.focus()
+      // The edit's field goes away as it is sent; on a touch screen its keyboard goes with it.
+      if (touchPrimary()) focusMessage(messageId)
+      else composerRef.current?.focus()
       const edited = store.getSnapshot().state.turns.find((t) => t.id === messageId)
       const first = edited?.kind === 'user' && edited.parent === null
       void edit(messageId, text)
@@ -177,7 +179,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
               onDismiss={() => store.clearError()}
             />
           )}
-          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
+          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus="unless-touch" />
           <p className="mt-2 hidden text-center text-xs text-neutral-500 sm:block dark:text-neutral-400">
             <kbd className="font-sans">Enter</kbd> to send · <kbd className="font-sans">Shift</kbd>+<kbd className="font-sans">Enter</kbd> for a new
             line · <kbd className="font-sans">Esc</kbd> stops the answer

@@ -1,7 +1,8 @@
 'use client'
-import { forwardRef, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
+import { forwardRef, useEffect, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
 import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
 import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
+import { touchPrimary } from './touch'
 
 export interface ComposerHandle {
   focus(): void
@@ -25,7 +26,11 @@ interface ComposerProps {
   sending?: boolean
   disabled?: boolean
   placeholder?: string
-  autoFocus?: boolean
+  /**
+   * Focus the box as it mounts. 'unless-touch': not on a touch screen, where focus opens the
+   * on-screen keyboard over half the page (a chat opened to read it).
+   */
+  autoFocus?: boolean | 'unless-touch'
 }
 
 const MAX_HEIGHT = 240
@@ -38,6 +43,12 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
 ) {
   const [text, setText] = useState('')
   const textareaRef = useRef<HTMLTextAreaElement>(null)
+
+  // Decided in the browser (the server cannot tell a phone), once, as the box mounts.
+  useEffect(() => {
+    if (autoFocus === 'unless-touch' && !touchPrimary()) textareaRef.current?.focus()
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- on mount only
+  }, [])
 
   useImperativeHandle(
     ref,
@@ -109,7 +120,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
           }
         }}
         rows={1}
-        autoFocus={autoFocus}
+        autoFocus={autoFocus === true}
         disabled={disabled}
         placeholder={placeholder}
         aria-describedby={length >= WARN_AT ? counterId : undefined}

@@ -13,3 +13,8 @@ export function focusAnswer(answerId: string | undefined): void {
   if (!answerId) return
   document.querySelector<HTMLElement>(`[data-testid="message-assistant"][data-answer-id="${CSS.escape(answerId)}"]`)?.focus({ preventScroll: true })
 }
+
+/** Focuses one of the reader's messages (tabIndex -1 too); while it is edited, its editing form's element. */
+export function focusMessage(messageId: string): void {
+  document.querySelector<HTMLElement>(`[data-testid="message-user"][data-message-id="${CSS.escape(messageId)}"]`)?.focus({ preventScroll: true })
+}
