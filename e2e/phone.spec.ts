@@ -123,3 +123,22 @@ test('on a phone, an edit sent leaves focus on the message, not in the composer'
   await expect.poll(() => page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('message-user')
   await chat.stopButton.tap()
 })
+
+test('on a phone, the undo toast going away does not put focus in the composer (a keyboard opening 5 s after a delete)', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('phone toast focus'))
+  await chat.waitForText(3)
+  await chat.stop()
+  const id = chat.sessionId()!
+
+  await page.getByRole('button', { name: 'Open sidebar' }).tap()
+  const sidebar = new Sidebar(page)
+  await page.locator('li', { has: sidebar.item(id) }).getByTestId('delete-chat').tap()
+  await page.waitForURL((url) => url.pathname === '/')
+  await expect(sidebar.undoToast).toBeVisible()
+  await expect(sidebar.undoToast).toHaveCount(0, { timeout: 10_000 })
+  await expect(chat.input).not.toBeFocused()
+  // Not lost on <body> either: on the page's main region.
+  await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('main')
+})
