@@ -51,6 +51,15 @@ export function Chat({ sessionId }: { sessionId: string }) {
     if (previousActive.current && !activeId) void sessionsStore.refresh()
     previousActive.current = activeId
   }, [activeId])
+  // A Stop shows at once, but the server settles the run a moment later, when its terminal
+  // event is written: the list read at the Stop still said "generating", for a poll (3 s)
+  // more. Each run's end folded in from the log re-reads it, the server settled by then.
+  const endedAnswers = state.turns.reduce((n, t) => (t.kind === 'assistant' && (t.finishReason || t.error) ? n + 1 : n), 0)
+  const previousEnded = useRef(endedAnswers)
+  useEffect(() => {
+    if (endedAnswers > previousEnded.current) void sessionsStore.refresh()
+    previousEnded.current = endedAnswers
+  }, [endedAnswers])
 
   // A message that was not sent is rolled back out of the conversation: it goes back into the
   // box at once (unless something else is typed there), so what was typed stays in sight.
