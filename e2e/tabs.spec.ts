@@ -90,6 +90,8 @@ test('a chat deleted from another tab: sending in this one says the chat is gone
   await expect(chat.notFound).toBeVisible()
   await expect(chat.notFound.getByRole('link', { name: 'Start a new chat' })).toBeVisible()
   await expect(page.getByText('no such session')).toHaveCount(0)
+  // The composer that had focus is gone: focus goes to the view's heading, which a screen reader reads, not <body>.
+  await expect(chat.notFound.getByRole('heading', { name: 'This chat isn’t available' })).toBeFocused()
 })
 
 /** A chat with one stopped answer, created in `chat`'s tab; returns its id. */
@@ -150,9 +152,12 @@ test('two tabs side by side: a delete, undo, rename or new chat in one shows in 
 
   // A deletes the chat B has open: it leaves B's list at once, and once the delete is final
   // (the undo window over), B's page says so instead of showing a chat that is gone.
+  await b.input.focus()
   await sidebarA.deleteChat(y)
   await expect(sidebarB.item(y)).toHaveCount(0, AT_ONCE)
   await expect(b.notFound).toBeVisible({ timeout: UNDO_MS + AT_ONCE.timeout })
   await expect(b.notFound.getByRole('link', { name: 'Start a new chat' })).toBeVisible()
   await expect(b.page.getByTestId('chat-title')).toHaveText('Chat not found')
+  // B's focus was in the composer, now gone: it goes to the view's heading, not <body>.
+  await expect(b.notFound.getByRole('heading', { name: 'This chat isn’t available' })).toBeFocused()
 })

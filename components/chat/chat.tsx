@@ -136,7 +136,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
   // and "no such session" with a Retry that cannot work would say neither.
   // Deleted for good in another tab of this browser (sessions-channel.ts): gone here too.
   if ((!loaded && meansNoSuchChat(error)) || error?.status === 404 || missing.includes(sessionId)) {
-    return <NotFoundView kind="chat" sessionId={sessionId} />
+    return <NotFoundView kind="chat" sessionId={sessionId} replacesChat={loaded} />
   }
 
   return (
