@@ -65,7 +65,7 @@ export function NewChat() {
             onDismiss={() => setError(undefined)}
           />
         )}
-        <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" />
+        <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" draftKey="new" />
 
         <ul className="mt-4 grid gap-2 sm:grid-cols-2" aria-label="Suggestions">
           {STARTERS.map((s) => (

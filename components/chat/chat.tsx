@@ -188,7 +188,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
               onDismiss={() => store.clearError()}
             />
           )}
-          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus="unless-touch" />
+          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus="unless-touch" draftKey={sessionId} />
           <p className="mt-2 hidden text-center text-xs text-neutral-500 sm:block dark:text-neutral-400">
             <kbd className="font-sans">Enter</kbd> to send · <kbd className="font-sans">Shift</kbd>+<kbd className="font-sans">Enter</kbd> for a new
             line · <kbd className="font-sans">Esc</kbd> stops the answer
