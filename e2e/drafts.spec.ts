@@ -51,3 +51,31 @@ test('a message typed and not sent survives going to another chat and back, and 
   await expect(chat.userTexts.last()).toHaveText(draft)
   await expect(chat.input).toHaveValue('')
 })
+
+test('a new chat refused, then started with Retry: its message does not come back as the next new chat’s draft', async ({ page }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await page.route('**/api/sessions', (route) =>
+    route.request().method() === 'POST'
+      ? route.fulfill({
+          status: 429,
+          headers: { 'retry-after': '0', 'content-type': 'application/json' },
+          body: JSON.stringify({ error: { code: 'rate_limited', message: 'too many new chats' } }),
+        })
+      : route.continue(),
+  )
+  const text = nonce('refused then retried')
+  await chat.input.fill(text)
+  await chat.input.press('Enter')
+  await expect(chat.errorAlert).toBeVisible()
+  await expect(chat.input).toHaveValue(text)
+
+  await page.unroute('**/api/sessions')
+  await chat.errorAlert.getByRole('button', { name: /retry/i }).click()
+  await page.waitForURL(/\/c\//)
+  await expect(chat.userTexts).toHaveText([text])
+  await chat.waitForText(3)
+  await chat.stop()
+  await chat.newChat()
+  await expect(chat.input).toHaveValue('')
+})
