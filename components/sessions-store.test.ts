@@ -275,3 +275,17 @@ describe('two tabs of one browser', () => {
     expect(b.sessionsStore.getSnapshot().sessions[0].title).toBe('Hello there')
   })
 })
+
+describe('search results', () => {
+  it('follow what the list knows since: a delete hides one, a rename retitles it', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    const found = session('b', 'old title')
+    expect(b.sessionsStore.current(found)?.title).toBe('b') // the list's title
+    a.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(b.sessionsStore.current(found)).toBeUndefined()
+    expect(a.sessionsStore.current(found)).toBeUndefined()
+    expect(b.sessionsStore.current(session('elsewhere', 'kept'))?.title).toBe('kept')
+  })
+})

@@ -370,6 +370,16 @@ export const sessionsStore = {
     }
   },
 
+  /**
+   * A search result as things stand now: gone once deleted (here or in another tab), with the
+   * title the list has since (a rename). Results are read once; the list moves on.
+   */
+  current(result: SessionSummary): SessionSummary | undefined {
+    if (deleted.has(result.id)) return undefined
+    const known = state.sessions.find((s) => s.id === result.id) ?? state.opened[result.id]
+    return known ? { ...result, title: known.title } : result
+  },
+
   /** Chats whose title or messages contain `text` (the server's search; one bounded page). */
   async search(text: string, signal?: AbortSignal): Promise<SessionSummary[]> {
     await identitySettled()

@@ -161,3 +161,27 @@ test('two tabs side by side: a delete, undo, rename or new chat in one shows in 
   // B's focus was in the composer, now gone: it goes to the view's heading, not <body>.
   await expect(b.notFound.getByRole('heading', { name: 'This chat isn’t available' })).toBeFocused()
 })
+
+test('search results in one tab follow a rename or delete made in another', async ({ context }) => {
+  const a = new ChatPage(await context.newPage())
+  const sidebarA = new Sidebar(a.page)
+  const word = nonce('findme').replace(/[^a-z0-9]/gi, '')
+  const x = await stoppedChat(a, `about ${word} and more`)
+
+  const b = new ChatPage(await context.newPage())
+  const sidebarB = new Sidebar(b.page)
+  await b.goto('/')
+  await sidebarB.search.fill(word)
+  await expect.poll(() => sidebarB.resultIds()).toEqual([x])
+
+  const renamed = nonce('renamed while found')
+  const row = a.page.locator('li', { has: sidebarA.item(x) })
+  await row.hover()
+  await row.getByRole('button', { name: /^Rename/ }).click()
+  await a.page.getByRole('textbox', { name: 'Rename chat' }).fill(renamed)
+  await a.page.keyboard.press('Enter')
+  await expect(sidebarB.results.first()).toContainText(renamed, AT_ONCE)
+
+  await sidebarA.deleteChat(x)
+  await expect(sidebarB.results).toHaveCount(0, AT_ONCE)
+})
