@@ -226,6 +226,15 @@ describe('two tabs of one browser', () => {
     expect(b.sessionsStore.getSnapshot().missing).toEqual(['b'])
   })
 
+  it('a chat hidden by the other tab’s delete keeps its summary, so a header showing it keeps its title until the delete is final', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    a.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(ids(b)).toEqual(['a', 'c'])
+    expect(b.sessionsStore.getSnapshot().opened.b?.title).toBe('b')
+  })
+
   it('a delete that fails puts the chat back in the other tab too', async () => {
     const a = await freshStore()
     const b = await freshStore()

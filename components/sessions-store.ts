@@ -113,9 +113,11 @@ function applyOtherTabs(change: ListChange) {
   switch (change.type) {
     case 'hidden': {
       const index = state.sessions.findIndex((s) => s.id === id)
-      if (index >= 0) hiddenByOtherTab.set(id, { session: state.sessions[index], index })
+      const session = state.sessions[index]
+      if (session) hiddenByOtherTab.set(id, { session, index })
       deleted.add(id)
-      set({ sessions: without() })
+      // A header showing it keeps its title (no flash of none, no request) until the delete is final.
+      set({ sessions: without(), opened: session ? { ...state.opened, [id]: session } : state.opened })
       return
     }
     case 'restored': {
