@@ -1,13 +1,14 @@
 'use client'
 import Link from 'next/link'
 import { usePathname, useRouter } from 'next/navigation'
-import { useCallback, useEffect, useRef, useState } from 'react'
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react'
 import { startOutboxCourier } from '@/lib/a2/react'
 import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
 import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
 import { ThemeToggle } from './theme-toggle'
 import { useDocumentTitle } from './document-title'
+import { touchPrimary } from './chat/touch'
 
 /**
  * The product frame: sidebar (a drawer on narrow screens, collapsible on wide ones),
@@ -195,11 +196,18 @@ function UndoToast({ pending }: { pending: PendingDelete }) {
   const undoRef = useRef<HTMLButtonElement>(null)
   const shownAt = useRef(pathname)
   useEffect(() => {
+    undoRef.current?.focus()
+  }, [])
+  // The toast leaves with focus on it: put focus somewhere useful, not on <body>. A layout
+  // effect: its cleanup runs while the button is still in the document (a passive one's ran
+  // after, when focus had already fallen to <body>). The composer on a desktop; on a touch
+  // screen the page's main region, as focusing the composer opens the on-screen keyboard.
+  useLayoutEffect(() => {
     const undo = undoRef.current
-    undo?.focus()
     return () => {
-      // The toast leaves with focus on it: put focus somewhere useful, not on <body>.
-      if (undo && document.activeElement === undo) document.getElementById('composer-input')?.focus()
+      if (!undo || document.activeElement !== undo) return
+      const next = touchPrimary() ? document.getElementById('main') : document.getElementById('composer-input')
+      next?.focus({ preventScroll: true })
     }
   }, [])
   // Deleting the open chat goes to "/", whose composer takes focus as it mounts, after the

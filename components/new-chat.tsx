@@ -3,6 +3,7 @@ import { useRouter } from 'next/navigation'
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { ErrorAlert } from './chat/chat'
 import { Composer, type ComposerHandle } from './chat/composer'
+import { clearDraftIf } from './chat/drafts'
 import { OfflineNotice } from './chat/offline-notice'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
 import { A2HttpError } from '@/lib/a2'
@@ -13,6 +14,9 @@ import { STARTERS } from '@/lib/ai/starters'
  * "/": no session yet. The first message creates one, is handed to the chat page, and is
  * sent there (so the chat page's store owns it, with its optimistic view and Retry).
  */
+/** The new-chat page's draft key (chats use their ids). */
+const NEW_CHAT_DRAFT = 'new'
+
 export function NewChat() {
   const router = useRouter()
   const [sending, setSending] = useState(false)
@@ -34,6 +38,8 @@ export function NewChat() {
       try {
         const session = await sessionsStore.create()
         handOffFirstMessage(session.id, text)
+        // Sent (from the box, Retry or a suggestion): not the next new chat's draft.
+        clearDraftIf(NEW_CHAT_DRAFT, text)
         router.push(`/c/${encodeURIComponent(session.id)}`)
         // Stay "sending" until the chat page replaces this one.
       } catch (e) {
@@ -65,7 +71,7 @@ export function NewChat() {
             onDismiss={() => setError(undefined)}
           />
         )}
-        <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" />
+        <Composer ref={composerRef} onSend={start} sending={sending} autoFocus placeholder="Ask anything" draftKey={NEW_CHAT_DRAFT} />
 
         <ul className="mt-4 grid gap-2 sm:grid-cols-2" aria-label="Suggestions">
           {STARTERS.map((s) => (

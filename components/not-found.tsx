@@ -1,6 +1,6 @@
 'use client'
 import Link from 'next/link'
-import { useEffect } from 'react'
+import { useEffect, useRef } from 'react'
 import { Logo } from './session-list'
 import { sessionsStore } from './sessions-store'
 
@@ -8,11 +8,28 @@ import { sessionsStore } from './sessions-store'
  * "Nothing here", with a way home: an unknown route (`page`), or a chat that does not exist,
  * is malformed, or belongs to someone else (`chat` — the server does not say which).
  */
-export function NotFoundView({ kind, sessionId }: { kind: 'page' | 'chat'; sessionId?: string }) {
+export function NotFoundView({
+  kind,
+  sessionId,
+  replacesChat = false,
+}: {
+  kind: 'page' | 'chat'
+  sessionId?: string
+  /** It takes the place of a chat that was on screen (deleted meanwhile, from another tab). */
+  replacesChat?: boolean
+}) {
+  const headingRef = useRef<HTMLHeadingElement>(null)
   // The header stops calling this chat "New chat".
   useEffect(() => {
     if (sessionId) sessionsStore.markMissing(sessionId)
   }, [sessionId])
+  // The chat's composer or buttons went with it: focus that was there fell to <body>. It goes
+  // to the heading, which a screen reader then reads. Focus elsewhere (the sidebar) stays.
+  useEffect(() => {
+    if (replacesChat && (document.activeElement === null || document.activeElement === document.body)) {
+      headingRef.current?.focus({ preventScroll: true })
+    }
+  }, [replacesChat])
 
   const chat = kind === 'chat'
   return (
@@ -27,7 +44,7 @@ export function NotFoundView({ kind, sessionId }: { kind: 'page' | 'chat'; sessi
         </Link>
       )}
       {!chat && <p className="text-sm font-medium text-neutral-500 tabular-nums dark:text-neutral-400">404</p>}
-      <h1 className="text-lg font-semibold text-neutral-900 dark:text-neutral-50">{chat ? 'This chat isn’t available' : 'Page not found'}</h1>
+      <h1 ref={headingRef} tabIndex={-1} className="text-lg font-semibold text-neutral-900 outline-none dark:text-neutral-50">{chat ? 'This chat isn’t available' : 'Page not found'}</h1>
       <p className="max-w-sm text-sm text-neutral-600 dark:text-neutral-400">
         {chat
           ? 'The link may be wrong, the chat may have been deleted, or it was started in another browser — chats belong to the browser that started them.'

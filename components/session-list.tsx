@@ -216,7 +216,9 @@ function useSearch(): SearchState {
 }
 
 function SearchResults({ search, activeId, onNavigate }: { search: SearchState; activeId?: string; onNavigate: () => void }) {
-  const { results, error } = search
+  const { results: found, error } = search
+  // Renamed or deleted since (in this tab or another): as the list has it now.
+  const results = found && { ...found, sessions: found.sessions.flatMap((s) => sessionsStore.current(s) ?? []) }
   if (error) return <p className="mt-3 px-2 text-sm text-red-600 dark:text-red-400">Couldn’t search: {error}</p>
   if (!results) {
     return (

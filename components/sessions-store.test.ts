@@ -1,7 +1,8 @@
 /**
  * The sidebar's store without React: delete with undo (hidden at once, sent after the
  * window, put back on undo or on failure), a fetched list never brings a deleted chat back,
- * and pending deletes are flushed when the page goes away.
+ * and pending deletes are flushed when the page goes away; what one tab changes in the list
+ * shows in the browser's other tabs at once.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
@@ -19,8 +20,35 @@ async function freshStore(): Promise<Store> {
   return store
 }
 
+/**
+ * BroadcastChannel between the store instances of one test (each freshStore is a tab), as a
+ * browser delivers it: to every other instance of the same name, never to the sender, a task later.
+ */
+class FakeChannel {
+  static open = new Set<FakeChannel>()
+  private listeners = new Set<(event: { data: unknown }) => void>()
+  constructor(readonly name: string) {
+    FakeChannel.open.add(this)
+  }
+  postMessage(data: unknown) {
+    for (const other of FakeChannel.open) {
+      if (other === this || other.name !== this.name) continue
+      const copy = structuredClone(data)
+      setTimeout(() => other.listeners.forEach((listener) => listener({ data: copy })), 0)
+    }
+  }
+  addEventListener(_type: 'message', listener: (event: { data: unknown }) => void) {
+    this.listeners.add(listener)
+  }
+  removeEventListener(_type: 'message', listener: (event: { data: unknown }) => void) {
+    this.listeners.delete(listener)
+  }
+}
+
 beforeEach(() => {
   vi.useFakeTimers()
+  FakeChannel.open = new Set()
+  vi.stubGlobal('BroadcastChannel', FakeChannel)
   calls = []
   deleteStatus = 204
   listed = [session('a'), session('b'), session('c')]
@@ -167,5 +195,106 @@ describe('a fresh browser has no identity until its first list answers', () => {
     await Promise.all([refreshed, found, created])
     expect(most).toBeGreaterThan(1) // after the first answer, the rest go out together
     expect(inFlight).toEqual([])
+  })
+})
+
+describe('two tabs of one browser', () => {
+  const gets = () => calls.filter((c) => c.method === 'GET').length
+
+  it('a delete in one tab hides the chat in the other at once, Undo brings it back in its place, and the end of the window marks it gone', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    a.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(ids(b)).toEqual(['a', 'c'])
+    // A list B reads meanwhile does not bring it back (the server still has it).
+    await b.sessionsStore.refresh()
+    expect(ids(b)).toEqual(['a', 'c'])
+    expect(b.sessionsStore.getSnapshot().pendingDelete).toBeUndefined() // the toast is A's
+
+    a.sessionsStore.undo('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(ids(b)).toEqual(['a', 'b', 'c'])
+
+    a.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(b.sessionsStore.getSnapshot().missing).toEqual([])
+    await vi.advanceTimersByTimeAsync(a.UNDO_MS)
+    await vi.waitFor(() => expect(b.sessionsStore.getSnapshot().missing).toEqual(['b']))
+    expect(deletes()).toEqual(['/api/sessions/b']) // once, by A
+    expect(ids(b)).toEqual(['a', 'c'])
+    expect(b.sessionsStore.getSnapshot().missing).toEqual(['b'])
+  })
+
+  it('a chat hidden by the other tab’s delete keeps its summary, so a header showing it keeps its title until the delete is final', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    a.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(ids(b)).toEqual(['a', 'c'])
+    expect(b.sessionsStore.getSnapshot().opened.b?.title).toBe('b')
+  })
+
+  it('a delete that fails puts the chat back in the other tab too', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    deleteStatus = 500
+    a.sessionsStore.remove('c')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(ids(b)).toEqual(['a', 'b'])
+    await vi.advanceTimersByTimeAsync(a.UNDO_MS)
+    await vi.waitFor(() => expect(ids(b)).toEqual(['a', 'b', 'c']))
+    expect(b.sessionsStore.getSnapshot().missing).toEqual([])
+  })
+
+  it('a rename in one tab retitles the chat in the other, with no request', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    vi.stubGlobal('fetch', async (url: string, init: RequestInit = {}) => {
+      calls.push({ url, method: init.method ?? 'GET' })
+      if (init.method === 'PATCH') return Response.json({ session: session('a', 'Renamed') })
+      return Response.json({ sessions: listed })
+    })
+    await a.sessionsStore.rename('a', 'Renamed')
+    const before = calls.length
+    await vi.advanceTimersByTimeAsync(0)
+    expect(b.sessionsStore.getSnapshot().sessions.find((s) => s.id === 'a')?.title).toBe('Renamed')
+    // A re-reads its own list after a rename; B needs no request for it.
+    expect(calls.slice(before).filter((c) => c.method === 'GET').length).toBeLessThanOrEqual(1)
+  })
+
+  it('a chat created (or titled) in one tab: the other re-reads its list', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    listed = [session('new', ''), ...listed]
+    vi.stubGlobal('fetch', async (url: string, init: RequestInit = {}) => {
+      calls.push({ url, method: init.method ?? 'GET' })
+      if (init.method === 'POST') return Response.json({ session: session('new', '') }, { status: 201 })
+      return Response.json({ sessions: listed })
+    })
+    await a.sessionsStore.create()
+    const before = gets()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(gets()).toBe(before + 1)
+    expect(ids(b)).toEqual(['new', 'a', 'b', 'c'])
+
+    listed = [session('new', 'Hello there'), ...listed.slice(1)]
+    await a.sessionsStore.changed()
+    await vi.advanceTimersByTimeAsync(0)
+    expect(b.sessionsStore.getSnapshot().sessions[0].title).toBe('Hello there')
+  })
+})
+
+describe('search results', () => {
+  it('follow what the list knows since: a delete hides one, a rename retitles it', async () => {
+    const a = await freshStore()
+    const b = await freshStore()
+    const found = session('b', 'old title')
+    expect(b.sessionsStore.current(found)?.title).toBe('b') // the list's title
+    a.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(0)
+    expect(b.sessionsStore.current(found)).toBeUndefined()
+    expect(a.sessionsStore.current(found)).toBeUndefined()
+    expect(b.sessionsStore.current(session('elsewhere', 'kept'))?.title).toBe('kept')
   })
 })

@@ -2,10 +2,12 @@
 /**
  * The sidebar's data: the signed-in (anonymous) user's sessions, paged newest first, shared
  * by the sidebar, the header and the "new chat" page. A plain store bound with
- * useSyncExternalStore; it only talks to `/api/sessions`.
+ * useSyncExternalStore; it only talks to `/api/sessions`, and to the browser's other tabs
+ * (sessions-channel.ts): what one tab changes in the list shows in the others at once.
  */
 import { useSyncExternalStore } from 'react'
 import { A2HttpError, httpErrorOf } from '@/lib/a2'
+import { listenToOtherTabs, tellOtherTabs, type ListChange } from './sessions-channel'
 
 export { isSessionId } from './session-id'
 
@@ -94,6 +96,58 @@ const undoable = new Map<string, { session: SessionSummary; index: number; timer
 const deleted = new Set<string>()
 let pollTimer: ReturnType<typeof setTimeout> | undefined
 const ensuring = new Set<string>()
+/** Chats another tab is deleting, in their undo window: where they were, should it be undone there. */
+const hiddenByOtherTab = new Map<string, { session: SessionSummary; index: number }>()
+let listening = false
+
+/** Another tab changed the list: the same change here, with no request unless it needs one. */
+function applyOtherTabs(change: ListChange) {
+  if (change.type === 'changed') {
+    void sessionsStore.refresh()
+    return
+  }
+  const { id } = change
+  // This tab's own delete of the same chat, in its window, decides for this tab.
+  if (undoable.has(id)) return
+  const without = () => state.sessions.filter((s) => s.id !== id)
+  switch (change.type) {
+    case 'hidden': {
+      const index = state.sessions.findIndex((s) => s.id === id)
+      const session = state.sessions[index]
+      if (session) hiddenByOtherTab.set(id, { session, index })
+      deleted.add(id)
+      // A header showing it keeps its title (no flash of none, no request) until the delete is final.
+      set({ sessions: without(), opened: session ? { ...state.opened, [id]: session } : state.opened })
+      return
+    }
+    case 'restored': {
+      const hidden = hiddenByOtherTab.get(id)
+      hiddenByOtherTab.delete(id)
+      deleted.delete(id)
+      if (hidden && !state.sessions.some((s) => s.id === id)) {
+        const sessions = [...state.sessions]
+        sessions.splice(Math.min(hidden.index, sessions.length), 0, hidden.session)
+        set({ sessions: dedupe(sessions) })
+      }
+      return
+    }
+    case 'deleted':
+      hiddenByOtherTab.delete(id)
+      deleted.add(id)
+      set({ sessions: without() })
+      // The header and an open chat page say it is gone (NotFoundView).
+      sessionsStore.markMissing(id)
+      return
+    case 'renamed': {
+      const retitle = (s: SessionSummary) => (s.id === id ? { ...s, title: change.title } : s)
+      set({
+        sessions: state.sessions.map(retitle),
+        opened: state.opened[id] ? { ...state.opened, [id]: retitle(state.opened[id]) } : state.opened,
+      })
+      return
+    }
+  }
+}
 
 function set(patch: Partial<SessionsState>) {
   state = { ...state, ...patch }
@@ -165,6 +219,10 @@ export const sessionsStore = {
 
   /** Loads the first page once (again only after an error). */
   load(): Promise<void> {
+    if (!listening) {
+      listening = true
+      listenToOtherTabs(applyOtherTabs)
+    }
     if (firstLoad && state.status !== 'error') return firstLoad
     set({ status: 'loading', error: undefined })
     firstLoad = fetchPage().then(
@@ -236,7 +294,18 @@ export const sessionsStore = {
     await identitySettled()
     const { session } = await api<{ session: SessionSummary }>('/api/sessions', { method: 'POST', body: '{}' })
     set({ sessions: dedupe([session, ...state.sessions]) })
+    tellOtherTabs({ type: 'changed' })
     return session
+  },
+
+  /**
+   * This tab changed a chat on the server in a way the list shows (a message that titles it,
+   * an answer that marks it generating and moves it up): re-read the list, and have the other
+   * tabs do the same.
+   */
+  changed(): Promise<void> {
+    tellOtherTabs({ type: 'changed' })
+    return sessionsStore.refresh()
   },
 
   /**
@@ -256,6 +325,7 @@ export const sessionsStore = {
       sessions: state.sessions.filter((s) => s.id !== id),
       pendingDelete: { id, title: sessionTitle(session), wasOpen: options.wasOpen ?? false },
     })
+    tellOtherTabs({ type: 'hidden', id })
   },
 
   /** Takes a delete back, while its undo window is open. Returns whether it could. */
@@ -268,6 +338,7 @@ export const sessionsStore = {
     const sessions = [...state.sessions]
     sessions.splice(Math.min(pending.index, sessions.length), 0, pending.session)
     set({ sessions: dedupe(sessions), pendingDelete: state.pendingDelete?.id === id ? undefined : state.pendingDelete })
+    tellOtherTabs({ type: 'restored', id })
     return true
   },
 
@@ -280,7 +351,9 @@ export const sessionsStore = {
     if (state.pendingDelete?.id === id) set({ pendingDelete: undefined })
     try {
       await deleteRequest(id)
+      tellOtherTabs({ type: 'deleted', id })
     } catch (error) {
+      tellOtherTabs({ type: 'restored', id })
       deleted.delete(id)
       const sessions = [...state.sessions]
       sessions.splice(Math.min(pending.index, sessions.length), 0, pending.session)
@@ -295,7 +368,18 @@ export const sessionsStore = {
       clearTimeout(pending.timer)
       undoable.delete(id)
       void deleteRequest(id, true).catch(() => {})
+      tellOtherTabs({ type: 'deleted', id })
     }
+  },
+
+  /**
+   * A search result as things stand now: gone once deleted (here or in another tab), with the
+   * title the list has since (a rename). Results are read once; the list moves on.
+   */
+  current(result: SessionSummary): SessionSummary | undefined {
+    if (deleted.has(result.id)) return undefined
+    const known = state.sessions.find((s) => s.id === result.id) ?? state.opened[result.id]
+    return known ? { ...result, title: known.title } : result
   },
 
   /** Chats whose title or messages contain `text` (the server's search; one bounded page). */
@@ -337,6 +421,7 @@ export const sessionsStore = {
       })
       renaming.delete(id)
       if (json.session) set({ sessions: state.sessions.map((s) => (s.id === id ? { ...s, ...json.session } : s)) })
+      tellOtherTabs({ type: 'renamed', id, title: json.session?.title ?? title })
     } catch (error) {
       renaming.delete(id)
       set({ sessions: state.sessions.map((s) => (s.id === id ? { ...s, title: previous } : s)) })

@@ -141,3 +141,18 @@ test('a chat still generating is marked in the sidebar until its answer ends', a
   await expect(sidebar.item(busy)).toHaveAttribute('data-generating', 'false', { timeout: 15_000 })
   await expect(sidebar.item(busy).getByText('Generating', { exact: false })).toHaveCount(0)
 })
+
+test('the open chat stopped: its Generating mark goes as the answer’s end is in the log, not a list poll (3 s) later', async ({ page }) => {
+  const chat = new ChatPage(page)
+  const sidebar = new Sidebar(page)
+  await chat.goto('/')
+  await chat.send(nonce('stopped here'))
+  await chat.waitForStreaming(3)
+  const id = chat.sessionId()!
+  await expect(sidebar.item(id)).toHaveAttribute('data-generating', 'true')
+  await chat.stop()
+  // The run's terminal event is in the log: the server has settled it.
+  await expect(chat.lastAnswer()).toHaveAttribute('data-ended', 'cancelled')
+  // Well under the list's 3 s poll: the end of the answer on screen re-reads the list.
+  await expect(sidebar.item(id)).toHaveAttribute('data-generating', 'false', { timeout: 1_500 })
+})

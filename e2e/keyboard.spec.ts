@@ -1,7 +1,8 @@
 /**
  * Keyboard-only use: no action leaves focus on <body>. After renaming a chat (Enter saves,
  * Esc cancels) focus is back on the chat's Rename button; deleting the open chat leaves focus
- * on Undo in the toast, so Enter takes the delete back; regenerating or saving an edit (their
+ * on Undo in the toast, so Enter takes the delete back (and the toast ending leaves focus in the
+ * composer); regenerating or saving an edit (their
  * buttons go away while the answer is written) puts focus in the composer; ‹ › keep focus in
  * the version switcher, on the button still usable at either end.
  */
@@ -62,6 +63,22 @@ test('deleting the open chat from the keyboard leaves focus on Undo, so Enter br
   await page.waitForURL(new RegExp(`/c/${id}$`))
   await expect(sidebar.item(id)).toBeVisible()
   await expect(sidebar.undoToast).toHaveCount(0)
+})
+
+test('the undo toast ending with focus on Undo leaves focus in the composer, not on <body>', async ({ page }) => {
+  const chat = new ChatPage(page)
+  const sidebar = new Sidebar(page)
+  const id = await openChat(chat, nonce('toast ends by keyboard'))
+
+  await page
+    .locator('li', { has: sidebar.item(id) })
+    .getByTestId('delete-chat')
+    .focus()
+  await page.keyboard.press('Enter')
+  await page.waitForURL((url) => url.pathname === '/')
+  await expect(sidebar.undoButton).toBeFocused()
+  await expect(sidebar.undoToast).toHaveCount(0, { timeout: 10_000 })
+  await expect(chat.input).toBeFocused()
 })
 
 test('regenerate and an edit saved with Enter leave focus in the composer, where Esc and typing work', async ({ page }) => {

@@ -5,6 +5,7 @@
  */
 import { expect, test } from '@playwright/test'
 import { ChatPage } from './pages/chat'
+import { Sidebar } from './pages/sidebar'
 import { installRecorder, recordedFor, tokenSequenceProblem } from './helpers/recorder'
 import { nonce, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
 
@@ -89,4 +90,98 @@ test('a chat deleted from another tab: sending in this one says the chat is gone
   await expect(chat.notFound).toBeVisible()
   await expect(chat.notFound.getByRole('link', { name: 'Start a new chat' })).toBeVisible()
   await expect(page.getByText('no such session')).toHaveCount(0)
+  // The composer that had focus is gone: focus goes to the view's heading, which a screen reader reads, not <body>.
+  await expect(chat.notFound.getByRole('heading', { name: 'This chat isn’t available' })).toBeFocused()
+})
+
+/** A chat with one stopped answer, created in `chat`'s tab; returns its id. */
+async function stoppedChat(chat: ChatPage, text: string): Promise<string> {
+  await chat.goto('/')
+  await chat.send(text)
+  await chat.waitForText(3)
+  await chat.stop()
+  return chat.sessionId()!
+}
+
+/**
+ * What "at once" means for the other tab: well under the time it takes to notice by other
+ * means (it only re-read the list when it became visible again, which side-by-side tabs never
+ * do), with room for this 2-core machine's noise.
+ */
+const AT_ONCE = { timeout: 3_000 }
+/** components/sessions-store.ts's UNDO_MS: a delete reaches the server when its undo window ends. */
+const UNDO_MS = 5_000
+
+test('two tabs side by side: a delete, undo, rename or new chat in one shows in the other’s sidebar at once; the open chat deleted elsewhere says it is not available', async ({
+  context,
+}) => {
+  const a = new ChatPage(await context.newPage())
+  const sidebarA = new Sidebar(a.page)
+  const x = await stoppedChat(a, nonce('tabs x'))
+  const y = await stoppedChat(a, nonce('tabs y'))
+
+  const b = new ChatPage(await context.newPage())
+  const sidebarB = new Sidebar(b.page)
+  await b.goto(`/c/${y}`)
+  await expect(sidebarB.item(x)).toBeVisible()
+  await expect(sidebarB.item(y)).toBeVisible()
+  // Both pages stay visible throughout: nothing here fires visibilitychange.
+  expect(await b.page.evaluate(() => document.visibilityState)).toBe('visible')
+
+  // Delete, then Undo, in A: B follows each while the undo window is still open.
+  await sidebarA.deleteChat(x)
+  await expect(sidebarB.item(x)).toHaveCount(0, AT_ONCE)
+  await sidebarA.undoButton.click()
+  await expect(sidebarB.item(x)).toBeVisible(AT_ONCE)
+
+  // Rename in A.
+  const renamed = nonce('renamed in A')
+  const row = a.page.locator('li', { has: sidebarA.item(x) })
+  await row.hover()
+  await row.getByRole('button', { name: /^Rename/ }).click()
+  await a.page.getByRole('textbox', { name: 'Rename chat' }).fill(renamed)
+  await a.page.keyboard.press('Enter')
+  await expect(sidebarA.item(x)).toHaveText(renamed)
+  await expect(sidebarB.item(x)).toHaveText(renamed, AT_ONCE)
+
+  // A new chat in A, titled from its first message.
+  const prompt = nonce('tabs z')
+  const z = await stoppedChat(a, prompt)
+  await expect(sidebarB.item(z)).toBeVisible(AT_ONCE)
+  await expect(sidebarB.item(z)).not.toHaveText('New chat', AT_ONCE)
+
+  // A deletes the chat B has open: it leaves B's list at once, and once the delete is final
+  // (the undo window over), B's page says so instead of showing a chat that is gone.
+  await b.input.focus()
+  await sidebarA.deleteChat(y)
+  await expect(sidebarB.item(y)).toHaveCount(0, AT_ONCE)
+  await expect(b.notFound).toBeVisible({ timeout: UNDO_MS + AT_ONCE.timeout })
+  await expect(b.notFound.getByRole('link', { name: 'Start a new chat' })).toBeVisible()
+  await expect(b.page.getByTestId('chat-title')).toHaveText('Chat not found')
+  // B's focus was in the composer, now gone: it goes to the view's heading, not <body>.
+  await expect(b.notFound.getByRole('heading', { name: 'This chat isn’t available' })).toBeFocused()
+})
+
+test('search results in one tab follow a rename or delete made in another', async ({ context }) => {
+  const a = new ChatPage(await context.newPage())
+  const sidebarA = new Sidebar(a.page)
+  const word = nonce('findme').replace(/[^a-z0-9]/gi, '')
+  const x = await stoppedChat(a, `about ${word} and more`)
+
+  const b = new ChatPage(await context.newPage())
+  const sidebarB = new Sidebar(b.page)
+  await b.goto('/')
+  await sidebarB.search.fill(word)
+  await expect.poll(() => sidebarB.resultIds()).toEqual([x])
+
+  const renamed = nonce('renamed while found')
+  const row = a.page.locator('li', { has: sidebarA.item(x) })
+  await row.hover()
+  await row.getByRole('button', { name: /^Rename/ }).click()
+  await a.page.getByRole('textbox', { name: 'Rename chat' }).fill(renamed)
+  await a.page.keyboard.press('Enter')
+  await expect(sidebarB.results.first()).toContainText(renamed, AT_ONCE)
+
+  await sidebarA.deleteChat(x)
+  await expect(sidebarB.results).toHaveCount(0, AT_ONCE)
 })

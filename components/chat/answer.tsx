@@ -60,7 +60,9 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
       // of this answer, so tests wait on it instead of waiting a while for stragglers.
       data-ended={answer.finishReason ?? (answer.error ? 'error' : undefined)}
       aria-label="Assistant"
-      className="group/answer flex gap-3 sm:gap-4"
+      // Focusable from script only: where focus goes after Stop or Regenerate on a touch screen.
+      tabIndex={-1}
+      className="group/answer flex gap-3 rounded-lg outline-none focus-visible:outline-2 focus-visible:outline-offset-4 focus-visible:outline-neutral-400 sm:gap-4"
     >
       <div
         aria-hidden="true"

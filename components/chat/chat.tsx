@@ -10,11 +10,12 @@ import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSess
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 import { OfflineNotice } from './offline-notice'
+import { focusAnswer, focusMessage, touchPrimary } from './touch'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
   const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
-  const { sessions } = useSessions()
+  const { sessions, missing } = useSessions()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
   const follow = useCallback(() => setFollowKey((k) => k + 1), [])
@@ -31,7 +32,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
     const text = takeFirstMessage(sessionId)
     if (text === undefined) return
     follow()
-    void send(text).catch(() => {}) // a failure shows in the error alert, with Retry
+    void send(text)
+      .then(() => sessionsStore.changed()) // titled from it: the other tabs' lists too
+      .catch(() => {}) // a failure shows in the error alert, with Retry
   }, [sessionId, send, follow])
 
   // A message was confirmed: the server titles the session from its first one, and the
@@ -48,6 +51,15 @@ export function Chat({ sessionId }: { sessionId: string }) {
     if (previousActive.current && !activeId) void sessionsStore.refresh()
     previousActive.current = activeId
   }, [activeId])
+  // A Stop shows at once, but the server settles the run a moment later, when its terminal
+  // event is written: the list read at the Stop still said "generating", for a poll (3 s)
+  // more. Each run's end folded in from the log re-reads it, the server settled by then.
+  const endedAnswers = state.turns.reduce((n, t) => (t.kind === 'assistant' && (t.finishReason || t.error) ? n + 1 : n), 0)
+  const previousEnded = useRef(endedAnswers)
+  useEffect(() => {
+    if (endedAnswers > previousEnded.current) void sessionsStore.refresh()
+    previousEnded.current = endedAnswers
+  }, [endedAnswers])
 
   // A message that was not sent is rolled back out of the conversation: it goes back into the
   // box at once (unless something else is typed there), so what was typed stays in sight.
@@ -71,33 +83,46 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onSend = useCallback(
     (text: string) => {
       follow()
-      void send(text, { after: lastVisibleAnswer.current }).catch(() => {})
+      void send(text, { after: lastVisibleAnswer.current })
+        .then(() => sessionsStore.changed()) // generating, and first in the list: in the other tabs too
+        .catch(() => {})
     },
     [send, follow],
   )
+  // Stop's and Regenerate's buttons go away as they act: focus goes to the composer, where Esc
+  // stops an answer and typing goes on, instead of to <body>. On a touch screen focusing the
+  // composer opens the on-screen keyboard over the answer just asked for (or just stopped):
+  // focus goes to that answer instead, which a screen reader then reads.
+  const focusAfterAction = useCallback((answerId: string | undefined) => {
+    if (touchPrimary()) focusAnswer(answerId)
+    else composerRef.current?.focus()
+  }, [])
   const onStop = useCallback(() => {
     void stop().catch(() => {})
-    composerRef.current?.focus()
-  }, [stop])
-  // Regenerate's button (and an edit's field) go away while the answer is written: focus
-  // goes to the composer, where Esc stops it, instead of to <body>.
+    focusAfterAction(activeId)
+  }, [stop, activeId, focusAfterAction])
   const onRegenerate = useCallback(
     (answerId: string) => {
       follow()
-      void regenerate(answerId).catch(() => {})
-      composerRef.current?.focus()
+      void regenerate(answerId)
+        .then(() => sessionsStore.changed())
+        .catch(() => {})
+      // The new version takes the old one's place (and element): focus on it stays on the slot.
+      focusAfterAction(answerId)
     },
-    [regenerate, follow],
+    [regenerate, follow, focusAfterAction],
   )
   const onEdit = useCallback(
     (messageId: string, text: string) => {
       follow()
-      composerRef.current?.focus()
+      // The edit's field goes away as it is sent; on a touch screen its keyboard goes with it.
+      if (touchPrimary()) focusMessage(messageId)
+      else composerRef.current?.focus()
       const edited = store.getSnapshot().state.turns.find((t) => t.id === messageId)
       const first = edited?.kind === 'user' && edited.parent === null
       void edit(messageId, text)
         // The chat is titled from its first message: a new version of it retitles the chat.
-        .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : undefined))
+        .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : sessionsStore.changed()))
         .catch(() => {})
     },
     [edit, follow, store, sessionId],
@@ -109,8 +134,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
   // 401: a browser with no identity yet (a link opened cold) owns no chat either; 400: an id that cannot exist.
   // Once loaded, a 404 answers a push to a chat deleted since (from another tab): it is gone,
   // and "no such session" with a Retry that cannot work would say neither.
-  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404) {
-    return <NotFoundView kind="chat" sessionId={sessionId} />
+  // Deleted for good in another tab of this browser (sessions-channel.ts): gone here too.
+  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404 || missing.includes(sessionId)) {
+    return <NotFoundView kind="chat" sessionId={sessionId} replacesChat={loaded} />
   }
 
   return (
@@ -162,7 +188,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
               onDismiss={() => store.clearError()}
             />
           )}
-          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus />
+          <Composer ref={composerRef} onSend={onSend} onStop={onStop} active={active !== undefined} autoFocus="unless-touch" draftKey={sessionId} />
           <p className="mt-2 hidden text-center text-xs text-neutral-500 sm:block dark:text-neutral-400">
             <kbd className="font-sans">Enter</kbd> to send · <kbd className="font-sans">Shift</kbd>+<kbd className="font-sans">Enter</kbd> for a new
             line · <kbd className="font-sans">Esc</kbd> stops the answer

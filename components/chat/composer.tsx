@@ -1,7 +1,9 @@
 'use client'
-import { forwardRef, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
+import { forwardRef, useEffect, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
 import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
 import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
+import { touchPrimary } from './touch'
+import { clearDraftIf, readDraft, writeDraft } from './drafts'
 
 export interface ComposerHandle {
   focus(): void
@@ -25,7 +27,13 @@ interface ComposerProps {
   sending?: boolean
   disabled?: boolean
   placeholder?: string
-  autoFocus?: boolean
+  /**
+   * Focus the box as it mounts. 'unless-touch': not on a touch screen, where focus opens the
+   * on-screen keyboard over half the page (a chat opened to read it).
+   */
+  autoFocus?: boolean | 'unless-touch'
+  /** Keeps what is typed and not sent under this key (drafts.ts): a chat's id, or 'new'. */
+  draftKey?: string
 }
 
 const MAX_HEIGHT = 240
@@ -33,11 +41,34 @@ const MAX_HEIGHT = 240
 const WARN_AT = Math.floor(MAX_MESSAGE_CHARS * 0.9)
 
 export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Composer(
-  { onSend, onStop, active = false, sending = false, disabled = false, placeholder = 'Message a2 chat', autoFocus = false },
+  { onSend, onStop, active = false, sending = false, disabled = false, placeholder = 'Message a2 chat', autoFocus = false, draftKey },
   ref,
 ) {
   const [text, setText] = useState('')
   const textareaRef = useRef<HTMLTextAreaElement>(null)
+
+  // The draft is read in the browser, after hydration (the server has none), before paint.
+  useLayoutEffect(() => {
+    const draft = draftKey === undefined ? '' : readDraft(draftKey)
+    if (draft) setText((current) => current || draft)
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- on mount only: the chat page remounts per chat
+  }, [])
+  // The first render's empty box is not a draft: writing it would erase the one being read.
+  const firstWrite = useRef(true)
+  useEffect(() => {
+    if (draftKey === undefined) return
+    if (firstWrite.current) {
+      firstWrite.current = false
+      return
+    }
+    writeDraft(draftKey, text)
+  }, [draftKey, text])
+
+  // Decided in the browser (the server cannot tell a phone), once, as the box mounts.
+  useEffect(() => {
+    if (autoFocus === 'unless-touch' && !touchPrimary()) textareaRef.current?.focus()
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- on mount only
+  }, [])
 
   useImperativeHandle(
     ref,
@@ -71,7 +102,11 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
     const result = onSend(sent)
     if (result instanceof Promise) {
       result.then(
-        () => setText((current) => (current === sent ? '' : current)),
+        () => {
+          setText((current) => (current === sent ? '' : current))
+          // The page may be gone by now ("/" navigates to the new chat): the stored draft too.
+          if (draftKey !== undefined) clearDraftIf(draftKey, sent)
+        },
         () => {},
       )
     } else {
@@ -109,7 +144,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
           }
         }}
         rows={1}
-        autoFocus={autoFocus}
+        autoFocus={autoFocus === true}
         disabled={disabled}
         placeholder={placeholder}
         aria-describedby={length >= WARN_AT ? counterId : undefined}

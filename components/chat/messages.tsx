@@ -260,7 +260,9 @@ const UserMessage = memo(function UserMessage({
 
   if (editing) {
     return (
-      <article data-testid="message-user" aria-label="You (editing)" className="flex justify-end">
+      // One element with the message's below (React keeps it as the one switches to the other), so
+      // focus put on it as an edit is sent stays there: focusable from script only.
+      <article data-testid="message-user" data-message-id={turn.id} aria-label="You (editing)" tabIndex={-1} className="flex justify-end outline-none">
         <form
           className="w-full max-w-[85%] rounded-3xl border border-neutral-300 bg-neutral-50 p-3 dark:border-neutral-700 dark:bg-neutral-800/70"
           onSubmit={(e) => {
@@ -316,7 +318,13 @@ const UserMessage = memo(function UserMessage({
 
   // The text first, then its actions and versions: the reading order a screen reader follows.
   return (
-    <article data-testid="message-user" data-message-id={turn.id} aria-label="You" className="group/user relative flex flex-col items-end gap-1">
+    <article
+      data-testid="message-user"
+      data-message-id={turn.id}
+      aria-label="You"
+      tabIndex={-1}
+      className="group/user relative flex flex-col items-end gap-1 rounded-lg outline-none focus-visible:outline-2 focus-visible:outline-offset-4 focus-visible:outline-neutral-400"
+    >
       <div
         data-testid="message-text"
         className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800"
