@@ -130,6 +130,11 @@ interface World {
   /** Whether the run's handlers ignore their signal (the forced path), and whether reconcile can look effects up. */
   stubborn: boolean
   truthfulReconcile: boolean
+  /**
+   * Whether its effects are overlapSafe (the chat's model call is): a run inside one is released
+   * as soon as its owner is judged gone; inside any other, it waits for its lease.
+   */
+  overlapSafe: boolean
   workers: WorkerSim[]
   jobs: Array<{ eventId: string; jobId: number }>
   attempts: Driven[]
@@ -160,8 +165,6 @@ interface World {
   waitingSeen: Set<number>
   /** The newest history row id the last check saw. */
   lastTransition: number
-  /** Invariant 11 without the known exception (the last attempt's RETRY_REVOKED): the it.fails test's. */
-  strictRevocation: boolean
   /** While set, the server's statements (pushes) go through fast-check's scheduler too. */
   serverScheduler?: fc.Scheduler
 }
@@ -201,7 +204,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
     await testDb.drop()
   })
 
-  async function makeWorld(stubborn: boolean, truthfulReconcile: boolean): Promise<World> {
+  async function makeWorld(stubborn: boolean, truthfulReconcile: boolean, overlapSafe = false): Promise<World> {
     const name = `il${++n}`
     const world = {} as World
     const c = consumer({
@@ -260,6 +263,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
       sessionId,
       stubborn,
       truthfulReconcile,
+      overlapSafe,
       workers,
       jobs: [],
       attempts: [],
@@ -276,7 +280,6 @@ describe.each(layers)('interleavings on %s', (kind) => {
       lastTransition: 0,
       statusSeen: new Map<number, string>(),
       waitingSeen: new Set<number>(),
-      strictRevocation: false,
     })
     return world
   }
@@ -307,28 +310,32 @@ describe.each(layers)('interleavings on %s', (kind) => {
         if (action === 'throw') throw new Error('the handler failed')
         run.inEffect = true
         try {
-          await ctx.effect(`e${++effects}`, async (idempotencyKey) => {
-            if (world.cancelRecorded.has(ctx.jobId)) {
-              world.violations.push(`1: effect ${idempotencyKey} dispatched after the Stop of job ${ctx.jobId} was recorded`)
-            }
-            // The dispatch compare-and-set let this call through: its attempt must hold the run, ACTIVE.
-            const [held] = await query<{ attempt: number; status: string }>(
-              world.base.db,
-              sql`select attempt, status from a2_jobs where id = ${ctx.jobId}`,
-            )
-            if (held.attempt !== ctx.attempt || held.status !== 'ACTIVE') {
-              world.violations.push(
-                `8: effect ${idempotencyKey} called by attempt ${ctx.attempt} while the run is ${held.status} at attempt ${held.attempt}`,
+          await ctx.effect(
+            `e${++effects}`,
+            async (idempotencyKey) => {
+              if (world.cancelRecorded.has(ctx.jobId)) {
+                world.violations.push(`1: effect ${idempotencyKey} dispatched after the Stop of job ${ctx.jobId} was recorded`)
+              }
+              // The dispatch compare-and-set let this call through: its attempt must hold the run, ACTIVE.
+              const [held] = await query<{ attempt: number; status: string }>(
+                world.base.db,
+                sql`select attempt, status from a2_jobs where id = ${ctx.jobId}`,
               )
-            }
-            world.happened.add(idempotencyKey)
-            run.effect = gate()
-            run.notify()
-            const done = run.effect.promise
-            if (world.stubborn) await done
-            else await Promise.race([done, aborted.then(() => Promise.reject(ctx.signal.reason))])
-            return 'ok'
-          })
+              if (held.attempt !== ctx.attempt || held.status !== 'ACTIVE') {
+                world.violations.push(
+                  `8: effect ${idempotencyKey} called by attempt ${ctx.attempt} while the run is ${held.status} at attempt ${held.attempt}`,
+                )
+              }
+              world.happened.add(idempotencyKey)
+              run.effect = gate()
+              run.notify()
+              const done = run.effect.promise
+              if (world.stubborn) await done
+              else await Promise.race([done, aborted.then(() => Promise.reject(ctx.signal.reason))])
+              return 'ok'
+            },
+            { overlapSafe: world.overlapSafe },
+          )
         } catch (error) {
           if (world.stubborn) continue
           if (abortReason(ctx.signal)?.isCancel) return
@@ -971,14 +978,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
         w.violations.push(`11: job ${id}'s retry was revoked after attempt ${revokedAt}, and it is at attempt ${job.attempt}`)
       }
       for (const t of history) {
-        // Two known labels, routed (the it.fails tests below): a run whose last attempt fails after
-        // a Stop landed says RETRY_REVOKED (failRun's ending) with no retry to revoke; and a run
-        // that once waited for a retry (last_error is never cleared), stopped later between
-        // attempts (an operator's verdict handed it back), says RETRY_REVOKED for that old retry.
-        const lastAttemptLabel = t.attempt >= Number(job.max_attempts) && t.from_status === 'CANCELLING'
-        const staleErrorLabel = history.some((r) => r.reason === 'RETRY_SCHEDULED' && Number(r.id) < Number(t.id))
-        const known = !w.strictRevocation && (lastAttemptLabel || staleErrorLabel)
-        if (t.reason === 'RETRY_REVOKED' && revokedAt === undefined && !known) {
+        if (t.reason === 'RETRY_REVOKED' && revokedAt === undefined) {
           w.violations.push(`11: job ${id} says RETRY_REVOKED at attempt ${t.attempt}, and no Stop landed while it waited for a retry`)
         }
       }
@@ -1079,46 +1079,35 @@ describe.each(layers)('interleavings on %s', (kind) => {
   }
 
   /**
-   * Known library issue, routed (invariant 11, strict): the property's first run found it (seed
-   * 20261201, path 20:1:6:8:12:19:18:19:16:13:12); this is its shrunk counterexample, made
-   * explicit. A Stop lands while the LAST attempt runs (its hint lost), then the handler throws:
-   * settleAttempt → failRun, whose ending maps CANCELLING to RETRY_REVOKED — but no retry was
-   * waiting, so none was revoked. The same failure on an earlier attempt says STOPPED_BY_CANCEL
-   * (scheduleRetry's compare-and-set, detail retryRevoked), which is what this one should say.
-   * Passes (as it.fails) only while the history says exactly that; any other error is logged and
-   * turns it red. When the label is fixed this turns red: drop the `.fails` and the property's
-   * exception (lastAttemptLabel).
+   * Found by the property's first run (seed 20261201, path 20:1:6:8:12:19:18:19:16:13:12), its
+   * shrunk counterexample kept: a Stop lands while the LAST attempt runs (its hint lost), then the
+   * handler throws. failRun's ending said RETRY_REVOKED, though no retry was waiting to revoke;
+   * the same failure on an earlier attempt says STOPPED_BY_CANCEL (scheduleRetry's
+   * compare-and-set, detail retryRevoked), and so does this one now.
    */
-  it.fails('a Stop on the last attempt that then fails is recorded as RETRY_REVOKED, though no retry was waiting', async () => {
+  it('a Stop on the last attempt that then fails is recorded STOPPED_BY_CANCEL, not RETRY_REVOKED: no retry was waiting', async () => {
     const world = await makeWorld(false, true)
-    world.strictRevocation = true
     try {
       await appendJob.run(world, world)
       await fc.asyncModelRun(
         () => ({ model: world, real: world }),
         [claim(0), act(0, 'throw'), retryDue, claim(0), cancel(0, false), act(0, 'throw')],
       )
-    } catch (error) {
-      if (/11: job \d+ says RETRY_REVOKED at attempt 2, and no Stop landed while it waited for a retry/.test(String(error))) throw error
-      console.error('not the known RETRY_REVOKED label:', error)
-      return
     } finally {
       await teardown(world)
     }
   })
 
   /**
-   * Known library issue, routed (invariant 11, strict), found by reading drain.ts against the
-   * model and made explicit: attempt 1 fails (a retry, last_error set), attempt 2 dies mid-effect,
-   * the drain takes the run (attempt 3) and leaves it UNKNOWN, the operator's verdict hands it
-   * back ACTIVE, and then a Stop lands. Nothing waits for a retry — the run waits for the next
-   * attempt the verdict gave it — yet the drain's reason (previous owner null and a last_error)
-   * reads attempt 1's old error and records RETRY_REVOKED where it should say
-   * CANCELLED_BETWEEN_ATTEMPTS. Passes only while the history says exactly that.
+   * Found by reading drain.ts against the model: attempt 1 fails (a retry, last_error set),
+   * attempt 2 dies mid-effect, the drain takes the run (attempt 3) and leaves it UNKNOWN, the
+   * operator's verdict hands it back ACTIVE, and then a Stop lands. Nothing waits for a retry —
+   * the run waits for the attempt the verdict gave it — but the drain read attempt 1's old
+   * last_error and said RETRY_REVOKED. It now asks whether a retry was scheduled at the run's
+   * current attempt, and says CANCELLED_BETWEEN_ATTEMPTS.
    */
-  it.fails('a Stop after an operator handed a run back records RETRY_REVOKED from an old failure’s last_error', async () => {
-    const world = await makeWorld(false, false)
-    world.strictRevocation = true
+  it('a Stop after an operator handed a run back is CANCELLED_BETWEEN_ATTEMPTS, not RETRY_REVOKED from an old failure', async () => {
+    const world = await makeWorld(false, false, true) // overlapSafe: the killed owner's run is released at once
     currentScheduler = fc.sample(fc.scheduler(), { numRuns: 1, seed: 1 })[0]
     try {
       await appendJob.run(world, world)
@@ -1126,10 +1115,6 @@ describe.each(layers)('interleavings on %s', (kind) => {
         () => ({ model: world, real: world }),
         [claim(0), act(0, 'throw'), retryDue, claim(0), act(0, 'dispatch'), killMidEffect, drains, operatorResolves, cancel(0, false), drains],
       )
-    } catch (error) {
-      if (/11: job \d+ says RETRY_REVOKED at attempt 3, and no Stop landed while it waited for a retry/.test(String(error))) throw error
-      console.error('not the known RETRY_REVOKED label:', error)
-      return
     } finally {
       await teardown(world)
     }
@@ -1145,10 +1130,12 @@ describe.each(layers)('interleavings on %s', (kind) => {
           // A reconcile hook that can look effects up in one run of four: without one, a dead
           // attempt's effect becomes UNKNOWN — the state whose handling most needs exploring.
           fc.nat(3).map((n) => n === 0),
+          // Effects that may overlap (a killed owner's run released at once) or not (kept to its lease).
+          fc.boolean(),
           fc.commands(commands, { maxCommands: 50, size: 'max', replayPath: REPLAY_PATH }),
-          async (scheduler, stubborn, truthful, cmds) => {
+          async (scheduler, stubborn, truthful, overlapSafe, cmds) => {
             currentScheduler = scheduler
-            const world = await makeWorld(stubborn, truthful)
+            const world = await makeWorld(stubborn, truthful, overlapSafe)
             try {
               await appendJob.run(world, world) // every sequence starts with one generation to fight over
               await fc.asyncModelRun(() => ({ model: world, real: world }), cmds)

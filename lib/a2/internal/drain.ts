@@ -48,7 +48,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
         ? 'CANCELLED_BEFORE_START'
         : run.released
           ? 'DRAINED_AFTER_OWNER_LOST'
-          : run.previousOwner === null && run.lastError
+          : run.previousOwner === null && run.waitingRetry
             ? 'RETRY_REVOKED'
             : run.previousOwner === null
               ? 'CANCELLED_BETWEEN_ATTEMPTS'
@@ -136,7 +136,8 @@ interface TakenRun {
   live: boolean
   /** Its attempt's owner was judged dead (releaseDeadOwners): that owner may yet be running it. */
   released: boolean
-  lastError: unknown
+  /** A retry was scheduled at its current attempt: what a Stop landing now revokes. */
+  waitingRetry: boolean
 }
 
 /**
@@ -172,9 +173,13 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
   const rows = await query<Record<string, unknown>>(
     db,
     sql`with candidates as (
-          select id, attempt, owner, (owner is not null and lease_until >= now()) as live, last_error,
+          select id, attempt, owner, (owner is not null and lease_until >= now()) as live,
                  exists (select 1 from a2_job_transitions t
-                         where t.job_id = a2_jobs.id and t.attempt = a2_jobs.attempt and t.reason = 'OWNER_DIED') as released
+                         where t.job_id = a2_jobs.id and t.attempt = a2_jobs.attempt and t.reason = 'OWNER_DIED') as released,
+                 -- A retry scheduled at the run's current attempt is what a Stop revokes; last_error
+                 -- outlives it (a run an operator handed back after an old failure waits for no retry).
+                 exists (select 1 from a2_job_transitions t
+                         where t.job_id = a2_jobs.id and t.attempt = a2_jobs.attempt and t.reason = 'RETRY_SCHEDULED') as waiting_retry
           from a2_jobs
           where consumer in ${claim.consumers} and ${where}
           order by ${order}
@@ -188,7 +193,7 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
             cancelling_since = null, updated_at = now()
         from candidates c where j.id = c.id
         returning j.id, j.attempt, j.consumer, j.session_id, j.event_id,
-                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.released, c.last_error`,
+                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.released, c.waiting_retry`,
   )
   return rows.map((r) => ({
     id: Number(r.id),
@@ -200,6 +205,6 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
     previousOwner: (r.previous_owner as string | null) ?? null,
     live: Boolean(r.live),
     released: Boolean(r.released),
-    lastError: r.last_error,
+    waitingRetry: Boolean(r.waiting_retry),
   }))
 }

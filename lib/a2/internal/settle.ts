@@ -81,7 +81,9 @@ export async function failRun(
   if (!(await reconcileInFlight(host, job.consumer, fence, {}))) return
   const ending: Ending = {
     ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' },
-    CANCELLING: { to: 'CANCELLED', reason: 'RETRY_REVOKED' },
+    // Out of attempts, no retry was waiting to revoke: a Stop that landed during the last one
+    // stopped it (interleavings.test.ts, found by the property: it said RETRY_REVOKED).
+    CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' },
   }
   let ended: RunStatus | undefined
   try {
