@@ -6,7 +6,7 @@
 import { expect, test, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
 import { installRecorder, recordedFor, tokenSequenceProblem } from './helpers/recorder'
-import { appTarget, startProxy } from './helpers/proxy'
+import { appTarget, startProxy, type CuttableProxy } from './helpers/proxy'
 import { callsFor, fullAnswer, nonce, UPSTREAM_TOKEN_MS, UPSTREAM_TOKENS, waitForCalls } from './helpers/upstream'
 
 // Note: context.setOffline(true) alone does not cut an established SSE stream in Chromium
@@ -115,7 +115,36 @@ test('Stop pressed while the network is down: the cut holds locally, reaches the
   }
 })
 
-test('Stop pressed while the network is down, then its tab closed: another tab of the chat takes the Stop at once and delivers it, and a tab opened later shows the cut', async ({
+/** An answer streaming through a proxy the test can take away: the chat, its prompt, the answer's id and the chat's path. */
+async function streamBehindProxy(page: Page, proxy: CuttableProxy, label: string) {
+  const chat = new ChatPage(page)
+  const prompt = nonce(label)
+  await chat.goto(`${proxy.origin}/`)
+  await chat.send(prompt)
+  await chat.waitForStreaming(60)
+  return { chat, prompt, answerId: await chat.lastAnswerId(), path: `/c/${chat.sessionId()}` }
+}
+
+/**
+ * The server becomes unreachable (every connection refused, until `proxy.reopen()`) and the
+ * person presses Stop: what the page showed, with the Stop still undelivered. Not
+ * context.setOffline: a keepalive send outliving its page escapes Chromium's emulation.
+ */
+async function stopWhileUnreachable(chat: ChatPage, proxy: CuttableProxy, answerId: string): Promise<string> {
+  await proxy.cut(10 * 60_000)
+  await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
+  const shown = await chat.stopAndReadShown()
+  await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
+  return shown
+}
+
+/** The model call is closed early: the Stop reached the log. */
+async function expectClosedEarly(prompt: string): Promise<void> {
+  const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 15_000)
+  expect(call.closedEarly).toBe(true)
+}
+
+test('Stop pressed while the server is unreachable, then its tab closed: another tab of the chat takes the Stop at once and delivers it, and a tab opened later shows the cut', async ({
   page,
   context,
   baseURL,
@@ -123,42 +152,27 @@ test('Stop pressed while the network is down, then its tab closed: another tab o
   test.setTimeout(60_000)
   const proxy = await startProxy(appTarget(baseURL))
   try {
-    const chat = new ChatPage(page)
-    const prompt = nonce('stop-offline-closed')
-    await chat.goto(`${proxy.origin}/`)
-    await chat.send(prompt)
-    await chat.waitForStreaming(60)
-    const answerId = await chat.lastAnswerId()
-    const path = `/c/${chat.sessionId()}`
+    const { chat, prompt, answerId, path } = await streamBehindProxy(page, proxy, 'stop-unreachable-closed')
     // A second tab of the same chat, streaming the same answer.
-    const other = await context.newPage()
-    const otherChat = new ChatPage(other)
+    const otherChat = new ChatPage(await context.newPage())
     await otherChat.goto(`${proxy.origin}${path}`)
     await otherChat.waitForStreaming(60)
 
-    // The server becomes unreachable (every connection refused), for as long as the test says.
-    // Not context.setOffline: a keepalive send outliving its page escapes Chromium's emulation.
-    await proxy.cut(10 * 60_000)
-    await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
-    const shown = await chat.stopAndReadShown()
-    await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
+    const shown = await stopWhileUnreachable(chat, proxy, answerId)
     // The tab that pressed Stop is closed before the Stop could leave it.
     await page.close()
-
     // The other tab holds the Stop too, the server still away: its view is cut where the closed tab's was.
     await expect(otherChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
-    const [beforeOnline] = await callsFor(prompt)
-    expect(beforeOnline.closedAt).toBeUndefined() // the model still runs: only the Stop in the log can end it
+    const [meanwhile] = await callsFor(prompt)
+    expect(meanwhile.closedAt).toBeUndefined() // the model still runs: only the Stop in the log can end it
 
     proxy.reopen()
-    const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 15_000)
-    expect(call.closedEarly).toBe(true)
+    await expectClosedEarly(prompt)
     await expect(otherChat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled', { timeout: 10_000 })
     expect(await otherChat.answerText(answerId)).toBe(shown)
 
     // A tab opened afterwards reads the same cut from the log.
-    const later = await context.newPage()
-    const laterChat = new ChatPage(later)
+    const laterChat = new ChatPage(await context.newPage())
     await laterChat.goto(`${proxy.origin}${path}`)
     await expect(laterChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
     expect(await laterChat.answerText(answerId)).toBe(shown)
@@ -174,30 +188,19 @@ test('Stop pressed while the server is unreachable, then the page left: the next
   test.setTimeout(60_000)
   const proxy = await startProxy(appTarget(baseURL))
   try {
-    const chat = new ChatPage(page)
-    const prompt = nonce('stop-unreachable-left')
-    await chat.goto(`${proxy.origin}/`)
-    await chat.send(prompt)
-    await chat.waitForStreaming(60)
-    const answerId = await chat.lastAnswerId()
-    const path = `/c/${chat.sessionId()}`
-
-    await proxy.cut(10 * 60_000)
-    await expect(chat.connectionStatus).toBeVisible({ timeout: 5_000 })
-    const shown = await chat.stopAndReadShown()
-    await expect(chat.answer(answerId).getByTestId('stopped-marker')).toHaveAttribute('data-delivered', 'false')
+    const { chat, prompt, answerId, path } = await streamBehindProxy(page, proxy, 'stop-unreachable-left')
+    const shown = await stopWhileUnreachable(chat, proxy, answerId)
     // The person moves on: "New chat" cannot load while the server is away, and the page is
     // replaced by the browser's error page. Nothing of the chat is open any more.
     await chat.newChatButton.click()
     await expect.poll(() => page.url()).not.toContain(path)
-    const [beforeBack] = await callsFor(prompt)
-    expect(beforeBack.closedAt).toBeUndefined()
+    const [meanwhile] = await callsFor(prompt)
+    expect(meanwhile.closedAt).toBeUndefined()
 
     // The server is reachable again and the person opens the app's home page, not the chat.
     proxy.reopen()
     await chat.goto(`${proxy.origin}/`)
-    const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, 10_000)
-    expect(call.closedEarly).toBe(true)
+    await expectClosedEarly(prompt)
 
     await chat.goto(`${proxy.origin}${path}`)
     await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')

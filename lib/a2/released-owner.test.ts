@@ -228,10 +228,10 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
     )
   }, 120_000)
 
-  /** A run claimed by the process liveness will misjudge, released by one drain tick with nothing in flight. */
-  async function released() {
+  /** A run claimed by the process liveness will misjudge, and the drain tick that may release it. */
+  async function claimedByTheCutOff(reconcile?: () => Promise<ReconcileResult>) {
     const name = `ro${++n}`
-    const c = consumer({ contract: chat, name, types: ['generate'], maxAttempts: 3, leaseMs: LEASE_MS }).run(async () => {})
+    const c = consumer({ contract: chat, name, types: ['generate'], maxAttempts: 3, leaseMs: LEASE_MS, reconcile }).run(async () => {})
     const server = createServer({ contract: chat, consumers: [c], store: base })
     const { id: sessionId } = await server.sessions.create('u')
     await server.append(sessionId, { type: 'generate', payload: {} })
@@ -242,7 +242,14 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
       consumers: new Map([[name, c as never]]),
       append: () => Promise.reject(new Error('unused')),
     }
-    await drainOnce(host, { owner: 'drain', liveness: misjudging, graceMs: LEASE_MS, forceOut: () => {} })
+    const drain = () => drainOnce(host, { owner: 'drain', liveness: misjudging, graceMs: LEASE_MS, forceOut: () => {} })
+    return { name, c, old, drain }
+  }
+
+  /** A run claimed by the process liveness will misjudge, released by one drain tick with nothing in flight. */
+  async function released() {
+    const { name, old, drain } = await claimedByTheCutOff()
+    await drain()
     expect(await jobOf(old.id)).toMatchObject({ status: 'ACTIVE', attempt: old.attempt })
     return { name, old, fence: { jobId: old.id, attempt: old.attempt } }
   }
@@ -271,21 +278,9 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
   })
 
   it('a run inside an overlapSafe effect (a model call) is released at once, and its successor dispatches it again on "not done"', async () => {
-    // What keeps a killed worker's answer going within a second (DESIGN: liveness is the
-    // connection): the call may run twice at once under its key with no harm.
-    const name = `ro${++n}`
-    const c = consumer({
-      contract: chat,
-      name,
-      types: ['generate'],
-      maxAttempts: 3,
-      leaseMs: LEASE_MS,
-      reconcile: async () => ({ done: false }),
-    }).run(async () => {})
-    const server = createServer({ contract: chat, consumers: [c], store: base })
-    const { id: sessionId } = await server.sessions.create('u')
-    await server.append(sessionId, { type: 'generate', payload: {} })
-    const [old] = await claimJobs(base.db, { consumers: [name], owner: 'cut-off', ownerKey: CUT_OFF, leaseMs: { [name]: LEASE_MS }, limit: 1 })
+    // What keeps a killed worker's answer going within a second (liveness is the connection):
+    // the call may run twice at once under its key with no harm.
+    const { name, c, old, drain } = await claimedByTheCutOff(async () => ({ done: false }))
     const entered = gate()
     const running = runEffect(
       base.db,
@@ -299,13 +294,7 @@ describe.each(layers)('an owner released as dead that is still running, on %s', 
     )
     void running.catch(() => {})
     await entered.promise
-    const host: RuntimeHost = {
-      store: base,
-      contract: chat,
-      consumers: new Map([[name, c as never]]),
-      append: () => Promise.reject(new Error('unused')),
-    }
-    await drainOnce(host, { owner: 'drain', liveness: misjudging, graceMs: LEASE_MS, forceOut: () => {} })
+    await drain()
     const [next] = await claimJobs(base.db, { consumers: [name], owner: 'w2', leaseMs: { [name]: LEASE_MS }, limit: 1 })
     expect(next?.attempt).toBe(old.attempt + 1)
     const value = await runEffect(
