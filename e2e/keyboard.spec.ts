@@ -6,7 +6,7 @@
  * buttons go away while the answer is written) puts focus in the composer; ‹ › keep focus in
  * the version switcher, on the button still usable at either end.
  */
-import { expect, test } from '@playwright/test'
+import { expect, test, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
 import { Sidebar } from './pages/sidebar'
 import { nonce } from './helpers/upstream'
@@ -45,11 +45,8 @@ test('renaming a chat from the keyboard: Enter saves, Esc cancels, and focus com
   await expect(row.getByRole('button', { name: 'Rename “Renamed by keyboard”' })).toBeFocused()
 })
 
-test('deleting the open chat from the keyboard leaves focus on Undo, so Enter brings the chat back', async ({ page }) => {
-  const chat = new ChatPage(page)
-  const sidebar = new Sidebar(page)
-  const id = await openChat(chat, nonce('delete by keyboard'))
-
+/** Deletes the open chat with its Delete button and Enter: back on a new chat, the undo toast up. */
+async function deleteOpenChatByKeyboard(page: Page, sidebar: Sidebar, id: string): Promise<void> {
   await page
     .locator('li', { has: sidebar.item(id) })
     .getByTestId('delete-chat')
@@ -57,6 +54,14 @@ test('deleting the open chat from the keyboard leaves focus on Undo, so Enter br
   await page.keyboard.press('Enter')
   await page.waitForURL((url) => url.pathname === '/')
   await expect(sidebar.undoToast).toBeVisible()
+}
+
+test('deleting the open chat from the keyboard leaves focus on Undo, so Enter brings the chat back', async ({ page }) => {
+  const chat = new ChatPage(page)
+  const sidebar = new Sidebar(page)
+  const id = await openChat(chat, nonce('delete by keyboard'))
+
+  await deleteOpenChatByKeyboard(page, sidebar, id)
   // The new-chat page that opens must not take focus from the toast.
   await expect(sidebar.undoButton).toBeFocused()
   await page.keyboard.press('Enter')
@@ -70,12 +75,7 @@ test('the undo toast ending with focus on Undo leaves focus in the composer, not
   const sidebar = new Sidebar(page)
   const id = await openChat(chat, nonce('toast ends by keyboard'))
 
-  await page
-    .locator('li', { has: sidebar.item(id) })
-    .getByTestId('delete-chat')
-    .focus()
-  await page.keyboard.press('Enter')
-  await page.waitForURL((url) => url.pathname === '/')
+  await deleteOpenChatByKeyboard(page, sidebar, id)
   await expect(sidebar.undoButton).toBeFocused()
   await expect(sidebar.undoToast).toHaveCount(0, { timeout: 10_000 })
   await expect(chat.input).toBeFocused()
