@@ -184,6 +184,18 @@ function identitySettled(): Promise<void> {
   return firstLoad ?? sessionsStore.load()
 }
 
+/**
+ * Runs a tab's first list under a lock the browser's tabs of this origin share (Web Locks). Two
+ * fresh tabs opened at once each minted an identity, and the last Set-Cookie won: a chat one of
+ * them created belonged to the identity that lost (first-visit.spec, seen failing: two mints).
+ * The second tab's list now waits for the first's answer, and its cookie. Uncontended the lock
+ * costs a task; where a browser has no Web Locks the list goes at once, as before.
+ */
+function oneTabAtATime<T>(work: () => Promise<T>): Promise<T> {
+  const locks = typeof navigator === 'undefined' ? undefined : (navigator as { locks?: LockManager }).locks
+  return locks ? (locks.request('a2.first-list', work) as Promise<T>) : work()
+}
+
 function fetchPage(before?: string): Promise<Page> {
   return api<Page>(before ? `/api/sessions?before=${encodeURIComponent(before)}` : '/api/sessions')
 }
@@ -225,7 +237,7 @@ export const sessionsStore = {
     }
     if (firstLoad && state.status !== 'error') return firstLoad
     set({ status: 'loading', error: undefined })
-    firstLoad = fetchPage().then(
+    firstLoad = oneTabAtATime(() => fetchPage()).then(
       (page) => {
         pagesLoaded = 1
         // Keep sessions created meanwhile (optimistic upserts) on top.

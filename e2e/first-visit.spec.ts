@@ -3,8 +3,9 @@
  * opening /runs or /notes from a link sees the page's empty state, not the API's
  * "no identity" refusal, and not "Loading…" for ever. And /runs' links say where they go.
  */
-import { expect, test } from '@playwright/test'
+import { expect, test, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
+import { Sidebar } from './pages/sidebar'
 import { nonce } from './helpers/upstream'
 
 test('a fresh browser opening /runs first sees "No runs yet", with no error and no endless Loading…', async ({ page }) => {
@@ -33,4 +34,35 @@ test('on /runs each chat link says which run’s chat it opens, not only "open"'
   const run = (await row.getByRole('button').innerText()).match(/#\d+/)![0]
   await expect(row.getByRole('link')).toHaveAccessibleName(`Open the chat of run ${run}`)
   await expect(row.getByRole('link')).toHaveText('open')
+})
+
+test('two tabs of a fresh browser opened at the same moment end up with one identity: a chat made in one is in the other', async ({ context }) => {
+  // Each tab's first list mints an identity when it carries no cookie, and the last Set-Cookie
+  // wins. Hold a list at the server's door until a second one arrives (or 5 s pass): tabs
+  // that send theirs together are then both answered without a cookie, every time.
+  const held: Array<() => void> = []
+  await context.route('**/api/sessions', async (route) => {
+    if (route.request().method() !== 'GET') return route.continue()
+    const released = new Promise<void>((resolve) => held.push(resolve))
+    if (held.length >= 2) for (const release of held) release()
+    await Promise.race([released, new Promise((resolve) => setTimeout(resolve, 5_000))])
+    await route.continue()
+  })
+  const minted: string[] = []
+  context.on('response', async (response) => {
+    const headers = await response.headersArray().catch(() => [])
+    if (headers.some((h) => h.name.toLowerCase() === 'set-cookie' && /a2_uid=/.test(h.value))) minted.push(response.url())
+  })
+  const [a, b] = [await context.newPage(), await context.newPage()]
+  const listed = (page: Page) => page.waitForResponse((r) => new URL(r.url()).pathname === '/api/sessions' && r.request().method() === 'GET')
+  await Promise.all([listed(a), listed(b), new ChatPage(a).goto('/'), new ChatPage(b).goto('/')])
+  await context.unroute('**/api/sessions')
+  expect(minted, 'identities minted').toHaveLength(1)
+
+  const chatA = new ChatPage(a)
+  await chatA.send(nonce('one identity'))
+  await chatA.waitForText(3)
+  await chatA.stop()
+  await b.reload()
+  await expect(new Sidebar(b).item(chatA.sessionId()!)).toBeVisible()
 })
