@@ -38,14 +38,28 @@ test('on /runs each chat link says which run’s chat it opens, not only "open"'
 
 test('two tabs of a fresh browser opened at the same moment end up with one identity: a chat made in one is in the other', async ({ context }) => {
   // Each tab's first list mints an identity when it carries no cookie, and the last Set-Cookie
-  // wins. Hold a list at the server's door until a second one arrives (or 5 s pass): tabs
-  // that send theirs together are then both answered without a cookie, every time.
-  const held: Array<() => void> = []
+  // wins. Hold the first list at the server's door until the other tab's is on its way too:
+  // at the door as well (then both go on at once, each without a cookie), or waiting for the
+  // tabs' lock (then the first goes on alone).
+  let atTheDoor = 0
+  let openTheDoor!: () => void
+  const bothAtTheDoor = new Promise<void>((resolve) => (openTheDoor = resolve))
+  const listWaitsForTheLock = async () =>
+    (
+      await Promise.all(
+        context
+          .pages()
+          .map((p) =>
+            p
+              .evaluate(async () => (await navigator.locks.query()).pending?.some((lock) => lock.name === 'a2.first-list') ?? false)
+              .catch(() => false),
+          ),
+      )
+    ).some(Boolean)
   await context.route('**/api/sessions', async (route) => {
     if (route.request().method() !== 'GET') return route.continue()
-    const released = new Promise<void>((resolve) => held.push(resolve))
-    if (held.length >= 2) for (const release of held) release()
-    await Promise.race([released, new Promise((resolve) => setTimeout(resolve, 5_000))])
+    if (++atTheDoor >= 2) openTheDoor()
+    await Promise.race([bothAtTheDoor, expect.poll(listWaitsForTheLock, { timeout: 15_000 }).toBe(true)])
     await route.continue()
   })
   const minted: string[] = []
