@@ -44,7 +44,9 @@ export function NotFoundView({
         </Link>
       )}
       {!chat && <p className="text-sm font-medium text-neutral-500 tabular-nums dark:text-neutral-400">404</p>}
-      <h1 ref={headingRef} tabIndex={-1} className="text-lg font-semibold text-neutral-900 outline-none dark:text-neutral-50">{chat ? 'This chat isn’t available' : 'Page not found'}</h1>
+      <h1 ref={headingRef} tabIndex={-1} className="text-lg font-semibold text-neutral-900 outline-none dark:text-neutral-50">
+        {chat ? 'This chat isn’t available' : 'Page not found'}
+      </h1>
       <p className="max-w-sm text-sm text-neutral-600 dark:text-neutral-400">
         {chat
           ? 'The link may be wrong, the chat may have been deleted, or it was started in another browser — chats belong to the browser that started them.'

@@ -134,7 +134,10 @@ test('on a phone, the undo toast going away does not put focus in the composer (
 
   await page.getByRole('button', { name: 'Open sidebar' }).tap()
   const sidebar = new Sidebar(page)
-  await page.locator('li', { has: sidebar.item(id) }).getByTestId('delete-chat').tap()
+  await page
+    .locator('li', { has: sidebar.item(id) })
+    .getByTestId('delete-chat')
+    .tap()
   await page.waitForURL((url) => url.pathname === '/')
   await expect(sidebar.undoToast).toBeVisible()
   await expect(sidebar.undoToast).toHaveCount(0, { timeout: 10_000 })

@@ -262,7 +262,13 @@ const UserMessage = memo(function UserMessage({
     return (
       // One element with the message's below (React keeps it as the one switches to the other), so
       // focus put on it as an edit is sent stays there: focusable from script only.
-      <article data-testid="message-user" data-message-id={turn.id} aria-label="You (editing)" tabIndex={-1} className="flex justify-end outline-none">
+      <article
+        data-testid="message-user"
+        data-message-id={turn.id}
+        aria-label="You (editing)"
+        tabIndex={-1}
+        className="flex justify-end outline-none"
+      >
         <form
           className="w-full max-w-[85%] rounded-3xl border border-neutral-300 bg-neutral-50 p-3 dark:border-neutral-700 dark:bg-neutral-800/70"
           onSubmit={(e) => {

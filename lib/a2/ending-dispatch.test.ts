@@ -105,7 +105,10 @@ describe.each(layers)('a dispatch racing its own run’s ending, on %s', (kind) 
       await Promise.race([arrived[i].promise, attempt.done])
       if (!arrived[i].opened) return
       gates[i].open()
-      await waitUntil(async () => answered > i || over || (kind === 'postgres' && (await lockWaits()) > 0), `the effect's ${EFFECT_STATEMENTS[i][0]} to be answered`)
+      await waitUntil(
+        async () => answered > i || over || (kind === 'postgres' && (await lockWaits()) > 0),
+        `the effect's ${EFFECT_STATEMENTS[i][0]} to be answered`,
+      )
     }
     for (let i = 0; i < returnAfter; i++) await let_(i)
     let held: { release: Gate; done: Promise<unknown> } | undefined
@@ -152,7 +155,10 @@ describe.each(layers)('a dispatch racing its own run’s ending, on %s', (kind) 
         const { atEnd, called, outcome } = await scenario(returnAfter, stall)
         const label = `handler returned after ${returnAfter} of the effect's statements${stall && returnAfter === 2 ? ', dispatch held on its row' : ''}: ${JSON.stringify(atEnd)}`
         if (['COMPLETED', 'FAILED', 'CANCELLED'].includes(atEnd.job)) {
-          expect(atEnd.effects.filter((e) => e.status === 'DISPATCHED' || e.status === 'UNKNOWN'), label).toEqual([])
+          expect(
+            atEnd.effects.filter((e) => e.status === 'DISPATCHED' || e.status === 'UNKNOWN'),
+            label,
+          ).toEqual([])
         }
         // A call that was made is recorded: the provider's answer is never lost.
         if (called > 0) expect(outcome, label).toBe('receipt')

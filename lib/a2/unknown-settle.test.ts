@@ -156,18 +156,20 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     const controller = new AbortController()
     const entered = stores.map(() => gate())
     const answer = stores.map(() => gate())
-    const outcomes = stores.map((_, i) => `e${i + 1}`).map((key, i) =>
-      runEffect(
-        stores[i].db,
-        { fence: { jobId: job.id, attempt: job.attempt }, cancelVersion: job.cancelVersion, signal: controller.signal },
-        key,
-        async () => {
-          entered[i].open()
-          await answer[i].promise // stubborn: its signal does not stop it
-          return `result ${key}`
-        },
-      ),
-    )
+    const outcomes = stores
+      .map((_, i) => `e${i + 1}`)
+      .map((key, i) =>
+        runEffect(
+          stores[i].db,
+          { fence: { jobId: job.id, attempt: job.attempt }, cancelVersion: job.cancelVersion, signal: controller.signal },
+          key,
+          async () => {
+            entered[i].open()
+            await answer[i].promise // stubborn: its signal does not stop it
+            return `result ${key}`
+          },
+        ),
+      )
     await Promise.all(entered.map((g) => g.promise))
     await server.append(sessionId, { type: 'cancelled', payload: { of: generate.id, lastSeenIndex: 0 } })
     const host = (store: Store): RuntimeHost => ({
@@ -287,36 +289,40 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
    * for a lost claim and left the run CANCELLING, held under its own lease (15 s for the
    * app's generate consumer) until a later drain took it again.
    */
-  it(`a late outcome racing the drain settles the run without waiting, over ${RUNS} drawn interleavings`, async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), async (order) => {
-        const late = new Side('late')
-        const drainer = new Side('drain')
-        const run = await forcedOut([gatedStore(base, late)])
-        for (const s of [late, drainer]) s.gated = true
-        const done = [
-          (async () => {
-            run.answer[0].open()
-            await run.outcomes[0]
-          })(),
-          run.drain(gatedStore(base, drainer)),
-        ].map((p, i) =>
-          p.finally(() => {
-            const side = [late, drainer][i]
-            side.finished = true
-            side.touch()
-          }),
-        )
-        const trace = await drive([late, drainer], order)
-        await Promise.all(done)
-        for (const s of [late, drainer]) s.gated = false
-        // Read at once: one drain tick and one late outcome, nothing after them.
-        expect(await effectsOf(run.jobId)).toEqual([{ key: 'e1', status: 'DONE' }])
-        expect(await jobStatus(run.jobId), trace.join(' → ')).toBe('CANCELLED')
-      }),
-      { numRuns: RUNS, seed: SEED, path: process.env.FC_PATH },
-    )
-  }, Math.max(60_000, RUNS * 2_000))
+  it(
+    `a late outcome racing the drain settles the run without waiting, over ${RUNS} drawn interleavings`,
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }), async (order) => {
+          const late = new Side('late')
+          const drainer = new Side('drain')
+          const run = await forcedOut([gatedStore(base, late)])
+          for (const s of [late, drainer]) s.gated = true
+          const done = [
+            (async () => {
+              run.answer[0].open()
+              await run.outcomes[0]
+            })(),
+            run.drain(gatedStore(base, drainer)),
+          ].map((p, i) =>
+            p.finally(() => {
+              const side = [late, drainer][i]
+              side.finished = true
+              side.touch()
+            }),
+          )
+          const trace = await drive([late, drainer], order)
+          await Promise.all(done)
+          for (const s of [late, drainer]) s.gated = false
+          // Read at once: one drain tick and one late outcome, nothing after them.
+          expect(await effectsOf(run.jobId)).toEqual([{ key: 'e1', status: 'DONE' }])
+          expect(await jobStatus(run.jobId), trace.join(' → ')).toBe('CANCELLED')
+        }),
+        { numRuns: RUNS, seed: SEED, path: process.env.FC_PATH },
+      )
+    },
+    Math.max(60_000, RUNS * 2_000),
+  )
 
   /**
    * The same window on a successor's path: attempt 2 reaches an effect attempt 1 (its lease
@@ -325,7 +331,7 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
    * recorded outcome is the answer: replayed, not called again, and not a `fenced` failure
    * that would leave the run to its lease.
    */
-  it("a late outcome landing while a successor reconciles the effect is replayed to it", async () => {
+  it('a late outcome landing while a successor reconciles the effect is replayed to it', async () => {
     const name = `us${++n}`
     const c = consumer({ contract: chat, name, types: ['generate'], maxAttempts: 3, leaseMs: LEASE_MS }).run(async () => {})
     const server = createServer({ contract: chat, consumers: [c], store: base })
@@ -335,11 +341,16 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     const [first] = await claim('w1')
     const entered = gate()
     const answer = gate()
-    const late = runEffect(base.db, { fence: { jobId: first.id, attempt: first.attempt }, cancelVersion: 0, signal: new AbortController().signal }, 'tool', async () => {
-      entered.open()
-      await answer.promise
-      return 'receipt'
-    })
+    const late = runEffect(
+      base.db,
+      { fence: { jobId: first.id, attempt: first.attempt }, cancelVersion: 0, signal: new AbortController().signal },
+      'tool',
+      async () => {
+        entered.open()
+        await answer.promise
+        return 'receipt'
+      },
+    )
     await entered.promise
     // Attempt 1's lease runs out (the clock driven by hand): a claim takes the run over.
     await query(base.db, sql`update a2_jobs set lease_until = now() - interval '1 millisecond' where id = ${first.id}`)
