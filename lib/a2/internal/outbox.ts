@@ -86,6 +86,11 @@ export function createOutbox(key: string, storage: OutboxStorage | undefined, ad
       entries = entries.map((e) => (e.event.id === id ? { ...e, failures: e.failures + 1 } : e))
     },
     remove(id) {
+      // The store acknowledges every event a push answer or the tail brings: most were never
+      // here (a message, a chunk), and reading the stored list for each was a storage read and
+      // a parse for nothing. One another tab stored is removed by that tab, or by this one
+      // once the `storage` event has brought it here.
+      if (!entries.some((e) => e.event.id === id)) return
       const adopted = reload().filter((e) => e.id !== id)
       const before = entries.length
       entries = entries.filter((e) => e.event.id !== id)
