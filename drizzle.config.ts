@@ -1,11 +1,11 @@
 import { defineConfig } from 'drizzle-kit'
 
 /**
- * The app's own tables only (lib/db/schema.ts): a2's are the library's migrations (lib/a2/sql).
- * Applied at start after a2's by lib/db/migrate.ts, which says why the history restarts at 0000.
+ * The app's own tables only (db/schema.ts): a2's are the library's migrations (lib/a2/sql).
+ * Applied at start after a2's by lib/store/migrate.ts, which says why the history restarts at 0000.
  */
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './lib/db/schema.ts',
-  out: './lib/db/migrations',
+  schema: './db/schema.ts',
+  out: './db/migrations',
 })

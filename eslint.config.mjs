@@ -1,10 +1,12 @@
 // ESLint (flat config): the recommended rules, plus the few that keep the layers apart.
 //
 // Layers, and who may import what:
-// - lib/a2 is the library. Its own code imports nothing of the app (lib/db, lib/chat, lib/ai, lib/http, app/,
+// - lib/a2 is the library. Its own code imports nothing of the app (db/, lib/store, lib/chat, lib/ai, lib/http, app/,
 //   components/, …): a forker copies lib/a2 alone. Its tests may use the shared test helpers in test/.
 // - Outside lib/a2, nothing imports lib/a2/internal: the doors are @/lib/a2, @/lib/a2/server, @/lib/a2/react
-//   (and @/lib/a2/testing, for tests only). lib/db (the app's tables and migrations) is app code like any other.
+//   (and @/lib/a2/testing, for tests only).
+// - db/ is the app's tables and their migrations: it imports only packages, so lib/ (lib/store opens the
+//   database and migrates it) points down at it and nothing in db/ points back.
 // - lib/ is the ground floor: its code imports nothing from the folders above it (app/, components/, scripts/,
 //   bench/, e2e/, test/), so every arrow between top-level folders points down.
 // - Tooling that measures or drives the library's internals on purpose may reach them: test/ (the test
@@ -34,6 +36,7 @@ export default tseslint.config(
   {
     ignores: [
       'node_modules/',
+      '.node22/',
       '.next/',
       '.next-*/',
       '.data/',
@@ -124,6 +127,25 @@ export default tseslint.config(
               from: './',
               except: ['./lib/a2', './node_modules'],
               message: 'lib/a2 is the library: it imports nothing of the app (a forker copies it alone).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The app's tables: drizzle and nothing of the project, so every arrow into db/ points down.
+    files: ['db/**/*.ts'],
+    rules: {
+      'import-x/no-restricted-paths': [
+        'error',
+        {
+          zones: [
+            {
+              target: './db',
+              from: './',
+              except: ['./db', './node_modules'],
+              message: "db/ holds the app's tables and migrations: it imports only packages.",
             },
           ],
         },

@@ -5,7 +5,7 @@ export default defineConfig({
   resolve: { alias: { '@': fileURLToPath(new URL('.', import.meta.url)) } },
   test: {
     include: ['**/*.test.ts', '**/*.test.tsx'],
-    exclude: ['node_modules/**', '.next/**', 'e2e/**'],
+    exclude: ['node_modules/**', '.next/**', '.node22/**', 'e2e/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Database files each create their own database; the multi-process files spawn

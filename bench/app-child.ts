@@ -18,7 +18,7 @@ import { loadRoutes } from '@/test/routes'
 import { serveParent, tellParent } from './lib/children'
 import { cpuSampler } from './lib/machine'
 import { traceStatements } from './lib/statement-trace'
-import { getStore } from '@/lib/db'
+import { getStore } from '@/lib/store'
 
 const databaseUrl = process.env.BENCH_DB_URL
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL

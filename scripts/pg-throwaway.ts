@@ -122,7 +122,7 @@ async function pgExec(binary: string, args: string[], options: { timeoutMs?: num
     return stdout + stderr
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string; message: string }
-    throw new Error(`${binary} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`)
+    throw new Error(`${binary} ${args.join(' ')} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: error })
   }
 }
 
@@ -259,7 +259,7 @@ export async function createThrowawayPg(options: ThrowawayOptions = {}): Promise
       // not running
     }
     rmSync(dir, { recursive: true, force: true })
-    throw new Error(`${(error as Error).message}${log ? `\n--- postgres.log ---\n${log}` : ''}`)
+    throw new Error(`${(error as Error).message}${log ? `\n--- postgres.log ---\n${log}` : ''}`, { cause: error })
   }
 }
 

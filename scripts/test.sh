@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
+  echo "npm test needs Node.js 22 or newer (this is $(node --version)); README \"Two commands\" says how to get it." >&2
+  exit 1
+fi
+
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-${DATABASE_URL:-}}"
 unset DATABASE_URL # the tests create their own databases from TEST_DATABASE_URL
 

@@ -41,7 +41,7 @@ describe('upstream server', () => {
 
     let deltas = 0
     const types: string[] = []
-    for await (const part of result.fullStream) {
+    for await (const part of result.stream) {
       types.push(part.type)
       if (part.type === 'text-delta' && ++deltas === 3) {
         controller.abort()

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import postgres from 'postgres'
 import { afterAll, beforeAll } from 'vitest'
 import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
-import { migrateDatabase } from '@/lib/db/migrate'
+import { migrateDatabase } from '@/lib/store/migrate'
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || ''
 
 export interface TestDb {

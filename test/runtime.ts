@@ -160,7 +160,7 @@ export async function waitForJob(
       timeoutMs,
     )
   } catch (error) {
-    throw new Error(`${(error as Error).message}; last state ${JSON.stringify(last)}`)
+    throw new Error(`${(error as Error).message}; last state ${JSON.stringify(last)}`, { cause: error })
   }
 }
 

@@ -14,7 +14,7 @@ import { chromium } from '@playwright/test'
 import { chromiumLaunchOptions } from '../../e2e/chromium'
 import { openPostgresStore } from '@/lib/a2/server'
 import { seedLongHistory } from '@/test/long-history'
-import { migrateDatabase } from '@/lib/db/migrate'
+import { migrateDatabase } from '@/lib/store/migrate'
 import { withDatabase } from '@/test/db'
 
 const ANSWERS = Number(process.argv[2] ?? 4500)

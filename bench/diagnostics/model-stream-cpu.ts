@@ -5,18 +5,18 @@
  *
  *   npx tsx bench/diagnostics/model-stream-cpu.ts [rounds=3] [streams=100]
  *
- * Variants: streamText's fullStream (what generate reads), its textStream, its onChunk
- * callback with consumeStream(), fullStream without tools, and as floors for comparison
+ * Variants: streamText's stream (what generate reads), its textStream, its onChunk
+ * callback with consumeStream(), stream without tools, and as floors for comparison
  * (the app's design calls streamText) the provider's doStream read directly and a bare
- * fetch reading the bytes. VARIANTS=a,b picks some. 2026-12-01, 100 streams: fullStream 257,
- * textStream 245, doStream 122, fetch 46 µs a token (3 rounds, load ~2-5); then fullStream
+ * fetch reading the bytes. VARIANTS=a,b picks some. 2026-12-01, 100 streams: stream 257,
+ * textStream 245, doStream 122, fetch 46 µs a token (3 rounds, load ~2-5); then stream
  * 174, textStream 148, onChunk 167, no tools 176 (6 rounds, load ~8: spread 111-326, so no
  * way of reading streamText is measurably cheaper than another).
  */
 import { fork } from 'node:child_process'
 import path from 'node:path'
 import { createOpenAI } from '@ai-sdk/openai'
-import { streamText, stepCountIs, tool } from 'ai'
+import { streamText, isStepCount, tool } from 'ai'
 import { z } from 'zod'
 
 const [roundsArg = '3', streamsArg = '100'] = process.argv.slice(2)
@@ -41,14 +41,14 @@ const messages = [{ role: 'user' as const, content: 'hello' }]
 type Variant = (signal: AbortSignal) => Promise<number>
 const only = process.env.VARIANTS?.split(',')
 const variants: Record<string, Variant> = {
-  fullStream: async (signal) => {
-    const r = streamText({ model, messages, abortSignal: signal, tools, stopWhen: stepCountIs(3), maxRetries: 0 })
+  stream: async (signal) => {
+    const r = streamText({ model, messages, abortSignal: signal, tools, stopWhen: isStepCount(3), maxRetries: 0 })
     let n = 0
-    for await (const part of r.fullStream) if (part.type === 'text-delta') n++
+    for await (const part of r.stream) if (part.type === 'text-delta') n++
     return n
   },
   textStream: async (signal) => {
-    const r = streamText({ model, messages, abortSignal: signal, tools, stopWhen: stepCountIs(3), maxRetries: 0 })
+    const r = streamText({ model, messages, abortSignal: signal, tools, stopWhen: isStepCount(3), maxRetries: 0 })
     let n = 0
     for await (const _ of r.textStream) n++
     return n
@@ -60,7 +60,7 @@ const variants: Record<string, Variant> = {
       messages,
       abortSignal: signal,
       tools,
-      stopWhen: stepCountIs(3),
+      stopWhen: isStepCount(3),
       maxRetries: 0,
       onChunk: ({ chunk }) => {
         if (chunk.type === 'text-delta') n++
@@ -72,7 +72,7 @@ const variants: Record<string, Variant> = {
   noTools: async (signal) => {
     const r = streamText({ model, messages, abortSignal: signal, maxRetries: 0 })
     let n = 0
-    for await (const part of r.fullStream) if (part.type === 'text-delta') n++
+    for await (const part of r.stream) if (part.type === 'text-delta') n++
     return n
   },
   doStream: async (signal) => {

@@ -202,7 +202,7 @@ async function stopLocally(model: LanguageModel, watch: ReturnType<typeof watchU
   const result = streamText({ model, messages: [{ role: 'user', content: prompt(tag, 5_000) }], abortSignal: controller.signal, maxRetries: 0 })
   const consuming = (async () => {
     try {
-      for await (const part of result.fullStream) if (part.type === 'text-delta') sawText()
+      for await (const part of result.stream) if (part.type === 'text-delta') sawText()
     } catch {
       // aborted
     }

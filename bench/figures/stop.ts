@@ -69,7 +69,7 @@ export async function stopDirect(rig: ChatRig, pointMs: () => number): Promise<S
   })
   const consuming = (async () => {
     try {
-      for await (const _ of result.fullStream) void _
+      for await (const _ of result.stream) void _
     } catch {
       // aborted
     }

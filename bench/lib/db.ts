@@ -7,7 +7,7 @@ import { sql } from 'drizzle-orm'
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { openPgliteStore, openPostgresStore, type Store } from '@/lib/a2/server'
-import { migrateDatabase } from '@/lib/db/migrate'
+import { migrateDatabase } from '@/lib/store/migrate'
 export const ADMIN_URL = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
 
 export interface BenchDb {

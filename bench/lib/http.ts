@@ -56,7 +56,7 @@ export async function serveBench(options: { a2?: A2Server<any>; model?: Language
           maxRetries: 0,
         })
         try {
-          for await (const part of result.fullStream) {
+          for await (const part of result.stream) {
             if (part.type === 'text-delta') res.write(`data: ${JSON.stringify({ type: 'chunk', delta: part.text })}\n\n`)
             else if (part.type === 'finish') res.write(`data: ${JSON.stringify({ type: 'finished' })}\n\n`)
           }

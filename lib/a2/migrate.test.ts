@@ -2,7 +2,7 @@
  * a2's own migrations (lib/a2/sql, internal/migrate.ts) on an empty database: applied once,
  * in order, atomically, one process at a time; and the drizzle declarations in schema.ts
  * describe what they make. The upgrade of databases made by the old layout is
- * lib/db/migrate.test.ts.
+ * lib/store/migrate.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'

@@ -5,8 +5,8 @@
  * model that streams until the run's signal aborts it.
  */
 import { and, desc, eq } from 'drizzle-orm'
-import { MockLanguageModelV3 } from 'ai/test'
-import type { LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import { MockLanguageModelV4 } from 'ai/test'
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { jobs } from './schema'
 import type { Store } from './internal/store'
 
@@ -77,11 +77,11 @@ export async function waitForRun(
  * test about Stop, a lost claim or a shutdown: the run is mid-answer for exactly as long as the
  * test wants. `doStreamCalls` records every call's options.
  */
-export function hangingModel(options: { deltas?: string[] } = {}): MockLanguageModelV3 {
+export function hangingModel(options: { deltas?: string[] } = {}): MockLanguageModelV4 {
   const deltas = options.deltas ?? ['Thinking', ' about', ' it']
-  return new MockLanguageModelV3({
+  return new MockLanguageModelV4({
     doStream: async ({ abortSignal }) => ({
-      stream: new ReadableStream<LanguageModelV3StreamPart>({
+      stream: new ReadableStream<LanguageModelV4StreamPart>({
         start(controller) {
           controller.enqueue({ type: 'stream-start', warnings: [] })
           controller.enqueue({ type: 'text-start', id: 'text' })

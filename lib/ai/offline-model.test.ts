@@ -135,7 +135,7 @@ describe('createOfflineModel', () => {
     let deltasAfterAbort = 0
     let abortedAt = 0
     const types: string[] = []
-    for await (const part of result.fullStream) {
+    for await (const part of result.stream) {
       types.push(part.type)
       if (part.type !== 'text-delta') continue
       if (abortedAt) deltasAfterAbort++
@@ -172,7 +172,7 @@ describe('createOfflineModel', () => {
       abortSignal: AbortSignal.abort(),
     })
     const types: string[] = []
-    for await (const part of result.fullStream) types.push(part.type)
+    for await (const part of result.stream) types.push(part.type)
     expect(types).not.toContain('text-delta')
     expect(types.at(-1)).toBe('abort')
   })

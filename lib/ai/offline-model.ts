@@ -1,10 +1,10 @@
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3FinishReason,
-  LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
-  LanguageModelV3Usage,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4FinishReason,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4Usage,
 } from '@ai-sdk/provider'
 
 // A built-in model so the app streams real, readable answers with no API key.
@@ -286,7 +286,7 @@ function tokenize(text: string): string[] {
   return text.match(/\s*\S+\s*/g) ?? []
 }
 
-function lastUserText(prompt: LanguageModelV3Prompt): string {
+function lastUserText(prompt: LanguageModelV4Prompt): string {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const message = prompt[i]
     if (message.role !== 'user') continue
@@ -295,7 +295,7 @@ function lastUserText(prompt: LanguageModelV3Prompt): string {
   return ''
 }
 
-function promptText(prompt: LanguageModelV3Prompt): string {
+function promptText(prompt: LanguageModelV4Prompt): string {
   return prompt
     .map((message) =>
       typeof message.content === 'string' ? message.content : message.content.map((part) => ('text' in part ? part.text : '')).join(' '),
@@ -303,7 +303,7 @@ function promptText(prompt: LanguageModelV3Prompt): string {
     .join('\n')
 }
 
-function usage(prompt: LanguageModelV3Prompt, outputTokens: number): LanguageModelV3Usage {
+function usage(prompt: LanguageModelV4Prompt, outputTokens: number): LanguageModelV4Usage {
   const inputTokens = tokenize(promptText(prompt)).length
   return {
     inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
@@ -327,7 +327,7 @@ export function noteRequest(text: string): string | undefined {
 }
 
 /** The tool call to make for this prompt, or undefined to answer in text. */
-function toolCallFor(options: LanguageModelV3CallOptions): { toolCallId: string; note: string } | undefined {
+function toolCallFor(options: LanguageModelV4CallOptions): { toolCallId: string; note: string } | undefined {
   const offered = options.tools?.some((t) => t.type === 'function' && t.name === 'saveNote')
   const last = options.prompt[options.prompt.length - 1]
   if (!offered || last?.role !== 'user') return undefined // after the tool result, answer in text
@@ -336,7 +336,7 @@ function toolCallFor(options: LanguageModelV3CallOptions): { toolCallId: string;
 }
 
 /** After a saveNote tool call came back, the answer confirms it. */
-function afterToolText(options: LanguageModelV3CallOptions): string | undefined {
+function afterToolText(options: LanguageModelV4CallOptions): string | undefined {
   const last = options.prompt[options.prompt.length - 1]
   if (last?.role !== 'tool') return undefined
   const note = noteRequest(lastUserText(options.prompt)) ?? 'that'
@@ -350,7 +350,7 @@ function afterToolText(options: LanguageModelV3CallOptions): string | undefined 
  * normally a prefix of the full answer (this model wrote it); if it is not, the rest starts
  * after as many words as it holds.
  */
-function continuation(prompt: LanguageModelV3Prompt, tokens: string[]): string[] {
+function continuation(prompt: LanguageModelV4Prompt, tokens: string[]): string[] {
   const last = prompt[prompt.length - 1]
   if (last?.role !== 'assistant') return tokens
   const soFar = last.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('')
@@ -360,9 +360,9 @@ function continuation(prompt: LanguageModelV3Prompt, tokens: string[]): string[]
   return tokens.slice(tokenize(soFar).length)
 }
 
-function answerTokens(options: LanguageModelV3CallOptions): {
+function answerTokens(options: LanguageModelV4CallOptions): {
   tokens: string[]
-  finishReason: LanguageModelV3FinishReason
+  finishReason: LanguageModelV4FinishReason
 } {
   const all = continuation(options.prompt, tokenize(afterToolText(options) ?? offlineAnswer(lastUserText(options.prompt))))
   const limit = options.maxOutputTokens
@@ -372,11 +372,11 @@ function answerTokens(options: LanguageModelV3CallOptions): {
   return { tokens: all, finishReason: { unified: 'stop', raw: 'stop' } }
 }
 
-export function createOfflineModel(options: { msPerToken?: number } = {}): LanguageModelV3 {
+export function createOfflineModel(options: { msPerToken?: number } = {}): LanguageModelV4 {
   const msPerToken = options.msPerToken ?? 35
 
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'a2-offline',
     modelId: 'offline',
     supportedUrls: {},
@@ -398,7 +398,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
       if (signal?.aborted) throw abortReason(signal)
       const call = toolCallFor(callOptions)
       if (call) {
-        const parts: LanguageModelV3StreamPart[] = [
+        const parts: LanguageModelV4StreamPart[] = [
           { type: 'stream-start', warnings: [] },
           { type: 'tool-call', toolCallId: call.toolCallId, toolName: 'saveNote', input: JSON.stringify({ note: call.note }) },
           { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(callOptions.prompt, 1) },
@@ -407,7 +407,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
       }
       const { tokens, finishReason } = answerTokens(callOptions)
       const id = 'text-0'
-      let controller!: ReadableStreamDefaultController<LanguageModelV3StreamPart>
+      let controller!: ReadableStreamDefaultController<LanguageModelV4StreamPart>
       let timer: ReturnType<typeof setTimeout> | undefined
       let next = 0
 
@@ -432,7 +432,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
         controller.close()
       }
 
-      const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      const stream = new ReadableStream<LanguageModelV4StreamPart>({
         start(c) {
           controller = c
           signal?.addEventListener('abort', onAbort, { once: true })

@@ -5,7 +5,7 @@
  * is still whole chunk events, so a Stop's cut (lastSeenIndex) stays exact.
  */
 import { afterAll, describe, expect, it } from 'vitest'
-import type { LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { createServer, type A2Server } from '@/lib/a2/server'
 import { layers } from '@/test/db'
 import { ask, logWhenFinished, useTestStore } from '@/test/chat'
@@ -15,18 +15,18 @@ import { noteOutbox } from './notes'
 import { answerText, foldChat, type AnswerTurn } from './reducer'
 
 /** A model that has its whole answer at once: every delta after the first arrives while the first append commits. */
-function burstModel(deltas: string[]): LanguageModelV3 {
+function burstModel(deltas: string[]): LanguageModelV4 {
   return {
-    specificationVersion: 'v3',
+    specificationVersion: 'v4',
     provider: 'test',
     modelId: 'burst',
     supportedUrls: {},
     doGenerate: () => Promise.reject(new Error('stream only')),
     async doStream() {
-      const parts: LanguageModelV3StreamPart[] = [
+      const parts: LanguageModelV4StreamPart[] = [
         { type: 'stream-start', warnings: [] },
         { type: 'text-start', id: 't' },
-        ...deltas.map((delta): LanguageModelV3StreamPart => ({ type: 'text-delta', id: 't', delta })),
+        ...deltas.map((delta): LanguageModelV4StreamPart => ({ type: 'text-delta', id: 't', delta })),
         { type: 'text-end', id: 't' },
         {
           type: 'finish',

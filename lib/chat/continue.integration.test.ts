@@ -4,7 +4,7 @@
  * and the fold reads one answer — every word the reader saw stays, nothing is said twice.
  */
 import { describe, expect, it } from 'vitest'
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3StreamPart } from '@ai-sdk/provider'
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { createServer } from '@/lib/a2/server'
 import { layers } from '@/test/db'
 import { ask, logWhenFinished, useTestStore } from '@/test/chat'
@@ -19,10 +19,10 @@ const QUESTION = 'How do leases let another worker take over a dead one?'
 const TOKENS_BEFORE_DEATH = 12
 
 /** The offline model, except that its first call breaks after TOKENS_BEFORE_DEATH deltas; every call's prompt is kept. */
-function dyingOnceModel(): { model: LanguageModelV3; calls: LanguageModelV3CallOptions[] } {
+function dyingOnceModel(): { model: LanguageModelV4; calls: LanguageModelV4CallOptions[] } {
   const inner = createOfflineModel({ msPerToken: 1 })
-  const calls: LanguageModelV3CallOptions[] = []
-  const model: LanguageModelV3 = {
+  const calls: LanguageModelV4CallOptions[] = []
+  const model: LanguageModelV4 = {
     ...inner,
     async doStream(options) {
       calls.push(options)
@@ -30,7 +30,7 @@ function dyingOnceModel(): { model: LanguageModelV3; calls: LanguageModelV3CallO
       if (calls.length > 1) return result
       let deltas = 0
       const breaking = result.stream.pipeThrough(
-        new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+        new TransformStream<LanguageModelV4StreamPart, LanguageModelV4StreamPart>({
           transform(part, controller) {
             if (part.type === 'text-delta' && ++deltas > TOKENS_BEFORE_DEATH) {
               controller.error(new Error('ECONNRESET: the attempt died mid-answer'))

@@ -9,7 +9,7 @@
  * committed: it sends that text to the model as the answer so far, and the fold shows every
  * attempt's chunks in log order, so the reader sees one answer and loses nothing they read.
  */
-import { stepCountIs, streamText, tool, type LanguageModel } from 'ai'
+import { isStepCount, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
@@ -17,7 +17,7 @@ import { chunkWriter, joinDeltas } from './chunk-writer'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
-import type { NoteRow } from '@/lib/db/schema'
+import type { NoteRow } from '@/db/schema'
 
 export interface GenerateOptions {
   model: LanguageModel
@@ -74,19 +74,19 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
         async (idempotencyKey, signal) => {
           const result = streamText({
             model,
-            system: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
+            instructions: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
             messages,
             abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
             tools: { saveNote: saveNoteTool(ctx, notes) },
-            stopWhen: stepCountIs(3),
+            stopWhen: isStepCount(3),
             maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
           })
           // The outcome comes from the stream's own `finish` part: `result.finishReason` and
           // `result.totalUsage` would tee the stream once more and drain it again after the
           // end (in the bench at 100 streams, a second pass over every token on the busy worker).
           let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
-          for await (const part of result.fullStream) {
+          for await (const part of result.stream) {
             if (part.type === 'text-delta') writer.push(part.text)
             else if (part.type === 'finish') finish = part
             else if (part.type === 'error') throw part.error

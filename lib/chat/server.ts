@@ -5,7 +5,7 @@
  * load separate copies of this module).
  */
 import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
-import { getStore, closeStore } from '@/lib/db'
+import { getStore, closeStore } from '@/lib/store'
 import { env } from '@/lib/env'
 import { selectModel, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from './contract'

@@ -1,6 +1,6 @@
 /** The operator audit: one row per effect resolution, whatever its outcome. */
 import type { Store } from '@/lib/a2/server'
-import { operatorAudit } from '@/lib/db/schema'
+import { operatorAudit } from '@/db/schema'
 
 export async function recordResolution(
   store: Store,

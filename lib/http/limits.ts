@@ -24,7 +24,7 @@
 import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'
 import type { Store } from '@/lib/a2/server'
-import { getStore } from '@/lib/db'
+import { getStore } from '@/lib/store'
 import { env, type Env } from '@/lib/env'
 
 export type LimitName = 'identitiesByAddress' | 'pushesByAddress' | 'pushesByUser' | 'generationsByAddress' | 'generationsByUser'

@@ -76,7 +76,7 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
     if (running) return void (again = true)
     running = true
     clearTimeout(timer)
-    let refused = false
+    let refused: boolean
     try {
       do {
         again = false

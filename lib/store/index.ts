@@ -6,7 +6,7 @@
  * silently lose writes.
  *
  * The app's door to its database: app code (app/, lib/chat, lib/http) takes the store from
- * here and the app's tables from @/lib/db/schema; a2's tables come from @/lib/a2/server. lib/a2
+ * here and the app's tables from @/db/schema; a2's tables come from @/lib/a2/server. lib/a2
  * never imports db/.
  */
 import path from 'node:path'

@@ -1,5 +1,5 @@
 /**
- * The app's own tables; drizzle-kit reads this file and writes lib/db/migrations. a2's tables
+ * The app's own tables; drizzle-kit reads this file and writes db/migrations. a2's tables
  * are the library's (lib/a2/sql, applied by `migrate` from @/lib/a2/server): app code that
  * reads them uses `schema` from @/lib/a2/server.
  */

@@ -1,6 +1,6 @@
 /**
- * Migrations at start: a2's first (its tables, lib/a2/sql), then the app's own (lib/db/schema.ts
- * → drizzle-kit → lib/db/migrations), which may refer to a2's tables (0000 indexes a2_events).
+ * Migrations at start: a2's first (its tables, lib/a2/sql), then the app's own (db/schema.ts
+ * → drizzle-kit → db/migrations), which may refer to a2's tables (0000 indexes a2_events).
  *
  * The app's history is drizzle's: its journal and `drizzle.__drizzle_migrations`, so
  * drizzle-kit's tooling keeps working. Until a2 owned its schema, db/migrations 0000–0007
@@ -20,7 +20,7 @@ import { sql } from 'drizzle-orm'
 import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { migrate as migrateA2, type Store } from '@/lib/a2/server'
 
-const MIGRATIONS = path.join(process.cwd(), 'lib', 'db', 'migrations')
+const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
 /** The advisory lock key the app's migrations have always run under (a session-level lock before this file). */
 const APP_MIGRATION_LOCK = 4242
 
