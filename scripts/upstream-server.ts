@@ -41,6 +41,14 @@ export type UpstreamOptions = {
   tokens?: number
   /** Answer text per request, streamed word by word; overrides `tokens`. */
   text?: (body: any) => string
+  /**
+   * What a request ending with the assistant's unfinished message gets. 'continue': the rest
+   * of the answer, as servers that continue a final assistant message do (vLLM's
+   * continue_final_message, llama.cpp). 'restart': the whole answer from its start, as
+   * chat-completions servers without prefill do whatever the instructions say (OpenAI's own
+   * among them). A prompt containing `[[restarts]]` gets 'restart' either way. Default 'continue'.
+   */
+  continuation?: 'continue' | 'restart'
 }
 
 function words(text: string): string[] {
@@ -71,12 +79,13 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const answerFor = (body: unknown): string[] => (opts.text ? words(opts.text(body)) : Array.from({ length: tokenCount }, (_, i) => `tok${i} `))
 
   // A request that ends with the assistant's unfinished message (a successor attempt sending
-  // the answer so far) is answered with the rest, as servers that continue a final assistant
-  // message do (vLLM's continue_final_message, llama.cpp): one answer across attempts.
+  // the answer so far) is answered as `continuation` says (the option's comment).
+  const restarts = (body: { messages?: { content?: unknown }[] }): boolean =>
+    opts.continuation === 'restart' || (body.messages ?? []).some((m) => JSON.stringify(m.content ?? '').includes('[[restarts]]'))
   const tokensFor = (body: unknown): string[] => {
     const tokens = answerFor(body)
     const last = (body as { messages?: { role?: string; content?: unknown }[] }).messages?.at(-1)
-    if (last?.role !== 'assistant' || typeof last.content !== 'string' || !last.content) return tokens
+    if (last?.role !== 'assistant' || typeof last.content !== 'string' || !last.content || restarts(body as object)) return tokens
     const full = tokens.join('')
     return full.startsWith(last.content) ? words(full.slice(last.content.length)) : tokens
   }
@@ -258,6 +267,7 @@ if (runDirectly) {
     port: Number(env.PORT ?? 4010),
     tokenMs: env.UPSTREAM_TOKEN_MS ? Number(env.UPSTREAM_TOKEN_MS) : undefined,
     tokens: env.UPSTREAM_TOKENS ? Number(env.UPSTREAM_TOKENS) : undefined,
+    continuation: env.UPSTREAM_CONTINUATION === 'restart' ? 'restart' : 'continue',
   })
   console.log(`upstream listening on ${upstream.url}`)
 }

@@ -3,8 +3,10 @@
  * sends it to the model as the answer so far, the offline model picks up from that point,
  * and the fold reads one answer — every word the reader saw stays, nothing is said twice.
  */
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createOpenAI } from '@ai-sdk/openai'
 import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider'
+import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { createServer } from '@/lib/a2/server'
 import { layers } from '@/test/db'
 import { ask, logWhenFinished, useTestStore } from '@/test/chat'
@@ -18,12 +20,19 @@ const QUESTION = 'How do leases let another worker take over a dead one?'
 /** Attempt 1 streams this many tokens, then its connection breaks (the attempt dies mid-answer). */
 const TOKENS_BEFORE_DEATH = 12
 
-/** The offline model, except that its first call breaks after TOKENS_BEFORE_DEATH deltas; every call's prompt is kept. */
-function dyingOnceModel(): { model: LanguageModelV4; calls: LanguageModelV4CallOptions[] } {
-  const inner = createOfflineModel({ msPerToken: 1 })
+/** `inner`, except that its first call breaks after TOKENS_BEFORE_DEATH deltas; every call's prompt is kept. */
+function dyingOnceModel(inner: LanguageModelV4 = createOfflineModel({ msPerToken: 1 })): {
+  model: LanguageModelV4
+  calls: LanguageModelV4CallOptions[]
+} {
   const calls: LanguageModelV4CallOptions[] = []
   const model: LanguageModelV4 = {
-    ...inner,
+    // Fields by name: a provider's model is a class whose `provider` is a getter, which a spread would drop.
+    specificationVersion: inner.specificationVersion,
+    provider: inner.provider,
+    modelId: inner.modelId,
+    supportedUrls: inner.supportedUrls,
+    doGenerate: (options) => inner.doGenerate(options),
     async doStream(options) {
       calls.push(options)
       const result = await inner.doStream(options)
@@ -76,6 +85,45 @@ describe.each(layers)('a successor attempt continues the answer on %s', (kind) =
       expect(answer.status).toBe('done')
       expect(answer.text).toBe(offlineAnswer(QUESTION))
       expect(answer.text.startsWith(committedByFirst)).toBe(true)
+    } finally {
+      await server.stopWorkers()
+    }
+  })
+})
+
+/** The answer the test upstream streams: 60 words, `tok0 ` to `tok59 `. */
+const UPSTREAM_TOKENS = 60
+const upstreamAnswer = Array.from({ length: UPSTREAM_TOKENS }, (_, i) => `tok${i} `).join('')
+
+describe.each(layers)('a successor attempt against a chat-completions server that starts over, on %s', (kind) => {
+  const store = useTestStore(kind)
+  let upstream: Upstream
+  beforeAll(async () => {
+    // Like OpenAI's own chat completions: no prefill, so "continue" is only an instruction, and this model ignores it.
+    upstream = await startUpstream({ tokenMs: 1, tokens: UPSTREAM_TOKENS, continuation: 'restart' })
+  })
+  afterAll(() => upstream.close())
+
+  it('the reader sees one answer: what the model restated is dropped, what it said after is kept', async () => {
+    const provider = createOpenAI({ apiKey: 'test', baseURL: upstream.url })
+    const { model, calls } = dyingOnceModel(provider.chat('restarts') as LanguageModelV4)
+    const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes: noteOutbox(store()) })], store: store() })
+    await server.startWorker({ pollMs: 50 })
+    try {
+      const id = await ask(server, 'erin', QUESTION)
+      const log = await logWhenFinished(server, id, 'erin')
+      expect(calls).toHaveLength(2)
+      // The server really did start over: attempt 2's request streamed the whole answer again.
+      expect(upstream.requests.at(-1)!.tokensSent).toBe(UPSTREAM_TOKENS)
+
+      const chunks = log.filter((e): e is Extract<ChatEvent, { type: 'chunk' }> => e.type === 'chunk')
+      const byFirst = chunks.filter((c) => c.payload.attempt === 1).map((c) => c.payload.delta)
+      expect(byFirst.join('')).toBe(upstreamAnswer.slice(0, byFirst.join('').length))
+      expect(byFirst.join('').length).toBeGreaterThan(0)
+      const answer = foldChat(log).turns[1] as AnswerTurn
+      expect(answer.status).toBe('done')
+      expect(answer.text).toBe(upstreamAnswer)
+      expect(answer.text.split('tok0 ').length - 1).toBe(1)
     } finally {
       await server.stopWorkers()
     }

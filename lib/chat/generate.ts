@@ -6,14 +6,16 @@
  * dispatched for a run already cancelled, and a crash leaves a record to reconcile.
  *
  * A successor attempt (after one died mid-answer) continues from the text its predecessors
- * committed: it sends that text to the model as the answer so far, and the fold shows every
- * attempt's chunks in log order, so the reader sees one answer and loses nothing they read.
+ * committed: it sends that text to the model as the answer so far, drops it again if the model
+ * starts over instead of continuing (restatement.ts), and the fold shows every attempt's chunks
+ * in log order, so the reader sees one answer and loses nothing they read.
  */
 import { isStepCount, streamText, tool, type LanguageModel } from 'ai'
 import { z } from 'zod'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
+import { restatementFilter } from './restatement'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
@@ -85,14 +87,17 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
           // The outcome comes from the stream's own `finish` part: `result.finishReason` and
           // `result.totalUsage` would tee the stream once more and drain it again after the
           // end (in the bench at 100 streams, a second pass over every token on the busy worker).
+          // A model that ignores "continue" and starts over: its restatement of the answer so far is dropped (restatement.ts).
+          const text = restatementFilter(soFar, (delta) => writer.push(delta))
           let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
           for await (const part of result.stream) {
-            if (part.type === 'text-delta') writer.push(part.text)
+            if (part.type === 'text-delta') text.push(part.text)
             else if (part.type === 'finish') finish = part
             else if (part.type === 'error') throw part.error
             else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
           }
           if (!finish) throw new Error('the model stream ended without a finish')
+          text.end()
           await writer.flush()
           return {
             finishReason: normalizeReason(finish.finishReason),

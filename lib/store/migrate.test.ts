@@ -19,7 +19,7 @@ import { testContract } from '@/test/contract'
 import { migrateApp, migrateDatabase } from './migrate'
 
 const LEGACY = path.join(process.cwd(), 'test', 'fixtures', 'old-layout-migrations')
-const APP = path.join(process.cwd(), 'lib', 'db', 'migrations')
+const APP = path.join(process.cwd(), 'db', 'migrations')
 const A2_IDS = MIGRATIONS.map((m) => m.id)
 /** The a2 migrations that map onto old 0000–0004 (tables) and 0001–0002 (functions); 3 and 4 are old 0006 and 0007. */
 const BEFORE_CHECKPOINTS = [1, 2]
