@@ -44,8 +44,12 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           </button>
         )}
         {answer.usage?.outputTokens !== undefined && (
-          <span className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500">
-            {answer.usage.outputTokens} tokens
+          <span
+            data-testid="answer-tokens"
+            title={answer.usage.counted ? 'Counted by the app: the model reported none for a stopped answer' : 'As the model reported them'}
+            className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500"
+          >
+            {answer.usage.outputTokens} tokens{answer.usage.counted ? ' (counted)' : ''}
           </span>
         )}
       </div>

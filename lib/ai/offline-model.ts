@@ -6,6 +6,7 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider'
+import { countText } from './usage'
 
 // A built-in model so the app streams real, readable answers with no API key.
 // It paces tokens like a hosted model and honours the abort signal the same way a
@@ -303,8 +304,10 @@ function promptText(prompt: LanguageModelV4Prompt): string {
     .join('\n')
 }
 
-function usage(prompt: LanguageModelV4Prompt, outputTokens: number): LanguageModelV4Usage {
-  const inputTokens = tokenize(promptText(prompt)).length
+/** Reported in BPE tokens (the unit a hosted model bills in), though the answer streams a word at a time. */
+function usage(prompt: LanguageModelV4Prompt, output: string): LanguageModelV4Usage {
+  const inputTokens = countText(promptText(prompt))
+  const outputTokens = countText(output)
   return {
     inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
     outputTokens: { total: outputTokens, text: outputTokens, reasoning: 0 },
@@ -388,7 +391,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
       return {
         content: [{ type: 'text', text: tokens.join('') }],
         finishReason,
-        usage: usage(callOptions.prompt, tokens.length),
+        usage: usage(callOptions.prompt, tokens.join('')),
         warnings: [],
       }
     },
@@ -401,7 +404,11 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
         const parts: LanguageModelV4StreamPart[] = [
           { type: 'stream-start', warnings: [] },
           { type: 'tool-call', toolCallId: call.toolCallId, toolName: 'saveNote', input: JSON.stringify({ note: call.note }) },
-          { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(callOptions.prompt, 1) },
+          {
+            type: 'finish',
+            finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+            usage: usage(callOptions.prompt, JSON.stringify({ note: call.note })),
+          },
         ]
         return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) }
       }
@@ -428,7 +435,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
         }
         cleanup()
         controller.enqueue({ type: 'text-end', id })
-        controller.enqueue({ type: 'finish', finishReason, usage: usage(callOptions.prompt, tokens.length) })
+        controller.enqueue({ type: 'finish', finishReason, usage: usage(callOptions.prompt, tokens.join('')) })
         controller.close()
       }
 

@@ -15,7 +15,8 @@ export type FinishReason = (typeof FINISH_REASONS)[number]
 /** The longest chunk delta: a model's delta is never cut, so one longer than this fails its append. */
 export const MAX_DELTA_CHARS = 8_000
 
-const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional() })
+/** An answer's tokens: the provider's figures, or (`counted: true`) the app's count when it reported none (a Stop, a server without usage). */
+const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional(), counted: z.literal(true).optional() })
 
 export const chat = defineContract({
   events: {

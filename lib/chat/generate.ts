@@ -10,8 +10,9 @@
  * starts over instead of continuing (restatement.ts), and the fold shows every attempt's chunks
  * in log order, so the reader sees one answer and loses nothing they read.
  */
-import { isStepCount, streamText, tool, type LanguageModel } from 'ai'
+import { isStepCount, streamText, tool, type LanguageModel, type ModelMessage } from 'ai'
 import { z } from 'zod'
+import { answerUsage, type Usage } from '@/lib/ai/usage'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
@@ -61,8 +62,12 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       },
       (error) => writeFailed.abort(error),
     )
-    const finish = (reason: FinishReason, usage?: { inputTokens?: number; outputTokens?: number }) =>
-      ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, ...(usage ? { usage } : {}) } })
+    const finish = (reason: FinishReason, usage: Usage) => ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } })
+    // What this attempt sent and what the model streamed back, every delta (cut, restated or
+    // not): a Stop's answer is billed from these, as the provider bills the aborted request.
+    // Unset until the model call is dispatched: a Stop before it costs nothing.
+    let sent: { instructions: string; messages: ModelMessage[] } | undefined
+    let streamed = ''
 
     try {
       // The conversation before this generation, from the newest checkpoint of the fold: a
@@ -71,12 +76,14 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       const { state: history } = await ctx.fold(chatFold)
       const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
       const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
+      const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
       const outcome = await ctx.effect(
         'model',
         async (idempotencyKey, signal) => {
+          sent = { instructions, messages }
           const result = streamText({
             model,
-            instructions: soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT,
+            instructions,
             messages,
             abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
@@ -91,18 +98,17 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
           const text = restatementFilter(soFar, (delta) => writer.push(delta))
           let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
           for await (const part of result.stream) {
-            if (part.type === 'text-delta') text.push(part.text)
-            else if (part.type === 'finish') finish = part
+            if (part.type === 'text-delta') {
+              streamed += part.text
+              text.push(part.text)
+            } else if (part.type === 'finish') finish = part
             else if (part.type === 'error') throw part.error
             else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
           }
           if (!finish) throw new Error('the model stream ended without a finish')
           text.end()
           await writer.flush()
-          return {
-            finishReason: normalizeReason(finish.finishReason),
-            usage: { inputTokens: finish.totalUsage.inputTokens, outputTokens: finish.totalUsage.outputTokens },
-          }
+          return { finishReason: normalizeReason(finish.finishReason), usage: answerUsage(finish.totalUsage, sent, streamed) }
           // Two of these calls at once do no harm: each one's text reaches the log only through
           // its own attempt's appends, and a superseded attempt's are refused. So a worker judged
           // dead mid-answer is taken over at once (OWNER_DIED, ~0.5 s), not after its 15 s lease.
@@ -116,7 +122,8 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       // propagates so the runtime surrenders or retries it.
       if (isStop(ctx.signal, error) || writer.refused) {
         writer.drop()
-        await finish('cancelled')
+        // The aborted request reported nothing: what it cost is counted (lib/ai/usage.ts).
+        await finish('cancelled', answerUsage(undefined, sent, streamed))
         return
       }
       throw error

@@ -46,7 +46,8 @@ export interface AnswerTurn {
   lastSeenIndex?: number
   finishReason?: FinishReason
   error?: string
-  usage?: { inputTokens?: number; outputTokens?: number }
+  /** `counted`: the app counted the tokens because the provider reported none (a Stop). */
+  usage?: { inputTokens?: number; outputTokens?: number; counted?: true }
   notes: string[]
 }
 
