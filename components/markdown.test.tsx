@@ -12,4 +12,12 @@ describe('Markdown', () => {
     expect(html).toContain('[image: local]') // not a link: only http(s) URLs become links
     expect(html).not.toContain('href="/a.png"')
   })
+
+  it('keeps a single line break a line break, as a chat reader expects of a poem or a list a model writes that way', () => {
+    const html = renderToStaticMarkup(<Markdown text={'Roses are red,\nviolets are blue.\n\nA new paragraph.'} />)
+    expect(html).toContain('Roses are red,<br/>')
+    expect(html.match(/<p>/g)).toHaveLength(2)
+    // Inside code a newline is the code's own: no <br> there.
+    expect(renderToStaticMarkup(<Markdown text={'```\na\nb\n```'} />)).not.toContain('<br')
+  })
 })

@@ -2,20 +2,27 @@
 import { memo } from 'react'
 import ReactMarkdown, { type Components } from 'react-markdown'
 import remarkGfm from 'remark-gfm'
+import remarkBreaks from 'remark-breaks'
 import type { Element, ElementContent } from 'hast'
 import { CheckIcon, CopyIcon } from './icons'
 import { useCopy } from './chat/copy-button'
 
-/** Renders an answer's Markdown (GFM: tables, task lists, strikethrough, autolinks). Raw HTML is not rendered. */
+/**
+ * Renders an answer's Markdown (GFM: tables, task lists, strikethrough, autolinks). Raw HTML is not
+ * rendered. A single newline is a line break (remark-breaks), not a space: models write poems and
+ * lists with single line breaks, and a chat reader expects to see them.
+ */
 export const Markdown = memo(function Markdown({ text, streaming = false }: { text: string; streaming?: boolean }) {
   return (
     <div className={`markdown ${streaming ? 'is-streaming' : ''}`}>
-      <ReactMarkdown remarkPlugins={[remarkGfm]} components={components}>
+      <ReactMarkdown remarkPlugins={PLUGINS} components={components}>
         {text}
       </ReactMarkdown>
     </div>
   )
 })
+
+const PLUGINS = [remarkGfm, remarkBreaks]
 
 const components: Components = {
   pre({ node, children }) {
