@@ -79,3 +79,30 @@ test('a new chat refused, then started with Retry: its message does not come bac
   await chat.newChat()
   await expect(chat.input).toHaveValue('')
 })
+
+test('text typed before the page hydrated is taken as it is: Send is enabled and sends it', async ({ page }) => {
+  // The page's scripts (not its styles: those block the first paint) are held back, so the
+  // server-rendered box is typed into before React runs.
+  let releaseScripts!: () => void
+  const scriptsHeld = new Promise<void>((resolve) => (releaseScripts = resolve))
+  let held = 0
+  await page.route(/\/_next\/static\/chunks\/.*\.js(\?|$)/, async (route) => {
+    held++
+    await scriptsHeld
+    await route.continue()
+  })
+  await page.goto('/', { waitUntil: 'commit' })
+  const chat = new ChatPage(page)
+  await chat.input.waitFor()
+  const typed = nonce('typed before hydration')
+  await chat.input.pressSequentially(typed)
+  expect(held, 'the scripts were held while typing').toBeGreaterThan(0)
+  releaseScripts()
+  await page.waitForLoadState('load')
+  // Hydrated: the sidebar's list (a client fetch) has answered.
+  await page.getByTestId('session-item').or(page.getByText('No chats yet')).first().waitFor()
+  await expect(chat.input).toHaveValue(typed)
+  await expect(chat.sendButton).toBeEnabled()
+  await chat.sendButton.click()
+  await expect(chat.userTexts.last()).toHaveText(typed)
+})

@@ -47,9 +47,12 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
   const [text, setText] = useState('')
   const textareaRef = useRef<HTMLTextAreaElement>(null)
 
-  // The draft is read in the browser, after hydration (the server has none), before paint.
+  // What the box holds as it hydrates: text typed into the server-rendered box before React ran
+  // (React keeps the DOM's value, but the state starts empty and Send would stay disabled), else
+  // the draft, read in the browser (the server has none), before paint.
   useLayoutEffect(() => {
-    const draft = draftKey === undefined ? '' : readDraft(draftKey)
+    const typed = textareaRef.current?.value ?? ''
+    const draft = typed || (draftKey === undefined ? '' : readDraft(draftKey))
     if (draft) setText((current) => current || draft)
     // eslint-disable-next-line react-hooks/exhaustive-deps -- on mount only: the chat page remounts per chat
   }, [])
