@@ -72,7 +72,7 @@ export async function waitForRun(
 }
 
 /**
- * A language model (AI SDK v3 spec) whose stream sends `deltas` and then hangs until the call's
+ * A language model (the AI SDK provider spec v4) whose stream sends `deltas` and then hangs until the call's
  * abort signal fires, erroring with the signal's reason as a provider's aborted fetch does. For a
  * test about Stop, a lost claim or a shutdown: the run is mid-answer for exactly as long as the
  * test wants. `doStreamCalls` records every call's options.
