@@ -2,6 +2,7 @@ import { generateText, streamText, type ModelMessage } from 'ai'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createOfflineModel, offlineAnswer } from './offline-model'
 import { STARTERS } from './starters'
+import { countText } from './usage'
 
 const prompt = 'How does pressing Stop cancel the model call on the server?'
 
@@ -92,7 +93,9 @@ describe('createOfflineModel', () => {
     expect(deltas.length).toBeGreaterThan(100)
     for (const delta of deltas) expect(delta).toMatch(/^\s*\S+\s*$/)
     expect(await result.finishReason).toBe('stop')
-    expect((await result.usage).outputTokens).toBe(deltas.length)
+    // Usage is BPE tokens of what streamed (o200k_base), as a real server counts, not the words it paced out.
+    expect((await result.usage).outputTokens).toBe(countText(deltas.join('')))
+    expect((await result.usage).inputTokens).toBeGreaterThan(0)
   })
 
   it('paces tokens msPerToken apart', async () => {
