@@ -1,7 +1,5 @@
 /**
- * Migration 0002: the append functions, a2's hot path (../internal/steps.ts). Function
- * bodies are those the app's old migrations created, to the byte: a baselined database
- * (legacy.ts) and a fresh one hold the same definitions.
+ * Migration 0002: the append functions, a2's hot path (../internal/steps.ts).
  *
  * The status lists inside are literals, not the constants of transitions.ts: a migration
  * is frozen once shipped, and a changed constant must come with a new migration. The
