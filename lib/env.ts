@@ -9,6 +9,21 @@ const flag = (fallback: '0' | '1') =>
     .default(fallback)
     .transform((v) => v === '1' || v === 'true')
 
+/** A comma-separated list as a set, entries trimmed (and normalized by `each`), empties dropped. */
+const commaSet = (each: (s: string) => string = (s) => s) =>
+  z
+    .string()
+    .optional()
+    .transform(
+      (v) =>
+        new Set(
+          (v ?? '')
+            .split(',')
+            .map((s) => each(s.trim()))
+            .filter(Boolean),
+        ),
+    )
+
 const schema = z.object({
   DATABASE_URL: z.string().url().optional(),
   /** Where the embedded PGlite database and the generated development secret live. */
@@ -30,19 +45,15 @@ const schema = z.object({
   A2_TRUST_PROXY: flag('0'),
   /** Operators (the /runs view of every user, settling UNKNOWN effects): a bearer token or cookie… */
   A2_OPERATOR_TOKEN: z.string().min(32, 'A2_OPERATOR_TOKEN must be at least 32 characters').optional(),
-  /** …or these user ids (comma-separated), checked server-side against the signed identity. */
-  A2_OPERATOR_USER_IDS: z
-    .string()
-    .optional()
-    .transform(
-      (v) =>
-        new Set(
-          (v ?? '')
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean),
-        ),
-    ),
+  /** …or these user ids (comma-separated): accounts' ids (or guests'), checked server-side against the signed identity… */
+  A2_OPERATOR_USER_IDS: commaSet(),
+  /** …or the accounts with these emails (comma-separated), once the email is verified. */
+  A2_OPERATOR_EMAILS: commaSet((s) => s.toLowerCase()),
+  /**
+   * The app's public origin (https://chat.example.com): the links in the mail accounts send
+   * (verify, reset). Unset, better-auth takes it from each request (fine on one host).
+   */
+  A2_PUBLIC_URL: z.string().url().optional(),
 
   // Rates, stored in the database so every app instance shares them (lib/http/limits.ts).
   /** Pushes per user per minute. */
