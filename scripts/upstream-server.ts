@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
@@ -11,6 +11,8 @@ export type UpstreamRequest = {
   id: number
   /** The parsed JSON the client sent. */
   body: any
+  /** Its headers (which key it was sent, say). */
+  headers: IncomingHttpHeaders
   startedAt: number
   firstTokenAt?: number
   tokensSent: number
@@ -165,11 +167,12 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
 
   // 'close' fires both after a normal end and when the client disconnects; only the
   // latter leaves completedAt unset.
-  function record(body: unknown, res: ServerResponse): UpstreamRequest {
+  function record(body: unknown, headers: IncomingHttpHeaders, res: ServerResponse): UpstreamRequest {
     let markClosed!: () => void
     const request: UpstreamRequest = {
       id: requests.length + 1,
       body,
+      headers,
       startedAt: performance.now(),
       tokensSent: 0,
       tokenTimes: [],
@@ -292,7 +295,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     const failure = failureFor(body)
     if (failure !== undefined) return refuse(res, body, failure, FAILURE_BODIES[failure] ?? { error: { message: `failed with ${failure}` } })
     if (opts.refuseTools && Array.isArray((body as { tools?: unknown }).tools)) return refuse(res, body, 400, REFUSE_TOOLS)
-    const request = record(body, res)
+    const request = record(body, req.headers, res)
     if (request.body.stream) streamCompletion(res, request)
     else completeAtOnce(res, request)
   })
