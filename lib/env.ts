@@ -1,5 +1,6 @@
 /** The only reader of process.env: validated once with zod, so a bad setting fails at start with a clear message. */
 import { z } from 'zod'
+import { modelListText } from './ai/model-list'
 
 /** A positive whole number from the environment, with its default. */
 const count = (fallback: number) => z.coerce.number().int().positive().default(fallback)
@@ -34,6 +35,8 @@ const schema = z.object({
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_MODEL: z.string().min(1).optional(),
   OFFLINE_MS_PER_TOKEN: z.coerce.number().int().min(0).max(1000).optional(),
+  /** The models on offer, a JSON array (lib/ai/model-list.ts); the first is the default. Unset: the one model the OPENAI_* variables name, or the offline model. */
+  A2_MODELS: modelListText.optional(),
   /** Run the worker inside the Next.js server process (the default). Set 0 when `npm run worker` processes do the work. */
   A2_EMBEDDED_WORKER: flag('1'),
 
@@ -122,8 +125,26 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   if (values.NODE_ENV === 'production' && !values.AUTH_SECRET) {
     problems.push('✖ AUTH_SECRET is required when NODE_ENV=production (32+ random characters, e.g. `openssl rand -base64 48`)\n  → at AUTH_SECRET')
   }
+  if (parsed.success) problems.push(...modelListProblems(parsed.data))
   if (problems.length > 0 || !parsed.success) throw new InvalidEnvironment(problems.join('\n'))
   return parsed.data
+}
+
+/** What the model list's schema cannot see: how it sits with the other variables. */
+function modelListProblems(e: Env): string[] {
+  if (!e.A2_MODELS) return []
+  const problems: string[] = []
+  // Read only without A2_MODELS: set beside it, they would be silently ignored.
+  for (const name of ['OPENAI_BASE_URL', 'OPENAI_MODEL'] as const) {
+    if (!e[name]) continue
+    problems.push(`✖ ${name} names the one model used without A2_MODELS: give each model in A2_MODELS its baseURL and model\n  → at ${name}`)
+  }
+  e.A2_MODELS.forEach((entry, i) => {
+    if (entry.provider === 'openai' && !entry.baseURL && !entry.apiKey && !e.OPENAI_API_KEY) {
+      problems.push(`✖ model "${entry.id}" is OpenAI itself (no baseURL): it needs an apiKey, or OPENAI_API_KEY set\n  → at A2_MODELS[${i}].apiKey`)
+    }
+  })
+  return problems
 }
 
 export function env(): Env {

@@ -30,9 +30,10 @@ export function getChatServer(options: { worker?: boolean } = {}): Promise<ChatS
 }
 
 export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, modelConfig: ModelConfig = env()) {
-  const { model, label } = selectModel(modelConfig)
+  // The default model answers every generate (a picker sending another model's id is a later step).
+  const { model, label, tools } = selectModel(modelConfig)
   const notes = noteOutbox(store)
-  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes })], store })
+  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes, takesTools: tools })], store })
   return { server, notes, modelLabel: label }
 }
 
