@@ -10,6 +10,8 @@ import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
 const OPERATOR_EMAIL = 'ops@example.com'
+/** Each sign-up and sign-in hashes with scrypt (~0.1 s a core here) and the first opens the store: 21 s on PGlite at load 10. */
+const ACCOUNT_MS = 90_000
 
 describe.each(layers)('accounts on %s', (kind) => {
   let testDb: TestDb
@@ -104,7 +106,7 @@ describe.each(layers)('accounts on %s', (kind) => {
     const merged = cookiesFrom(await signIn('ada@example.com', 'correct horse battery', phoneGuest.cookie), phoneGuest.cookie)
     expect((await titles(merged)).sort()).toEqual([guest.sessionId, phoneGuest.sessionId].sort())
     expect(await titles(stranger.cookie)).toEqual([stranger.sessionId])
-  })
+  }, ACCOUNT_MS)
 
   it('verification and reset links land in the mail outbox; operator by email needs the email verified', async () => {
     const cookie = await signUp(OPERATOR_EMAIL, 'first password 1')
@@ -132,7 +134,7 @@ describe.each(layers)('accounts on %s', (kind) => {
     expect((await signIn(OPERATOR_EMAIL, 'first password 1')).status).toBe(401)
     expect((await signIn(OPERATOR_EMAIL, 'second password 2')).status).toBe(200)
     // A reset ends the sessions signed in with the old password (once the cached session lapses, at most 30 s).
-  })
+  }, ACCOUNT_MS)
 
   it('refuses a short password and a duplicate email with 4xx, writing no account', async () => {
     const short = await routes.call('POST', '/api/auth/sign-up/email', { body: json({ name: 'B', email: 'b@example.com', password: 'short' }) })
@@ -157,5 +159,5 @@ describe.each(layers)('accounts on %s', (kind) => {
     }
     expect(statuses.slice(0, 10), statuses.join(' ')).toEqual(Array(10).fill(401))
     expect(statuses.slice(10)).toEqual([429, 429])
-  })
+  }, ACCOUNT_MS)
 })
