@@ -4,6 +4,7 @@ import { usePathname, useRouter } from 'next/navigation'
 import { useEffect, useRef, useState } from 'react'
 import { ActivityIcon, NewChatIcon, PanelLeftIcon, PencilIcon, SearchIcon, SpinnerIcon, TrashIcon, XIcon } from './icons'
 import { sessionsStore, sessionTitle, useSessions, type SessionSummary } from './sessions-store'
+import { authClient } from '@/lib/auth/client'
 
 /** Asks the "/" page's composer to take focus (New chat while already on "/"). */
 export const FOCUS_COMPOSER_EVENT = 'a2:focus-composer'
@@ -169,6 +170,7 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
           </span>
           Saved notes
         </Link>
+        <AccountLink />
       </div>
     </div>
   )
@@ -420,4 +422,25 @@ function groupByAge(sessions: SessionSummary[]): Group[] {
     else groups.push({ key: `${key}-${groups.length}`, label, sessions: [session] })
   }
   return groups
+}
+
+/** "Sign in" for a guest; the account's email once signed in. */
+function AccountLink() {
+  const session = authClient.useSession()
+  const email = session.data?.user.email
+  return (
+    <Link
+      href="/account"
+      prefetch={false}
+      data-testid="account-link"
+      className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+    >
+      <span aria-hidden="true" className="inline-block size-4 text-center leading-4">
+        ☺
+      </span>
+      <span className="truncate" data-testid="account-name">
+        {email ?? 'Sign in'}
+      </span>
+    </Link>
+  )
 }
