@@ -118,6 +118,26 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     expect(await rows(alice.sessionId)).toEqual(before)
   })
 
+  it('refuses to delete a chat whose call an operator has yet to settle (an UNKNOWN effect): 409 unresolved, nothing written or deleted', async () => {
+    const user = await routes.newUser()
+    await send(user.sessionId, user.cookie, 'a call left unknown', true)
+    const { server } = await routes.chatServer.getChatServer()
+    // A second answer waits behind it in the lane: a delete that went ahead would append its Stop.
+    await send(user.sessionId, user.cookie, 'and another', true)
+    const [job] = await query<{ id: number }>(server.store.db, sql`select id from a2_jobs where session_id = ${user.sessionId} order by id limit 1`)
+    await server.store.db.execute(sql`update a2_jobs set status = 'UNKNOWN', attempt = 1 where id = ${Number(job.id)}`)
+    await server.store.db.execute(
+      sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${Number(job.id)}, 'model', 'UNKNOWN', 1, 0)`,
+    )
+    const before = await rows(user.sessionId)
+
+    const refused = await del(user.sessionId, user.cookie)
+    expect(refused.status).toBe(409)
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unresolved')
+    expect(await rows(user.sessionId)).toEqual(before)
+    expect((await list(user.cookie)).body.sessions.map((s) => s.id)).toContain(user.sessionId)
+  })
+
   it('stops a running answer before deleting: its Stop is appended, so the worker’s signal fires', async () => {
     const user = await routes.newUser()
     await send(user.sessionId, user.cookie, 'a running answer', true)

@@ -12,6 +12,7 @@ import {
   append,
   createSession,
   deleteSession,
+  hasUnresolvedRun,
   getOwnedSession,
   listSessions,
   openRuns,
@@ -226,6 +227,8 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       /** The owner's sessions whose title or `in` events' text contains `text`. */
       search: (owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }) =>
         searchSessions(store, owner, text, options),
+      /** Whether the session has a run an operator has yet to settle (what `delete` refuses as `unresolved`). Pass only a session the caller owns. */
+      hasUnresolvedRun: (sessionId: string) => hasUnresolvedRun(store, sessionId),
       /** Runs of these sessions not yet settled. Pass only sessions the caller owns. */
       openRuns: (sessionIds: readonly string[]) => openRuns(store, sessionIds),
     },
