@@ -31,7 +31,7 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     return {
       status: response.status,
       body: (await response.json()) as {
-        sessions: Array<{ id: string; title: string; generating?: boolean; snippet?: string }>
+        sessions: Array<{ id: string; title: string; generating?: boolean; unresolved?: boolean; snippet?: string }>
         error?: { code: string }
       },
     }
@@ -135,7 +135,12 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     expect(refused.status).toBe(409)
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unresolved')
     expect(await rows(user.sessionId)).toEqual(before)
-    expect((await list(user.cookie)).body.sessions.map((s) => s.id)).toContain(user.sessionId)
+    // The list says so, so the sidebar refuses before it shows an undo for a delete that cannot happen.
+    const listed = (await list(user.cookie)).body.sessions
+    expect(listed.find((s) => s.id === user.sessionId)?.unresolved).toBe(true)
+    const other = await routes.newUser()
+    await send(other.sessionId, other.cookie, 'nothing unknown here')
+    expect((await list(other.cookie)).body.sessions.find((s) => s.id === other.sessionId)).not.toHaveProperty('unresolved')
   })
 
   it('stops a running answer before deleting: its Stop is appended, so the worker’s signal fires', async () => {

@@ -440,19 +440,20 @@ export async function openRuns(store: Store, sessionIds: readonly string[]): Pro
 }
 
 /**
- * Whether the session holds a run an operator has yet to settle: the run UNKNOWN, or one of its
- * effects UNKNOWN. What a delete refuses (`unresolved`); a caller asks first so that it writes
- * nothing (a Stop for the other runs) before a delete that would be refused.
+ * Which of these sessions hold a run an operator has yet to settle: the run UNKNOWN, or one of
+ * its effects UNKNOWN. What a delete refuses (`unresolved`); a caller asks first so that it
+ * writes nothing (a Stop for the other runs) before a delete that would be refused, and a list
+ * can say so before anyone tries. Callers pass only ids they own.
  */
-export async function hasUnresolvedRun(store: Store, sessionId: string): Promise<boolean> {
-  const [row] = await query<{ unresolved: boolean }>(
+export async function unresolvedSessions(store: Store, sessionIds: readonly string[]): Promise<string[]> {
+  if (sessionIds.length === 0) return []
+  const rows = await query<{ session_id: string }>(
     store.db,
-    sql`select exists (
-          select 1 from a2_jobs j where j.session_id = ${sessionId}
-            and (j.status = 'UNKNOWN' or exists (select 1 from a2_effects e where e.job_id = j.id and e.status = 'UNKNOWN'))
-        ) as unresolved`,
+    sql`select distinct j.session_id from a2_jobs j
+        where j.session_id in ${sessionIds}
+          and (j.status = 'UNKNOWN' or exists (select 1 from a2_effects e where e.job_id = j.id and e.status = 'UNKNOWN'))`,
   )
-  return Boolean(row?.unresolved)
+  return rows.map((r) => r.session_id)
 }
 
 /**

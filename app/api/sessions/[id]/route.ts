@@ -45,7 +45,7 @@ export async function DELETE(request: Request, { params }: Params) {
     const { server } = await getChatServer()
     const session = await server.sessions.get(id, userId) // someone else's: not_found, as if missing
     // Asked before any Stop is appended, so a refused delete writes nothing; the delete checks again under its locks.
-    if (await server.sessions.hasUnresolvedRun(id)) {
+    if ((await server.sessions.unresolved([id])).length > 0) {
       throw new A2Error('unresolved', 'This chat has a call that may or may not have happened; it can be deleted once it is settled.')
     }
     // Runs already CANCELLING were stopped by their Stop; they only need the moment to settle.
