@@ -14,7 +14,7 @@ interface FinishedBeforeStopProps {
 export function FinishedBeforeStop({ showingRest, onToggle }: FinishedBeforeStopProps) {
   return (
     <p data-testid="finished-before-stop" className="mt-2 flex flex-wrap items-center gap-x-2 gap-y-1 text-xs text-neutral-500 dark:text-neutral-400">
-      <span>The answer had already finished when your Stop reached the server; it is cut where you stopped reading.</span>
+      <span>The answer had already finished before your Stop could reach the server; it is cut where you stopped reading.</span>
       <button
         type="button"
         data-testid="show-full-answer"
