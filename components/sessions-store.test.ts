@@ -58,7 +58,9 @@ beforeEach(() => {
     if (method === 'DELETE') {
       return deleteStatus === 204
         ? new Response(null, { status: 204 })
-        : Response.json({ error: { code: 'internal', message: 'boom' } }, { status: deleteStatus })
+        : deleteStatus === 409
+          ? Response.json({ error: { code: 'unresolved', message: 'This chat has a call that may or may not have happened.' } }, { status: 409 })
+          : Response.json({ error: { code: 'internal', message: 'boom' } }, { status: deleteStatus })
     }
     return Response.json({ sessions: listed })
   })
@@ -113,6 +115,31 @@ describe('delete with undo', () => {
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
     expect(ids(store)).toEqual(['a', 'b', 'c'])
     expect(store.sessionsStore.getSnapshot().error).toMatch(/Couldn’t delete “b”/)
+  })
+
+  it('a chat the list marks unresolved is not hidden and offers no undo: it says it can be deleted once its call is settled, and sends nothing', async () => {
+    listed = [session('a'), { ...session('b'), unresolved: true } as ReturnType<typeof session>, session('c')]
+    const store = await freshStore()
+    store.sessionsStore.remove('b')
+    const snapshot = store.sessionsStore.getSnapshot()
+    expect(ids(store)).toEqual(['a', 'b', 'c'])
+    expect(snapshot.pendingDelete).toBeUndefined()
+    expect(snapshot.error).toMatch(/“b” can’t be deleted until .*settled/)
+    await vi.advanceTimersByTimeAsync(store.UNDO_MS)
+    expect(deletes()).toEqual([])
+  })
+
+  it('a delete the server refuses as unresolved puts the chat back, says why, and a second try is refused at once', async () => {
+    const store = await freshStore()
+    deleteStatus = 409
+    store.sessionsStore.remove('b')
+    await vi.advanceTimersByTimeAsync(store.UNDO_MS)
+    expect(ids(store)).toEqual(['a', 'b', 'c'])
+    expect(store.sessionsStore.getSnapshot().error).toMatch(/“b” can’t be deleted until .*settled/)
+    store.sessionsStore.remove('b')
+    expect(store.sessionsStore.getSnapshot().pendingDelete).toBeUndefined()
+    await vi.advanceTimersByTimeAsync(store.UNDO_MS)
+    expect(deletes()).toEqual(['/api/sessions/b'])
   })
 
   it('a newer delete ends the previous one’s window: one toast at a time', async () => {

@@ -20,6 +20,8 @@ export interface SessionSummary {
   updatedAt: string
   /** An answer is still being written (server-side: a run not yet settled). */
   generating?: boolean
+  /** A call of it may or may not have happened and waits for an operator: it cannot be deleted until that is settled. */
+  unresolved?: boolean
   /** Search results: the message text that matched. */
   snippet?: string
 }
@@ -169,6 +171,11 @@ function schedulePoll() {
     if (document.visibilityState === 'visible') void sessionsStore.refresh()
     else schedulePoll()
   }, GENERATING_POLL_MS)
+}
+
+/** Why a chat stays: a call it made may or may not have happened, and an operator settles that first (the runs page). */
+function cannotDeleteYet(session: SessionSummary): string {
+  return `“${sessionTitle(session)}” can’t be deleted until its interrupted call is settled: it may or may not have happened (see Runs).`
 }
 
 function deleteRequest(id: string, keepalive = false): Promise<unknown> {
@@ -328,6 +335,8 @@ export const sessionsStore = {
     if (undoable.has(id)) return
     const index = state.sessions.findIndex((s) => s.id === id)
     const session = state.sessions[index] ?? { id, title: null, createdAt: '', updatedAt: '' }
+    // The server would refuse it (409 unresolved): no "deleted, undo" for a chat that stays.
+    if (session.unresolved) return set({ error: cannotDeleteYet(session) })
     // A newer delete ends the previous one's undo window: one toast at a time.
     for (const other of [...undoable.keys()]) void sessionsStore.commitDelete(other)
     deleted.add(id)
@@ -370,6 +379,12 @@ export const sessionsStore = {
       const sessions = [...state.sessions]
       sessions.splice(Math.min(pending.index, sessions.length), 0, pending.session)
       const reason = error instanceof Error ? error.message : String(error)
+      if (error instanceof A2HttpError && error.code === 'unresolved') {
+        // The list did not know yet: it does now, so a second try is refused here at once.
+        const back = { ...pending.session, unresolved: true }
+        set({ sessions: dedupe(sessions.map((s) => (s.id === id ? back : s))), error: cannotDeleteYet(back) })
+        return
+      }
       set({ sessions: dedupe(sessions), error: `Couldn’t delete “${sessionTitle(pending.session)}”: ${reason}` })
     }
   },

@@ -3,7 +3,7 @@
  * server; when the browser reconnects (Last-Event-ID, or its own lastSeenIndex) its view
  * converges to the log: the full answer, every token once, in order.
  */
-import { expect, test, type Page } from '@playwright/test'
+import { expect, test, type BrowserContext, type Page } from '@playwright/test'
 import { ChatPage } from './pages/chat'
 import { installRecorder, recordedFor, tokenSequenceProblem } from './helpers/recorder'
 import { appTarget, startProxy, type CuttableProxy } from './helpers/proxy'
@@ -205,6 +205,75 @@ test('Stop pressed while the server is unreachable, then the page left: the next
     await chat.goto(`${proxy.origin}${path}`)
     await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
     expect(await chat.answerText(answerId)).toBe(shown)
+  } finally {
+    await proxy.close()
+  }
+})
+
+/**
+ * The answer as the server's fold has it, read straight from the app, not through the proxy
+ * (the identity cookie is the context's: cookies do not depend on the port).
+ */
+async function foldedAnswer(context: BrowserContext, baseURL: string | undefined, sessionId: string, answerId: string) {
+  const response = await context.request.get(`${baseURL}/api/sessions/${sessionId}/snapshot`)
+  expect(response.status()).toBe(200)
+  const { state } = (await response.json()) as { state: { turns: { id: string; finishReason?: string }[] } }
+  return state.turns.find((turn) => turn.id === answerId)
+}
+
+test('Stop pressed while the server is unreachable and the answer finishes meanwhile: the cut holds, the page says the answer had finished and offers the rest; the same after a reload and in a second tab', async ({
+  page,
+  context,
+  baseURL,
+}) => {
+  test.setTimeout(STREAM_MS + 60_000)
+  const proxy = await startProxy(appTarget(baseURL))
+  try {
+    await installRecorder(context)
+    const { chat, prompt, answerId, path } = await streamBehindProxy(page, proxy, 'stop-after-finish')
+    const shown = await stopWhileUnreachable(chat, proxy, answerId)
+    // The worker streams the answer to its end meanwhile: its Stop cannot reach the log.
+    const [call] = await waitForCalls(prompt, (c) => c.length === 1 && c[0].closedAt !== undefined, STREAM_MS + 10_000)
+    expect(call.closedEarly).toBe(false)
+    await expect.poll(async () => (await foldedAnswer(context, baseURL, chat.sessionId()!, answerId))?.finishReason, { timeout: 10_000 }).toBe('stop')
+
+    // The server is back: the Stop lands after the answer's end.
+    proxy.reopen()
+    const marker = chat.answer(answerId).getByTestId('stopped-marker')
+    await expect(marker).toHaveAttribute('data-delivered', 'true', { timeout: 15_000 })
+    await expect(chat.connectionStatus).toHaveCount(0, { timeout: 10_000 })
+    await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'stop')
+    await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    const note = chat.answer(answerId).getByTestId('finished-before-stop')
+    await expect(note).toBeVisible()
+    await expect(note).toContainText('had already finished')
+    expect(await chat.answerText(answerId)).toBe(shown)
+    // From the moment of Stop the page held exactly the cut: the rest was never pushed on screen.
+    const history = await recordedFor(page, answerId)
+    const stoppedFrom = history.texts.indexOf(shown)
+    expect(stoppedFrom).toBeGreaterThanOrEqual(0)
+    expect(history.texts.slice(stoppedFrom)).toEqual([shown])
+    await page.screenshot({ path: 'test-results/network-finished-before-stop.png' })
+
+    // Offered: the whole answer, on request, and back.
+    const showFull = chat.answer(answerId).getByTestId('show-full-answer')
+    await expect(showFull).toHaveText('Show the full answer')
+    await showFull.click()
+    await expect.poll(() => chat.answerText(answerId)).toBe(fullAnswer())
+    await showFull.click()
+    await expect.poll(() => chat.answerText(answerId)).toBe(shown)
+
+    // A reload, and a second tab, read the same from the server's fold.
+    await page.reload()
+    await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    await expect(chat.answer(answerId).getByTestId('finished-before-stop')).toBeVisible()
+    expect(await chat.answerText(answerId)).toBe(shown)
+    const otherChat = new ChatPage(await context.newPage())
+    await otherChat.goto(`${proxy.origin}${path}`)
+    await expect(otherChat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    await expect(otherChat.answer(answerId).getByTestId('finished-before-stop')).toBeVisible()
+    expect(await otherChat.answerText(answerId)).toBe(shown)
+    expect((await recordedFor(otherChat.page, answerId)).texts.filter(Boolean)).toEqual([shown])
   } finally {
     await proxy.close()
   }

@@ -1,9 +1,10 @@
 'use client'
 import { memo, useEffect, useState } from 'react'
-import { answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
+import { answerRest, answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
 import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
 import { Markdown } from '../markdown'
 import { CopyButton } from './copy-button'
+import { FinishedBeforeStop } from './finished-before-stop'
 
 interface AnswerProps {
   answer: AnswerTurn
@@ -20,7 +21,9 @@ interface AnswerProps {
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
 export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, versions }: AnswerProps) {
-  const text = answerText(answer)
+  // Offered, not shown: what was written after the reader's Stop, when it landed after the end.
+  const [showingRest, setShowingRest] = useState(false)
+  const text = answerText(answer) + (showingRest ? answerRest(answer) : '')
   const { status } = answer
   const stalled = useStalled(answer)
   const streaming = status === 'streaming'
@@ -92,6 +95,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
               {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
             </p>
           )}
+          {answer.finishedBeforeStop && <FinishedBeforeStop showingRest={showingRest} onToggle={() => setShowingRest((shown) => !shown)} />}
         </div>
 
         {waiting && <TypingIndicator />}

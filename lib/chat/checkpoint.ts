@@ -49,8 +49,9 @@ export const chatCheckpoint: CheckpointCodec<ChatState> = {
  * changes: checkpoints of an older version are then never read.
  */
 export const chatFold: Fold<ChatState> = {
-  // 2: AnswerTurn.cutAt was renamed lastSeenIndex; 3: stored in blocks (a process on 2 would read them as one JSON text)
-  name: 'chat@3',
+  // 2: AnswerTurn.cutAt was renamed lastSeenIndex; 3: stored in blocks (a process on 2 would read them as one JSON text);
+  // 4: the newest finished answer keeps its chunkEnds, so a Stop landing after its end cuts it (a chat@3 state has none)
+  name: 'chat@4',
   initial: initialChatState,
   fold: (events, state) => foldChat(events as ChatEvent[], state),
   checkpoint: chatCheckpoint,

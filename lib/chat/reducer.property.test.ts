@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import type { ChatEvent } from './contract'
-import { foldChat, type ChatState } from './reducer'
+import { answerRest, answerText, foldChat, type AnswerTurn, type ChatState } from './reducer'
 import { referenceReduce } from './reducer.reference'
 import { chatCheckpoint } from './checkpoint'
 
@@ -214,6 +214,48 @@ describe('foldChat against the reference fold', () => {
         expect(JSON.stringify(read.state)).toBe(frozen)
       }),
       { seed: SEED + 4, numRuns: RUNS },
+    )
+  })
+
+  it('cuts an answer a Stop reaches after its end exactly where the same Stop while it streamed would, keeping the rest aside, from any checkpoint', () => {
+    fc.assert(
+      fc.property(
+        chatLog(20),
+        fc.array(hostileText, { minLength: 1, maxLength: 8 }),
+        fc.nat(),
+        fc.nat(),
+        chatLog(10),
+        (before, deltas, seen, cut, after) => {
+          const at = (type: ChatEvent['type'], id: string, payload: unknown) => ({
+            id,
+            sessionId: 's',
+            type,
+            payload,
+            createdAt: '2026-12-01T00:00:00.000Z',
+          })
+          const numbered = (events: object[]) => events.map((e, index) => ({ ...e, index }) as ChatEvent)
+          const answer = [
+            at('message', 'm', { text: 'q' }),
+            at('generate', 'g', { for: 'm' }),
+            ...deltas.map((delta, i) => at('chunk', `k${i}`, { of: 'g', attempt: 1, delta })),
+          ]
+          // The reader saw the answer's first `seen` chunks (none: up to its generate).
+          const lastSeenIndex = before.length + 1 + (seen % (deltas.length + 1))
+          const stop = at('cancelled', 'c', { of: 'g', lastSeenIndex })
+          const tail = after.map((e, i) => ({ ...e, id: `t${i}` }))
+          const late = numbered([...before, ...answer, at('finished', 'f', { of: 'g', attempt: 1, reason: 'stop' }), stop, ...tail])
+          const inTime = numbered([...before, ...answer, stop, at('finished', 'f', { of: 'g', attempt: 1, reason: 'cancelled' }), ...tail])
+          const g = (state: ChatState) => state.turns.find((t) => t.kind === 'assistant' && t.id === 'g') as AnswerTurn
+          const state = foldChat(late)
+          expect(viaJson(state)).toEqual(viaJson(late.reduce(referenceReduce, { turns: [] } as ChatState)))
+          expect(answerText(g(state))).toBe(answerText(g(foldChat(inTime))))
+          expect(answerText(g(state)) + answerRest(g(state))).toBe(deltas.join(''))
+          expect(g(state).status).toBe(answerRest(g(state)) ? 'stopped' : 'done')
+          const from = cut % (late.length + 1)
+          expect(viaJson(foldChat(late.slice(from), viaPieces(foldChat(late.slice(0, from))).state))).toEqual(viaJson(state))
+        },
+      ),
+      { seed: SEED + 5, numRuns: RUNS },
     )
   })
 })

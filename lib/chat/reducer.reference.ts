@@ -10,7 +10,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
     case 'message': {
       const parent = parentOf(state, event.payload)
-      return { turns: [...state.turns, { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent }] }
+      return { turns: [...movedOn(state.turns), { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent }] }
     }
     case 'generate': {
       // A regenerate is one more version of the answer to `for`; the one it follows is kept.
@@ -24,7 +24,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         attempt: 0,
         notes: [],
       }
-      return { turns: [...state.turns, answer] }
+      return { turns: [...movedOn(state.turns), answer] }
     }
     case 'chunk':
       return updateAnswer(state, event.payload.of, (answer) => {
@@ -44,8 +44,8 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
       })
     case 'cancelled':
       return updateAnswer(state, event.payload.of, (answer) => {
-        if (isTerminal(answer.status)) return answer // it had already ended: nothing to cut
         const { lastSeenIndex } = event.payload
+        if (isTerminal(answer.status)) return cutFinished(answer, lastSeenIndex)
         return {
           ...answer,
           status: 'stopped',
@@ -54,22 +54,24 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         }
       })
     case 'finished':
-      return updateAnswer(state, event.payload.of, (answer) => {
+      return updateAnswer(state, event.payload.of, (answer, newest) => {
         if (isTerminal(answer.status) && answer.status !== 'stopped') return answer
         if (answer.status === 'stopped' && answer.text) return answer
+        const status = answer.lastSeenIndex !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done'
         return {
           ...answer,
-          status: answer.lastSeenIndex !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done',
+          status,
           finishReason: event.payload.reason,
           usage: event.payload.usage,
           text: answer.chunks.map((c) => c.delta).join(''),
           chunks: [],
+          ...(newest && status !== 'stopped' ? endsOf(answer) : {}),
         }
       })
     case 'note.saved':
       return updateAnswer(state, event.payload.of, (answer) => ({ ...answer, notes: [...answer.notes, event.payload.note] }))
     case 'a2.failed':
-      return updateAnswer(state, event.payload.of, (answer) =>
+      return updateAnswer(state, event.payload.of, (answer, newest) =>
         isTerminal(answer.status) && answer.status !== 'stopped'
           ? answer
           : {
@@ -78,6 +80,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
               error: event.payload.error.message,
               text: answer.chunks.map((c) => c.delta).join(''),
               chunks: [],
+              ...(newest && answer.lastSeenIndex === undefined ? endsOf(answer) : {}),
             },
       )
     case 'a2.renamed':
@@ -87,11 +90,42 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   }
 }
 
-function updateAnswer(state: ChatState, id: string, update: (answer: AnswerTurn) => AnswerTurn): ChatState {
+/** The chunk ends a finished answer keeps while it is the newest turn: `[index, end offset]` of each chunk. */
+function endsOf(answer: AnswerTurn): Partial<AnswerTurn> {
+  if (answer.chunks.length === 0) return {}
+  return {
+    chunkEnds: answer.chunks.map((c, i) => [
+      c.index,
+      answer.chunks
+        .slice(0, i + 1)
+        .map((x) => x.delta)
+        .join('').length,
+    ]),
+  }
+}
+
+/** A new turn: the one that was newest forgets its chunk ends. */
+function movedOn(turns: ChatState['turns']): ChatState['turns'] {
+  const last = turns.at(-1)
+  if (last?.kind !== 'assistant' || !last.chunkEnds) return turns
+  const { chunkEnds: _dropped, ...rest } = last
+  return [...turns.slice(0, -1), rest]
+}
+
+/** A Stop after the end: the text the reader saw (chunks up to lastSeenIndex) stays, the rest goes aside; nothing unseen: unchanged. */
+function cutFinished(answer: AnswerTurn, lastSeenIndex: number): AnswerTurn {
+  if (!answer.chunkEnds) return answer
+  const seen = answer.chunkEnds.filter(([index]) => index <= lastSeenIndex).at(-1)?.[1] ?? 0
+  if (seen >= answer.text.length) return answer
+  const { chunkEnds: _dropped, ...rest } = answer
+  return { ...rest, status: 'stopped', lastSeenIndex, finishedBeforeStop: true, text: answer.text.slice(0, seen), rest: answer.text.slice(seen) }
+}
+
+function updateAnswer(state: ChatState, id: string, update: (answer: AnswerTurn, newest: boolean) => AnswerTurn): ChatState {
   let changed = false
-  const turns = state.turns.map((turn) => {
+  const turns = state.turns.map((turn, position) => {
     if (turn.kind !== 'assistant' || turn.id !== id) return turn
-    const next = update(turn)
+    const next = update(turn, position === state.turns.length - 1)
     changed ||= next !== turn
     return next
   })

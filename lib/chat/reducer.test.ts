@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ChatEvent } from './contract'
-import { activeAnswer, answerText, foldChat, reduceChat, type AnswerTurn, type ChatState } from './reducer'
+import { activeAnswer, answerRest, answerText, foldChat, reduceChat, type AnswerTurn, type ChatState } from './reducer'
 import { visibleTurns } from './versions'
 import { toModelMessages } from './history'
 
@@ -66,8 +66,8 @@ describe('the chat fold', () => {
       ev('chunk', { of: 'g2', attempt: 1, delta: 'Second ' }),
       ev('chunk', { of: 'g2', attempt: 1, delta: 'answer' }),
       ev('finished', { of: 'g2', attempt: 1, reason: 'stop' }),
-      // A late cancel for an answer that already ended changes nothing.
-      ev('cancelled', { of: 'g2', lastSeenIndex: 5 }),
+      // A late cancel from a reader who had seen every chunk of an answer that already ended changes nothing.
+      ev('cancelled', { of: 'g2', lastSeenIndex: 10 }),
     ]
     const [first, second] = answers(foldChat(log))
     expect([first.status, answerText(first)]).toEqual(['stopped', 'Hel'])
@@ -119,6 +119,68 @@ describe('the chat fold', () => {
     reduceChat(before, ev('cancelled', { of: 'g1', lastSeenIndex: 2 }))
     reduceChat(before, ev('finished', { of: 'g1', attempt: 1, reason: 'stop' }))
     expect(JSON.stringify(before)).toBe(frozen)
+  })
+})
+
+describe('a Stop that lands after its answer finished (the browser was cut off while the rest was written)', () => {
+  /** The reader saw "Hello " (up to index 3) and pressed Stop; the answer finished before the Stop reached the log. */
+  function finishedThenStopped(lastSeenIndex = 3) {
+    const log = [...conversation(), ev('finished', { of: 'g1', attempt: 1, reason: 'stop' })]
+    const stop = ev('cancelled', { of: 'g1', lastSeenIndex }, 'c1')
+    return { log, stop }
+  }
+
+  it('cuts the finished answer at what the reader saw, and keeps the rest aside, offered, not shown', () => {
+    const { log, stop } = finishedThenStopped()
+    const answer = answers(foldChat([...log, stop]))[0]
+    expect(answer).toMatchObject({ status: 'stopped', lastSeenIndex: 3, finishReason: 'stop', finishedBeforeStop: true })
+    expect(answerText(answer)).toBe('Hello ')
+    expect(answerRest(answer)).toBe('there')
+    // The model is sent what the reader saw, like any stopped answer.
+    expect(toModelMessages(foldChat([...log, stop, ev('message', { text: 'go on', after: 'g1' }, 'm2')]), 'm2').map((m) => m.content)).toEqual([
+      'hello',
+      'Hello ',
+      'go on',
+    ])
+  })
+
+  it('the optimistic fold (the Stop on top of the confirmed log) equals the authoritative refold, also from a checkpoint', () => {
+    const { log, stop } = finishedThenStopped()
+    const optimistic = reduceChat(foldChat(log), { ...stop, index: -1 } as ChatEvent)
+    const authoritative = foldChat([...log, stop])
+    const fromCheckpoint = foldChat([stop], JSON.parse(JSON.stringify(foldChat(log))) as ChatState)
+    const json = (s: ChatState) => JSON.parse(JSON.stringify(s)) as unknown
+    expect(json(optimistic)).toEqual(json(authoritative))
+    expect(json(fromCheckpoint)).toEqual(json(authoritative))
+    // Cut while it streamed, or after it finished: the same text.
+    const cutWhileStreaming = foldChat([...conversation(), stop, ev('finished', { of: 'g1', attempt: 1, reason: 'cancelled' })])
+    expect(answerText(answers(cutWhileStreaming)[0])).toBe(answerText(answers(authoritative)[0]))
+  })
+
+  it('a Stop from a reader who had seen every chunk changes nothing', () => {
+    const { log, stop } = finishedThenStopped(4)
+    const state = foldChat(log)
+    expect(reduceChat(state, stop)).toBe(state)
+  })
+
+  it('cuts a failed answer the same way', () => {
+    const log = [...conversation(), ev('a2.failed', { of: 'g1', consumer: 'generate', attempts: 3, error: { message: 'upstream 500' } })]
+    const answer = answers(foldChat([...log, ev('cancelled', { of: 'g1', lastSeenIndex: 2 })]))[0]
+    expect([answer.status, answerText(answer), answerRest(answer), answer.finishedBeforeStop]).toEqual(['stopped', 'Hel', 'lo there', true])
+  })
+
+  it('keeps the chunk boundaries of the newest answer only: once the conversation moves on they go, and a later Stop changes nothing', () => {
+    const { log, stop } = finishedThenStopped()
+    const movedOn = foldChat([...log, ev('message', { text: 'next', after: 'g1' }, 'm2')])
+    // The newest answer keeps them (what a cut needs); what a checkpoint stores of an older one is its text, no per-chunk numbers.
+    expect(answers(foldChat(log))[0].chunkEnds).toEqual([
+      [2, 3],
+      [3, 6],
+      [4, 11],
+    ])
+    expect(answers(movedOn)[0]).toMatchObject({ status: 'done', text: 'Hello there', chunks: [] })
+    expect(Object.keys(answers(movedOn)[0])).not.toContain('chunkEnds')
+    expect(reduceChat(movedOn, stop)).toBe(movedOn)
   })
 })
 

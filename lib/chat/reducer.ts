@@ -5,6 +5,7 @@
  */
 import type { ChatEvent, FinishReason } from './contract'
 import { indexOf, keepIndex, settle, TurnLayer } from './turn-index'
+import { chunkEndsOf, cutFinished, cutsFinished } from './late-stop'
 
 export interface Chunk {
   index: number
@@ -44,6 +45,16 @@ export interface AnswerTurn {
   attempt: number
   /** The user stopped it, having seen the log up to this index (the Stop's `lastSeenIndex`). */
   lastSeenIndex?: number
+  /**
+   * Where each chunk ended in `text`, as `[chunk index, end offset]`: kept at the terminal event
+   * by the session's newest turn only, until the conversation moves on, so that a Stop landing
+   * after the end can still cut at `lastSeenIndex` (late-stop.ts).
+   */
+  chunkEnds?: Array<[index: number, end: number]>
+  /** The Stop reached the log after the answer had finished: `text` is what the reader saw, `rest` what was written after. */
+  finishedBeforeStop?: true
+  /** The part written after what the reader saw, when the answer had finished before their Stop landed: offered, not shown. */
+  rest?: string
   finishReason?: FinishReason
   error?: string
   /** `counted`: the app counted the tokens because the provider reported none (a Stop). */
@@ -141,21 +152,23 @@ class ChatDraft {
         })
       case 'cancelled':
         return this.updateAnswers(event.payload.of, (answer, own) => {
-          if (isTerminal(answer.status)) return // it had already ended: nothing to cut
           const { lastSeenIndex } = event.payload
+          // It had already ended: cut only what the reader missed, if the fold still can (late-stop.ts).
+          if (isTerminal(answer.status)) return void (cutsFinished(answer, lastSeenIndex) && cutFinished(own(), lastSeenIndex))
           const mine = own()
           mine.status = 'stopped'
           mine.lastSeenIndex = lastSeenIndex
           mine.chunks = mine.chunks.filter((c) => c.index <= lastSeenIndex)
         })
       case 'finished':
-        return this.updateAnswers(event.payload.of, (answer, own) => {
+        return this.updateAnswers(event.payload.of, (answer, own, position) => {
           if (isTerminal(answer.status) && answer.status !== 'stopped') return
           if (answer.status === 'stopped' && answer.text) return
           const mine = own()
           mine.status = answer.lastSeenIndex !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done'
           mine.finishReason = event.payload.reason
           mine.usage = event.payload.usage
+          this.keepChunkEnds(mine, position)
           compact(mine)
         })
       case 'note.saved':
@@ -163,11 +176,12 @@ class ChatDraft {
           own().notes.push(event.payload.note)
         })
       case 'a2.failed':
-        return this.updateAnswers(event.payload.of, (answer, own) => {
+        return this.updateAnswers(event.payload.of, (answer, own, position) => {
           if (isTerminal(answer.status) && answer.status !== 'stopped') return
           const mine = own()
           mine.status = answer.lastSeenIndex !== undefined ? 'stopped' : 'failed'
           mine.error = event.payload.error.message
+          this.keepChunkEnds(mine, position)
           compact(mine)
         })
       case 'a2.renamed':
@@ -192,6 +206,7 @@ class ChatDraft {
   }
 
   private add(turn: Turn): void {
+    this.dropChunkEnds()
     const position = this.length()
     this.added.push(turn)
     this.changed = true
@@ -206,19 +221,33 @@ class ChatDraft {
   }
 
   /** Calls `update` for every answer with this id; `own()` gives the fold's own copy to change. */
-  private updateAnswers(id: string, update: (answer: AnswerTurn, own: () => AnswerTurn) => void): void {
+  private updateAnswers(id: string, update: (answer: AnswerTurn, own: () => AnswerTurn, position: number) => void): void {
     for (const position of this.layer.answerPositions(id)) {
-      const own = () => {
-        if (!this.owned.has(position)) {
-          const answer = this.turnAt(position) as AnswerTurn
-          this.put(position, { ...answer, chunks: answer.chunks.slice(), notes: answer.notes.slice() })
-          this.owned.add(position)
-          this.changed = true
-        }
-        return this.turnAt(position) as AnswerTurn
-      }
-      update(this.turnAt(position) as AnswerTurn, own)
+      update(this.turnAt(position) as AnswerTurn, () => this.ownAnswer(position), position)
     }
+  }
+
+  /** The fold's own copy of the answer at `position`, made on first use. */
+  private ownAnswer(position: number): AnswerTurn {
+    if (!this.owned.has(position)) {
+      const answer = this.turnAt(position) as AnswerTurn
+      this.put(position, { ...answer, chunks: answer.chunks.slice(), notes: answer.notes.slice() })
+      this.owned.add(position)
+      this.changed = true
+    }
+    return this.turnAt(position) as AnswerTurn
+  }
+
+  /** At an answer's end (not cut by a Stop): the newest turn keeps its chunk ends, so a Stop landing later can still cut it. */
+  private keepChunkEnds(answer: AnswerTurn, position: number): void {
+    if (answer.status !== 'stopped' && answer.chunks.length > 0 && position === this.length() - 1) answer.chunkEnds = chunkEndsOf(answer.chunks)
+  }
+
+  /** The conversation moves on: the turn that was newest gives its chunk ends up (one answer's at most, ever). */
+  private dropChunkEnds(): void {
+    const last = this.length() - 1
+    const turn = last >= 0 ? this.turnAt(last) : undefined
+    if (turn?.kind === 'assistant' && turn.chunkEnds) delete this.ownAnswer(last).chunkEnds
   }
 
   /**
@@ -259,6 +288,11 @@ function compact(answer: AnswerTurn): void {
 /** The text an answer shows: compacted at its end, joined from its chunks before. */
 export function answerText(answer: AnswerTurn): string {
   return answer.chunks.length > 0 ? answer.chunks.map((c) => c.delta).join('') : answer.text
+}
+
+/** What was written after the reader's Stop, when the answer had finished before it landed (offered, not shown): else ''. */
+export function answerRest(answer: AnswerTurn): string {
+  return answer.rest ?? ''
 }
 
 export function isTerminal(status: AnswerStatus): boolean {

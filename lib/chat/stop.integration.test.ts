@@ -11,7 +11,8 @@ import { waitUntil } from '@/test/runtime'
 import { waitForRun } from '@/lib/a2/testing'
 import { buildChatServer } from './server'
 import type { ChatEvent } from './contract'
-import { answerText, foldChat, reduceChat, type AnswerTurn } from './reducer'
+import { answerRest, answerText, foldChat, reduceChat, type AnswerTurn, type ChatState } from './reducer'
+import { chatFold } from './checkpoint'
 
 describe.each(layers)('Stop against a real upstream on %s', (kind) => {
   const store = useTestStore(kind)
@@ -97,5 +98,33 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     expect(answer.status).toBe('done')
     expect(answer.text).toBe(Array.from({ length: 30 }, (_, i) => `tok${i} `).join(''))
     expect(short.requests[0].body.messages.at(-1)).toMatchObject({ role: 'user', content: 'hi' })
+  })
+  it('a Stop that lands after its answer finished: the server refold cuts it where the reader’s view did, and keeps the rest aside', async () => {
+    await chat.server.stopWorkers() // its worker would claim this job too: one upstream per test
+    const short = await startUpstream({ tokenMs: 1, tokens: 30 })
+    const quick = buildChatServer(store(), { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: short.url })
+    const id = await ask(quick.server, 'carol', 'hi')
+    await quick.server.startWorker({ pollMs: 50 })
+    // The reader's page was cut off after the answer's first chunks; the worker wrote the rest.
+    const log = await logWhenFinished(quick.server, id, 'carol')
+    await quick.server.stopWorkers()
+    await short.close()
+    const chunks = log.filter((e) => e.type === 'chunk')
+    expect(chunks.length).toBeGreaterThan(3)
+    const lastSeenIndex = chunks[2].index
+    const stop = { id: 'late-stop', type: 'cancelled' as const, payload: { of: 'g1', lastSeenIndex } }
+    // The page, reconnected, folds the log it caught up on with its pending Stop on top.
+    const optimistic = reduceChat(foldChat(log), { ...stop, sessionId: id, index: -1, createdAt: new Date().toISOString() })
+    await quick.server.push(id, 'carol', stop)
+
+    const answer = (state: ChatState) => state.turns.find((t) => t.kind === 'assistant') as AnswerTurn
+    const { state: refold } = await quick.server.fold(id, 'carol', chatFold)
+    const seen = chunks.slice(0, 3).map((e) => (e.payload as { delta: string }).delta)
+    expect(answer(refold)).toMatchObject({ status: 'stopped', lastSeenIndex, finishedBeforeStop: true, finishReason: 'stop' })
+    expect(answerText(answer(refold))).toBe(seen.join(''))
+    expect(answerText(answer(refold)) + answerRest(answer(refold))).toBe(Array.from({ length: 30 }, (_, i) => `tok${i} `).join(''))
+    expect(JSON.parse(JSON.stringify(refold))).toEqual(JSON.parse(JSON.stringify(optimistic)))
+    // The run had completed: the Stop ends nothing, it only tells the fold what the reader saw.
+    expect((await waitForRun(store(), { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'COMPLETED')).status).toBe('COMPLETED')
   })
 })

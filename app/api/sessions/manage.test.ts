@@ -31,7 +31,7 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     return {
       status: response.status,
       body: (await response.json()) as {
-        sessions: Array<{ id: string; title: string; generating?: boolean; snippet?: string }>
+        sessions: Array<{ id: string; title: string; generating?: boolean; unresolved?: boolean; snippet?: string }>
         error?: { code: string }
       },
     }
@@ -116,6 +116,31 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     expect(((await malformed.json()) as { error: { code: string } }).error.code).toBe('bad_request')
     expect((await del(alice.sessionId, '')).status).toBe(401)
     expect(await rows(alice.sessionId)).toEqual(before)
+  })
+
+  it('refuses to delete a chat whose call an operator has yet to settle (an UNKNOWN effect): 409 unresolved, nothing written or deleted', async () => {
+    const user = await routes.newUser()
+    await send(user.sessionId, user.cookie, 'a call left unknown', true)
+    const { server } = await routes.chatServer.getChatServer()
+    // A second answer waits behind it in the lane: a delete that went ahead would append its Stop.
+    await send(user.sessionId, user.cookie, 'and another', true)
+    const [job] = await query<{ id: number }>(server.store.db, sql`select id from a2_jobs where session_id = ${user.sessionId} order by id limit 1`)
+    await server.store.db.execute(sql`update a2_jobs set status = 'UNKNOWN', attempt = 1 where id = ${Number(job.id)}`)
+    await server.store.db.execute(
+      sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${Number(job.id)}, 'model', 'UNKNOWN', 1, 0)`,
+    )
+    const before = await rows(user.sessionId)
+
+    const refused = await del(user.sessionId, user.cookie)
+    expect(refused.status).toBe(409)
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('unresolved')
+    expect(await rows(user.sessionId)).toEqual(before)
+    // The list says so, so the sidebar refuses before it shows an undo for a delete that cannot happen.
+    const listed = (await list(user.cookie)).body.sessions
+    expect(listed.find((s) => s.id === user.sessionId)?.unresolved).toBe(true)
+    const other = await routes.newUser()
+    await send(other.sessionId, other.cookie, 'nothing unknown here')
+    expect((await list(other.cookie)).body.sessions.find((s) => s.id === other.sessionId)).not.toHaveProperty('unresolved')
   })
 
   it('stops a running answer before deleting: its Stop is appended, so the worker’s signal fires', async () => {

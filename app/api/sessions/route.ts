@@ -13,7 +13,8 @@ const searchQuery = z.string().trim().min(1).max(200)
 
 /**
  * My sessions, most recently active first, paged by `before` (the opaque `nextBefore` of the
- * previous page), each marked `generating` while an answer is still being written. With
+ * previous page), each marked `generating` while an answer is still being written, and
+ * `unresolved` while a call of it waits for an operator (it cannot be deleted then). With
  * `q`: my sessions whose title or message text contains it (one page, with the matching text).
  */
 export async function GET(request: Request) {
@@ -36,14 +37,19 @@ export async function GET(request: Request) {
   )
 }
 
-/** Sets `generating` on sessions with a `generate` run not yet settled (ids the caller owns). */
+/**
+ * Sets `generating` on sessions with a `generate` run not yet settled, and `unresolved` (only
+ * when true) on those with a call an operator has yet to settle (ids the caller owns).
+ */
 async function markGenerating<S extends { id: string }>(
   server: Awaited<ReturnType<typeof getChatServer>>['server'],
   sessions: S[],
-): Promise<Array<S & { generating: boolean }>> {
-  const open = await server.sessions.openRuns(sessions.map((s) => s.id))
+): Promise<Array<S & { generating: boolean; unresolved?: true }>> {
+  const ids = sessions.map((s) => s.id)
+  const [open, unresolved] = await Promise.all([server.sessions.openRuns(ids), server.sessions.unresolved(ids)])
   const busy = new Set(open.filter((run) => run.consumer === 'generate').map((run) => run.sessionId))
-  return sessions.map((s) => ({ ...s, generating: busy.has(s.id) }))
+  const waiting = new Set(unresolved)
+  return sessions.map((s) => ({ ...s, generating: busy.has(s.id), ...(waiting.has(s.id) ? { unresolved: true as const } : {}) }))
 }
 
 const createBody = z.object({ title: z.string().trim().max(200).optional() }).strict()

@@ -27,6 +27,8 @@ export const errorStatus = {
   forbidden: 403,
   not_found: 404,
   conflict: 409,
+  /** A session holds a run an operator has yet to settle (an UNKNOWN effect): it cannot be deleted until then. */
+  unresolved: 409,
   run_cancelled: 409,
   payload_too_large: 413,
   rate_limited: 429,

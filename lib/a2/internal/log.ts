@@ -440,10 +440,29 @@ export async function openRuns(store: Store, sessionIds: readonly string[]): Pro
 }
 
 /**
+ * Which of these sessions hold a run an operator has yet to settle: the run UNKNOWN, or one of
+ * its effects UNKNOWN. What a delete refuses (`unresolved`); a caller asks first so that it
+ * writes nothing (a Stop for the other runs) before a delete that would be refused, and a list
+ * can say so before anyone tries. Callers pass only ids they own.
+ */
+export async function unresolvedSessions(store: Store, sessionIds: readonly string[]): Promise<string[]> {
+  if (sessionIds.length === 0) return []
+  const rows = await query<{ session_id: string }>(
+    store.db,
+    sql`select distinct j.session_id from a2_jobs j
+        where j.session_id in ${sessionIds}
+          and (j.status = 'UNKNOWN' or exists (select 1 from a2_effects e where e.job_id = j.id and e.status = 'UNKNOWN'))`,
+  )
+  return rows.map((r) => r.session_id)
+}
+
+/**
  * Deletes a session and everything it owns, in one transaction under its row lock (so no
  * append lands halfway): events and jobs by their foreign keys' cascade, and the jobs'
  * transitions and effects, which have no foreign key, by job id first. Not the owner's, or
- * gone: not_found (the caller cannot tell which).
+ * gone: not_found (the caller cannot tell which). A session with an unresolved run (UNKNOWN,
+ * or an effect UNKNOWN) is refused with `unresolved` and nothing is deleted: that run and its
+ * effects are the evidence an operator decides from, and the call may have happened.
  */
 export async function deleteSession(
   store: Store,
@@ -458,7 +477,15 @@ export async function deleteSession(
     await options.within?.(tx)
     // The jobs in id order before the cascade deletes them in no set order: a lane head
     // closing now holds its row and then locks the lane's next job (sql/0004_lane_heads.ts).
-    await tx.execute(sql`select id from a2_jobs where session_id = ${sessionId} order by id for update`)
+    const jobs = await query<{ status: string }>(tx, sql`select id, status from a2_jobs where session_id = ${sessionId} order by id for update`)
+    // The effects' rows too (after the runs', the order every settle takes), so none turns UNKNOWN between this check and the delete.
+    const effects = await query<{ status: string }>(
+      tx,
+      sql`select e.status from a2_effects e join a2_jobs j on j.id = e.job_id where j.session_id = ${sessionId} for update of e`,
+    )
+    if (jobs.some((j) => j.status === 'UNKNOWN') || effects.some((e) => e.status === 'UNKNOWN')) {
+      throw new A2Error('unresolved', 'This chat has a call that may or may not have happened; it can be deleted once it is settled.')
+    }
     await tx.execute(sql`delete from a2_effects where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_job_transitions where job_id in (select id from a2_jobs where session_id = ${sessionId})`)
     await tx.execute(sql`delete from a2_sessions where id = ${sessionId}`)

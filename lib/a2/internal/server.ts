@@ -13,6 +13,7 @@ import {
   createSession,
   deleteSession,
   transferSessions,
+  unresolvedSessions,
   getOwnedSession,
   listSessions,
   openRuns,
@@ -229,6 +230,8 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       /** The owner's sessions whose title or `in` events' text contains `text`. */
       search: (owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }) =>
         searchSessions(store, owner, text, options),
+      /** Those of these sessions with a run an operator has yet to settle (what `delete` refuses as `unresolved`). Pass only sessions the caller owns. */
+      unresolved: (sessionIds: readonly string[]) => unresolvedSessions(store, sessionIds),
       /** Runs of these sessions not yet settled. Pass only sessions the caller owns. */
       openRuns: (sessionIds: readonly string[]) => openRuns(store, sessionIds),
     },

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { A2Error } from '@/lib/a2'
 import { keepSpentTokens } from '@/lib/chat/admission'
 import { getChatServer } from '@/lib/chat/server'
 import { parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
@@ -35,13 +36,18 @@ const SETTLE_MS = 2_000
  * Deletes a chat for good: its log, jobs, their history and effects. A running answer is
  * stopped first, as the person's own Stop would (a `cancelled` event: the worker's signal
  * fires and the model call is closed), and given a moment to settle. Someone else's chat
- * is a 404, like one that does not exist.
+ * is a 404, like one that does not exist. A chat with a call an operator has yet to settle
+ * (an UNKNOWN effect) is a 409 `unresolved`, with nothing written: that run is their evidence.
  */
 export async function DELETE(request: Request, { params }: Params) {
   return route(request, async ({ userId }) => {
     const id = parse(sessionIdSchema, (await params).id, 'session id')
     const { server } = await getChatServer()
     const session = await server.sessions.get(id, userId) // someone else's: not_found, as if missing
+    // Asked before any Stop is appended, so a refused delete writes nothing; the delete checks again under its locks.
+    if ((await server.sessions.unresolved([id])).length > 0) {
+      throw new A2Error('unresolved', 'This chat has a call that may or may not have happened; it can be deleted once it is settled.')
+    }
     // Runs already CANCELLING were stopped by their Stop; they only need the moment to settle.
     const running = (await server.sessions.openRuns([id])).filter((run) => run.consumer === 'generate')
     const unstopped = running.filter((run) => run.status === 'ACTIVE')
