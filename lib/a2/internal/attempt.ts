@@ -139,12 +139,14 @@ export class Attempt {
       }
     } catch (thrown) {
       error = thrown
-    } finally {
-      this.stopClock()
     }
     try {
-      // A ctx.effect the handler did not await may be dispatching now: the ending goes out after it.
+      // A ctx.effect the handler did not await may be dispatching now, and a call the handler
+      // left behind (it threw while the call ran) may still be running: the ending goes out
+      // after both, and the lease is renewed meanwhile, so no one takes the run over beside
+      // the call (effects.ts, DispatchesInFlight).
       await this.dispatches.close()
+      this.stopClock()
       // A first attempt that called no ctx.effect has no effect to reconcile: its settle
       // skips that read (one statement of three per effect-free job; bench figure 4).
       const effectFree = job.attempt === 1 && !this.effectsUsed
@@ -155,6 +157,8 @@ export class Attempt {
       }
     } catch (settleError) {
       console.error(`[a2] could not settle job ${job.id} attempt ${job.attempt}`, describeError(settleError).message)
+    } finally {
+      this.stopClock()
     }
   }
 
