@@ -11,6 +11,7 @@ import type { Consumer, RunContext } from './consumer'
 import { DispatchesInFlight, runEffect } from './effects'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
+import { isA2Error } from './errors'
 import { read } from './log'
 import { foldSession } from './checkpoints'
 import { eventFromRow, type EventRow } from './event-row'
@@ -174,8 +175,16 @@ export class Attempt {
       read: (options = {}) => read(host.store.db, job.sessionId, options) as never,
       fold: (reducer, options = {}) => foldSession(host.store, job.sessionId, reducer, { before: options.before ?? event.index }),
       append: async (...inputs) => {
-        const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
-        return events as never
+        try {
+          const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
+          return events as never
+        } catch (error) {
+          // A step refused because the run was stopped: the Stop's hint has not reached this
+          // attempt (lost, or on its way). Its row says so now: renewing reads it and fires the
+          // signal, instead of at the next renewal (a third of the lease: 5 s for the chat).
+          if (isA2Error(error, 'run_cancelled') && this.hasAbortOn) void this.renew()
+          throw error
+        }
       },
       effect: (key, fn, options) => {
         this.effectsUsed = true
