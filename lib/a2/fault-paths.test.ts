@@ -271,12 +271,14 @@ describe.each(layers)('fault paths on %s', (kind) => {
     expect((await historyOf(store, s.jobId)).at(-1)).toMatch(/UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE$/)
   })
 
-  it('8 · an effect that ends because its run was stopped records why: FAILED, with the abort’s code beside the message', async () => {
+  it('8 · an overlapSafe effect that ends because its run was stopped records why: FAILED, with the abort’s code beside the message', async () => {
+    // overlapSafe, as the chat's model call is: one that is not is asked about or UNKNOWN (effects-in-flight.test.ts, item 7).
     const s = await setup(async (ctx) => {
       await ctx
         .effect(
           'model',
           (_key, signal) => new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true })),
+          { overlapSafe: true },
         )
         .catch(() => {})
     })

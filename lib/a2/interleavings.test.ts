@@ -1,7 +1,8 @@
 /**
  * The cancellation contract, explored: fast-check generates command sequences — push a
  * generation, claim, renew, lease lapse, kill a worker (idle or holding an effect), dispatch
- * an effect, the effect completes, return, throw, a Stop pushed (its hint delivered or lost;
+ * an effect, the effect completes, return, throw, throw while an effect's call is in flight
+ * (the call completes later), a drain that dies after its take, a Stop pushed (its hint delivered or lost;
  * errored pushes kept in the client's outbox and pushed again, same id), a claim racing a
  * Stop and two drains at once (statements interleaved by fast-check's scheduler), a retry's
  * backoff running out, an operator's verdict, and a database outage (it goes away at a
@@ -22,7 +23,8 @@
  *
  * Invariants:
  *   1. no effect is dispatched after a Stop against its run was recorded;
- *   2. a terminal run has no effect DISPATCHED or UNKNOWN;
+ *   2. a terminal run has no effect DISPATCHED or UNKNOWN — nor one INTENT or FAILED whose call
+ *      may still be running (13 checks that half: the database cannot tell);
  *   3. no handler starts unsignalled after a Stop against its run was recorded;
  *   4. at most one live (unsignalled, not dead) attempt per job and per lane;
  *   5. every log stays gapless;
@@ -47,7 +49,11 @@
  *      history leaves CANCELLING by RETRY_REVOKED at that attempt (EFFECT_UNKNOWN while an
  *      effect of it is unresolved), no other history says RETRY_REVOKED, and a revoked run
  *      never starts another attempt;
- *  12. a claim that read a Stop (a claim racing one) never starts its handler.
+ *  12. a claim that read a Stop (a claim racing one) never starts its handler;
+ *  13. an effect whose call may still be running (its fn entered and not returned, with no kill
+ *      or lapsed lease to prove it stopped: model/effects.ts) is never INTENT, FAILED or
+ *      reconciled "not done" under a terminal run, and is never dispatched twice at once unless
+ *      it is overlapSafe.
  * Invariant 2 is "a run ends terminal only from its effects' stored state", 5 "logs stay
  * gapless", both after outages too.
  */
@@ -67,6 +73,7 @@ import { createTestDb, layers, type TestDb } from '@/test/db'
 import { testContract as chat } from '@/test/contract'
 import { gate, interceptStore, type Gate } from '@/test/runtime'
 import { OutageSwitch, outageStore, type Fault } from './model/outage'
+import { CallsInFlight, checkCallsInFlight } from './model/effects'
 
 const RUNS = Number(process.env.FC_RUNS ?? 300)
 /** `npm test` replays one fixed budget (the same 300 sequences every time); exploring draws new seeds. */
@@ -80,6 +87,8 @@ const TERMINAL = new Set(['COMPLETED', 'CANCELLED', 'FAILED'])
 const OPEN = new Set(['ACTIVE', 'CANCELLING', 'UNKNOWN'])
 
 type Action = 'dispatch' | 'return' | 'throw'
+/** What a handler throws out of an effect it awaits (`throw mid-effect`): its call goes on. */
+const ABANDONED = Symbol('abandoned')
 
 /** One attempt as the harness drives it: its handler parks between actions the commands send. */
 class Driven {
@@ -91,6 +100,10 @@ class Driven {
   signal?: AbortSignal
   private mailbox: Array<Gate<Action>> = []
   effect?: Gate
+  /** Opened by `throw mid-effect`: the handler throws out of the effect it awaits, its call left running. */
+  abandon = gate()
+  /** Calls the handler left running when it threw (their provider answers by `left call completes`). */
+  orphans: Gate[] = []
   /** Resolves whenever the handler parks, enters an effect or ends: a command waits for one of these. */
   private moved = gate()
   constructor(
@@ -146,10 +159,14 @@ interface World {
   cancelRecorded: Set<number>
   /** Effect keys whose fn was entered: the provider got the request. */
   happened: Set<string>
+  /** Effect keys whose call the provider completed (its fn's provider answered). */
+  completed: Set<string>
   violations: string[]
   step: number
   /** The database, as every process of the sequence reaches it (model/outage.ts). */
   outage: OutageSwitch
+  /** The effect calls that may still be running (model/effects.ts, invariant 13). */
+  calls: CallsInFlight
   /** Every Stop the user pressed, in order; `outbox`: those whose push was not acknowledged yet. */
   stops: Stop[]
   outbox: Stop[]
@@ -216,7 +233,9 @@ describe.each(layers)('interleavings on %s', (kind) => {
       leaseMs: LEASE_MS,
       abortOn: { cancelled: (event, trigger) => event.payload.of === trigger.id },
       reconcile: truthfulReconcile
-        ? async (idempotencyKey) => (world.happened.has(idempotencyKey) ? { done: true, result: 'ok' } : { done: false })
+        ? // The receiver knows the calls it completed: one still in flight is "not done" to it, as a
+          // provider that has not committed a request yet answers (what makes "not done" no proof).
+          async (idempotencyKey) => (world.completed.has(idempotencyKey) ? { done: true, result: 'ok' } : { done: false })
         : undefined,
     }).run((ctx) => handler(world, ctx))
     const outage = new OutageSwitch()
@@ -269,9 +288,11 @@ describe.each(layers)('interleavings on %s', (kind) => {
       attempts: [],
       cancelRecorded: new Set<number>(),
       happened: new Set<string>(),
+      completed: new Set<string>(),
       violations: [],
       step: 0,
       outage,
+      calls: new CallsInFlight(),
       stops: [],
       outbox: [],
       revoked: new Map<number, number>(),
@@ -310,33 +331,46 @@ describe.each(layers)('interleavings on %s', (kind) => {
         if (action === 'throw') throw new Error('the handler failed')
         run.inEffect = true
         try {
-          await ctx.effect(
+          const call = ctx.effect(
             `e${++effects}`,
             async (idempotencyKey) => {
-              if (world.cancelRecorded.has(ctx.jobId)) {
-                world.violations.push(`1: effect ${idempotencyKey} dispatched after the Stop of job ${ctx.jobId} was recorded`)
-              }
-              // The dispatch compare-and-set let this call through: its attempt must hold the run, ACTIVE.
-              const [held] = await query<{ attempt: number; status: string }>(
-                world.base.db,
-                sql`select attempt, status from a2_jobs where id = ${ctx.jobId}`,
-              )
-              if (held.attempt !== ctx.attempt || held.status !== 'ACTIVE') {
-                world.violations.push(
-                  `8: effect ${idempotencyKey} called by attempt ${ctx.attempt} while the run is ${held.status} at attempt ${held.attempt}`,
+              const twice = world.calls.enter(idempotencyKey, { worker: run.worker, attempt: ctx.attempt, overlapSafe: world.overlapSafe })
+              if (twice) world.violations.push(twice)
+              try {
+                if (world.cancelRecorded.has(ctx.jobId)) {
+                  world.violations.push(`1: effect ${idempotencyKey} dispatched after the Stop of job ${ctx.jobId} was recorded`)
+                }
+                // The dispatch compare-and-set let this call through: its attempt must hold the run, ACTIVE.
+                const [held] = await query<{ attempt: number; status: string }>(
+                  world.base.db,
+                  sql`select attempt, status from a2_jobs where id = ${ctx.jobId}`,
                 )
+                if (held.attempt !== ctx.attempt || held.status !== 'ACTIVE') {
+                  world.violations.push(
+                    `8: effect ${idempotencyKey} called by attempt ${ctx.attempt} while the run is ${held.status} at attempt ${held.attempt}`,
+                  )
+                }
+                world.happened.add(idempotencyKey)
+                run.effect = gate()
+                run.notify()
+                const done = run.effect.promise
+                if (world.stubborn) await done
+                else await Promise.race([done, aborted.then(() => Promise.reject(ctx.signal.reason))])
+                world.completed.add(idempotencyKey)
+                return 'ok'
+              } finally {
+                world.calls.leave(idempotencyKey, ctx.attempt)
               }
-              world.happened.add(idempotencyKey)
-              run.effect = gate()
-              run.notify()
-              const done = run.effect.promise
-              if (world.stubborn) await done
-              else await Promise.race([done, aborted.then(() => Promise.reject(ctx.signal.reason))])
-              return 'ok'
             },
             { overlapSafe: world.overlapSafe },
           )
+          call.catch(() => {}) // awaited below, unless the handler throws out of it
+          await Promise.race([call, run.abandon.promise.then(() => Promise.reject(ABANDONED))])
         } catch (error) {
+          if (error === ABANDONED) {
+            if (run.effect) run.orphans.push(run.effect)
+            throw new Error('the handler failed while its effect was in flight', { cause: error })
+          }
           if (world.stubborn) continue
           if (abortReason(ctx.signal)?.isCancel) return
           throw error
@@ -549,6 +583,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
       `lease lapses(w${worker})`,
       (w) => w.attempts.some((a) => a.worker === worker) || w.outage.faults.lost > 0,
       async (w) => {
+        w.calls.proveStopped(worker) // the owner's clock aborted them: the lease is the proof (§9)
         const runs = w.attempts.filter((a) => a.worker === worker && !a.over)
         for (const run of runs) {
           const moved = expectMove(run, attemptObjects.get(run), w.workers[worker].dead)
@@ -575,6 +610,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
       async (w) => {
         const sim = w.workers[worker]
         sim.dead = true
+        w.calls.proveStopped(worker) // the process died with its calls
         await sim.liveness.release()
       },
     )
@@ -587,6 +623,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
       const run = w.attempts.find((a) => a.inEffect && a.effect && !w.workers[a.worker].dead)!
       const sim = w.workers[run.worker]
       sim.dead = true
+      w.calls.proveStopped(run.worker) // the process died with its calls
       await sim.liveness.release()
     },
   )
@@ -873,6 +910,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
   const dispatches = fc.constantFrom(act(0, 'dispatch'), act(1, 'dispatch'))
   const completions = fc.constantFrom(completeEffect(0), completeEffect(1))
   const cancels = fc.constantFrom(cancel(0, true), cancel(0, false), cancel(1, true), cancel(1, false))
+  const fx = effectCommands()
   const commands = [
     fc.constant(appendJob),
     claims,
@@ -914,7 +952,96 @@ describe.each(layers)('interleavings on %s', (kind) => {
     fc.constantFrom(act(0, 'throw'), act(1, 'throw')),
     fc.constant(stopWaitingRetry),
     fc.constant(killMidEffect),
+    ...fx.weighted,
   ]
+
+  /**
+   * The commands about calls in flight (invariant 13): a handler throws while its effect's call
+   * runs (`Promise.all` of a slow call and one that fails), that call's provider answers later,
+   * and a drain dies after its take (forcing a run out, maybe, then gone before its verdict).
+   */
+  function effectCommands() {
+    const throwMidEffect = (worker: number) =>
+      cmd(
+        `throw mid-effect(w${worker})`,
+        (w) => !!liveRunOf(w, worker)?.effect,
+        async (w) => {
+          const run = liveRunOf(w, worker)!
+          const attempt = attemptObjects.get(run)!
+          const ended = run.nextMove()
+          run.abandon.open()
+          await watchdog(ended, `attempt ${run.attempt} of job ${run.jobId} to throw`)
+          count('handler threw mid-effect')
+          // The attempt waits for its call (never outruns it), or, that bug back, ends the run now.
+          await watchdog(
+            until(() => run.over || attempt.dispatches.holdingBack),
+            `attempt ${run.attempt} of job ${run.jobId} to settle or wait`,
+          )
+        },
+      )
+    const leftCallCompletes = cmd(
+      'left call completes',
+      (w) => w.attempts.some((a) => a.orphans.length > 0 && !w.workers[a.worker].dead),
+      async (w) => {
+        const run = w.attempts.find((a) => a.orphans.length > 0 && !w.workers[a.worker].dead)!
+        for (const left of run.orphans.splice(0)) left.open()
+        await watchdog(attemptObjects.get(run)!.done, `attempt ${run.attempt} of job ${run.jobId} to settle after its call`)
+        count('left call completed')
+      },
+    )
+    const drainDiesAfterTake = (worker: number) =>
+      cmd(
+        `drain dies after its take(w${worker})`,
+        // Only while a run is stopping: the take then forces it out or settles it, the state a dead drain must leave durable.
+        (w) => !w.workers[worker].dead && [...w.statusSeen.values()].includes('CANCELLING'),
+        async (w) => {
+          const sim = w.workers[worker]
+          const died = gate()
+          const dying = interceptStore(sim.store, {
+            after: async (text) => {
+              if (!text.includes('cancelling_since = null') || sim.dead) return
+              // The take committed; the process dies before the drain's next statement (a dead process sends nothing).
+              sim.dead = true
+              w.calls.proveStopped(worker)
+              await sim.liveness.release()
+              died.open()
+            },
+          })
+          const forceOut = (jobId: number) => {
+            for (const run of w.attempts.filter((a) => a.worker === worker && a.jobId === jobId))
+              attemptObjects.get(run)!.abort(new RunAborted('FENCED_OUT'))
+          }
+          const drained = drainOnce({ ...sim.host, store: dying }, { owner: `drain-${sim.id}`, liveness: sim.liveness, graceMs: 0, forceOut }).catch(
+            (error) => {
+              if (!w.outage.down) throw error
+            },
+          )
+          await watchdog(Promise.race([drained, died.promise]), `the drain on w${worker} to take or finish`)
+          if (!died.opened) return
+          count('drain died after its take')
+          const held = await query(w.base.db, sql`select 1 from a2_jobs where consumer = ${w.name} and owner = ${`drain-${sim.id}`}`)
+          if (held.length > 0) count('drain died holding a run')
+        },
+      )
+    // A throw mid-effect needs a call parked (a dispatch first): twice the weight of a plain
+    // throw. A drain's death ends its worker's part in the sequence, like a kill. What the fixed
+    // seed's 300 sequences reach on PGlite (FC_STATS=1): a handler threw mid-effect 18 times, its
+    // left call completed 7, a drain died after its take 32 (30 on Postgres; each holding a run), a forced-out
+    // call was in flight under a CANCELLING run 3 times and under an UNKNOWN one once; never
+    // under a terminal run (the three fixed sequences above drive each road to that state).
+    const weighted = [
+      fc.constantFrom(throwMidEffect(0), throwMidEffect(1)),
+      fc.constantFrom(throwMidEffect(0), throwMidEffect(1)),
+      fc.constant(leftCallCompletes),
+      fc.constantFrom(drainDiesAfterTake(0), drainDiesAfterTake(1)),
+    ]
+    return { throwMidEffect, leftCallCompletes, drainDiesAfterTake, weighted }
+  }
+
+  /** Resolves once `probe` holds, checked every turn of the event loop (the watchdog bounds it). */
+  async function until(probe: () => boolean): Promise<void> {
+    while (!probe()) await new Promise((resolve) => setImmediate(resolve))
+  }
 
   let currentScheduler: fc.Scheduler | undefined
 
@@ -1042,6 +1169,10 @@ describe.each(layers)('interleavings on %s', (kind) => {
       w.statusSeen.set(Number(j.id), j.status)
       if (w.heldRetries.has(`${Number(j.id)}:${Number(j.attempt)}`) && j.status === 'ACTIVE' && j.owner === null) w.waitingSeen.add(Number(j.id))
     }
+    // 13: a call that may still be running, under the run's stored state.
+    const calls = await checkCallsInFlight(db, w.name, w.calls, w.lastTransition)
+    w.violations.push(...calls.violations)
+    for (const state of new Set(calls.seen)) count(state)
     const [{ newest }] = await query<{ newest: number | null }>(
       db,
       sql`select max(t.id) as newest from a2_job_transitions t join a2_jobs j on j.id = t.job_id where j.consumer = ${w.name}`,
@@ -1061,6 +1192,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
     w.outage.restore()
     for (const sim of w.workers) await sim.liveness.release()
     for (const run of w.attempts) {
+      for (const left of run.orphans) left.open()
       if (w.workers[run.worker].dead) {
         run.effect?.open()
         run.send('throw')
@@ -1114,6 +1246,53 @@ describe.each(layers)('interleavings on %s', (kind) => {
       await fc.asyncModelRun(
         () => ({ model: world, real: world }),
         [claim(0), act(0, 'throw'), retryDue, claim(0), act(0, 'dispatch'), killMidEffect, drains, operatorResolves, cancel(0, false), drains],
+      )
+    } finally {
+      await teardown(world)
+    }
+  })
+
+  /**
+   * Invariant 13's three roads, as fixed sequences (each failed on main, the property's seed
+   * reaching them too seldom to show it): a handler throws while its call runs and the retry
+   * dispatches the call again beside it; the same on the last attempt, the run FAILED over the
+   * call put back to INTENT; a drain forces a stubborn run out and dies after its take, and the
+   * next drain ended it CANCELLED over the call put back to INTENT.
+   */
+  it('a handler that throws mid-call: its retry never dispatches the call again beside it', async () => {
+    const world = await makeWorld(false, true)
+    try {
+      await appendJob.run(world, world)
+      await fc.asyncModelRun(
+        () => ({ model: world, real: world }),
+        [claim(0), act(0, 'dispatch'), fx.throwMidEffect(0), retryDue, claim(1), act(1, 'dispatch'), fx.leftCallCompletes],
+      )
+    } finally {
+      await teardown(world)
+    }
+  })
+
+  it('a handler that throws mid-call on its last attempt: the run ends only from the call’s outcome, never FAILED over it', async () => {
+    const world = await makeWorld(false, true)
+    try {
+      await appendJob.run(world, world)
+      await fc.asyncModelRun(
+        () => ({ model: world, real: world }),
+        [claim(0), act(0, 'throw'), retryDue, claim(0), act(0, 'dispatch'), fx.throwMidEffect(0), fx.leftCallCompletes],
+      )
+    } finally {
+      await teardown(world)
+    }
+  })
+
+  it('a drain dies after forcing a run out: the next drain leaves the call UNKNOWN, never CANCELLED over it', async () => {
+    const world = await makeWorld(true, true) // stubborn: the forced-out call runs on
+    currentScheduler = fc.sample(fc.scheduler(), { numRuns: 1, seed: 1 })[0]
+    try {
+      await appendJob.run(world, world)
+      await fc.asyncModelRun(
+        () => ({ model: world, real: world }),
+        [claim(1), act(1, 'dispatch'), cancel(0, false), fx.drainDiesAfterTake(0), drains, completeEffect(1)],
       )
     } finally {
       await teardown(world)
@@ -1175,6 +1354,9 @@ describe.each(layers)('interleavings on %s', (kind) => {
         'Stop landed on UNKNOWN',
         'Stop landed on ACTIVE waiting for a retry',
         'claim refused by the outage',
+        'handler threw mid-effect',
+        'left call completed',
+        'drain died holding a run',
       ]
       const missing = required.filter((what) => !stats.has(what))
       if (SEED === undefined) {

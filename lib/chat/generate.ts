@@ -13,6 +13,7 @@
 import { isStepCount, streamText, tool, type LanguageModel, type ModelMessage } from 'ai'
 import { z } from 'zod'
 import { answerUsage, type Usage } from '@/lib/ai/usage'
+import { isA2Error } from '@/lib/a2'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
@@ -56,12 +57,20 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
     const of = ctx.event.id
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
     // now: streaming the rest of the answer to nowhere would cost tokens and freeze the view.
+    // So does a refused one (run_cancelled): a Stop is recorded that this attempt has not heard
+    // of yet (its NOTIFY lost or on its way); the model streamed on to its end and the answer
+    // finished 'stop' under a CANCELLED run (refused-chunk.integration.test.ts, seen failing).
     const writeFailed = new AbortController()
     const writer = chunkWriter(
       async (deltas) => {
-        await ctx.append(
-          ...joinDeltas(deltas, MAX_DELTA_CHARS).map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })),
-        )
+        try {
+          await ctx.append(
+            ...joinDeltas(deltas, MAX_DELTA_CHARS).map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })),
+          )
+        } catch (error) {
+          if (isA2Error(error, 'run_cancelled')) writeFailed.abort(error)
+          throw error
+        }
       },
       (error) => writeFailed.abort(error),
     )
@@ -121,7 +130,8 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
         },
         { overlapSafe: true },
       )
-      await finish(outcome.finishReason, outcome.usage)
+      // The model got to its end, but a Stop was recorded meanwhile: the answer was stopped.
+      await finish(writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage)
     } catch (error) {
       // A user's Stop is the outcome, not a failure: what they saw stays, the rest is cut by
       // the reducer; the run ends CANCELLED. Anything else (a lost claim, a model error)

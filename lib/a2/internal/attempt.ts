@@ -11,6 +11,7 @@ import type { Consumer, RunContext } from './consumer'
 import { DispatchesInFlight, runEffect } from './effects'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
+import { isA2Error } from './errors'
 import { read } from './log'
 import { foldSession } from './checkpoints'
 import { eventFromRow, type EventRow } from './event-row'
@@ -139,12 +140,14 @@ export class Attempt {
       }
     } catch (thrown) {
       error = thrown
-    } finally {
-      this.stopClock()
     }
     try {
-      // A ctx.effect the handler did not await may be dispatching now: the ending goes out after it.
+      // A ctx.effect the handler did not await may be dispatching now, and a call the handler
+      // left behind (it threw while the call ran) may still be running: the ending goes out
+      // after both, and the lease is renewed meanwhile, so no one takes the run over beside
+      // the call (effects.ts, DispatchesInFlight).
       await this.dispatches.close()
+      this.stopClock()
       // A first attempt that called no ctx.effect has no effect to reconcile: its settle
       // skips that read (one statement of three per effect-free job; bench figure 4).
       const effectFree = job.attempt === 1 && !this.effectsUsed
@@ -155,6 +158,8 @@ export class Attempt {
       }
     } catch (settleError) {
       console.error(`[a2] could not settle job ${job.id} attempt ${job.attempt}`, describeError(settleError).message)
+    } finally {
+      this.stopClock()
     }
   }
 
@@ -170,8 +175,16 @@ export class Attempt {
       read: (options = {}) => read(host.store.db, job.sessionId, options) as never,
       fold: (reducer, options = {}) => foldSession(host.store, job.sessionId, reducer, { before: options.before ?? event.index }),
       append: async (...inputs) => {
-        const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
-        return events as never
+        try {
+          const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
+          return events as never
+        } catch (error) {
+          // A step refused because the run was stopped: the Stop's hint has not reached this
+          // attempt (lost, or on its way). Its row says so now: renewing reads it and fires the
+          // signal, instead of at the next renewal (a third of the lease: 5 s for the chat).
+          if (isA2Error(error, 'run_cancelled') && this.hasAbortOn) void this.renew()
+          throw error
+        }
       },
       effect: (key, fn, options) => {
         this.effectsUsed = true

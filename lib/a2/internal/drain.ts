@@ -42,7 +42,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
   for (const run of await takeStuckCancelling(host.store.db, claim)) {
     const fence = { jobId: run.id, attempt: run.attempt }
     if (run.live) options.forceOut(run.id)
-    const reason: TransitionReason = run.live
+    const reason: TransitionReason = run.forced
       ? 'FORCED_AFTER_GRACE'
       : run.previousAttempt === 0
         ? 'CANCELLED_BEFORE_START'
@@ -53,7 +53,9 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
             : run.previousOwner === null
               ? 'CANCELLED_BETWEEN_ATTEMPTS'
               : 'DRAINED_AFTER_OWNER_LOST'
-    // A forced-out attempt may still be inside an effect: "not done" is no proof for it.
+    // A forced-out attempt may still be inside an effect: "not done" is no proof for it. The take
+    // recorded it (FORCED_AFTER_GRACE at that attempt), so a drain that resumes after this one
+    // died knows it too (applyVerdict reads the record).
     await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch((error) =>
       console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
     )
@@ -138,6 +140,8 @@ interface TakenRun {
   released: boolean
   /** A retry was scheduled at its current attempt: what a Stop landing now revokes. */
   waitingRetry: boolean
+  /** An attempt of it was forced out past its grace period: by this take (`live`) or by a drain that died before its verdict. */
+  forced: boolean
 }
 
 /**
@@ -168,6 +172,12 @@ function takeExhausted(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
  * new number a run on its last attempt, or one stopped before the next claim, ended under the
  * old one with that attempt's writes still admitted (fault-paths.test.ts 12, seen failing). A
  * run that ended its own attempt (a retry waiting, a surrender) has nobody to fence.
+ *
+ * Forcing a run out is recorded by the same statement (FORCED_AFTER_GRACE, CANCELLING →
+ * CANCELLING, at the forced-out attempt): that attempt may still be inside a call, and a drain
+ * that died before its verdict left only the database to say so. The next drain computed "live"
+ * from the dead drain's lapsed lease and called the call "not done" under a CANCELLED run
+ * (effects-in-flight.test.ts, seen failing): the record is what it now reads.
  */
 async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sql>, order: ReturnType<typeof sql>): Promise<TakenRun[]> {
   const rows = await query<Record<string, unknown>>(
@@ -179,21 +189,31 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
                  -- A retry scheduled at the run's current attempt is what a Stop revokes; last_error
                  -- outlives it (a run an operator handed back after an old failure waits for no retry).
                  exists (select 1 from a2_job_transitions t
-                         where t.job_id = a2_jobs.id and t.attempt = a2_jobs.attempt and t.reason = 'RETRY_SCHEDULED') as waiting_retry
+                         where t.job_id = a2_jobs.id and t.attempt = a2_jobs.attempt and t.reason = 'RETRY_SCHEDULED') as waiting_retry,
+                 exists (select 1 from a2_job_transitions t
+                         where t.job_id = a2_jobs.id and t.reason = 'FORCED_AFTER_GRACE') as forced_before
           from a2_jobs
           where consumer in ${claim.consumers} and ${where}
           order by ${order}
           limit ${DRAIN_BATCH}
           for update skip locked
+        ), taken as (
+          update a2_jobs j
+          set attempt = j.attempt + case when c.owner is null and not c.released then 0 else 1 end,
+              owner = ${claim.owner}, owner_key = ${claim.ownerKey ?? null}::int,
+              lease_until = now() + ((${JSON.stringify(claim.leaseMs)}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
+              cancelling_since = null, updated_at = now()
+          from candidates c where j.id = c.id
+          returning j.id, j.attempt, j.status, j.consumer, j.session_id, j.event_id,
+                    c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.released, c.waiting_retry, c.forced_before
+        ), forced as (
+          insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
+          select id, previous_attempt, status, status, 'FORCED_AFTER_GRACE', jsonb_build_object('owner', previous_owner, 'by', ${claim.owner}::text)
+          from taken where live and status = 'CANCELLING'
         )
-        update a2_jobs j
-        set attempt = j.attempt + case when c.owner is null and not c.released then 0 else 1 end,
-            owner = ${claim.owner}, owner_key = ${claim.ownerKey ?? null}::int,
-            lease_until = now() + ((${JSON.stringify(claim.leaseMs)}::jsonb ->> j.consumer)::int * interval '1 millisecond'),
-            cancelling_since = null, updated_at = now()
-        from candidates c where j.id = c.id
-        returning j.id, j.attempt, j.consumer, j.session_id, j.event_id,
-                  c.attempt as previous_attempt, c.owner as previous_owner, c.live, c.released, c.waiting_retry`,
+        select id, attempt, consumer, session_id, event_id, previous_attempt, previous_owner, live, released, waiting_retry,
+               (live and status = 'CANCELLING') or forced_before as forced
+        from taken`,
   )
   return rows.map((r) => ({
     id: Number(r.id),
@@ -206,5 +226,6 @@ async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sq
     live: Boolean(r.live),
     released: Boolean(r.released),
     waitingRetry: Boolean(r.waiting_retry),
+    forced: Boolean(r.forced),
   }))
 }

@@ -3,6 +3,7 @@
  * under a stable key (job id + key) so a cancel, a crash or a retry can be explained.
  *
  *   INTENT ──dispatch CAS──▶ DISPATCHED ──▶ DONE | FAILED
+ *      │                         └──(aborted mid-call, not overlapSafe: the receiver is asked)──▶ DONE | FAILED | UNKNOWN
  *      └──(run no longer ACTIVE at the observed version)──▶ CANCELLED_BEFORE_DISPATCH
  *   DISPATCHED by a dead attempt ──reconcile──▶ DONE | INTENT (not done: dispatch again)
  *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
@@ -47,16 +48,28 @@ export class EffectSettledMeanwhile extends A2Error {
 }
 
 /**
- * The dispatches of one attempt on their way to the database, so that its ending sees them.
- * `finishRuns` decides from the effects as its statement's snapshot has them (and as last
- * committed for the effects that were open in it): a dispatch that commits after that
+ * The calls of one attempt, from their dispatch compare-and-set until their outcome is
+ * recorded, so that its ending sees them and never outruns them.
+ *
+ * The dispatch: `finishRuns` decides from the effects as its statement's snapshot has them (and
+ * as last committed for the effects that were open in it): a dispatch that commits after that
  * snapshot is taken — a handler that did not await its `ctx.effect` ends while the dispatch
  * compare-and-set is in flight — is not seen, and the run ended COMPLETED over a DISPATCHED
- * effect (ending-dispatch.test.ts, seen failing on Postgres). Both are the attempt's own
- * statements, so the attempt orders them: its ending first closes this (a dispatch not yet
- * sent is refused, `fn` not called) and waits for those in flight to be answered, so every
- * dispatch that passed committed before the ending's statement is sent. No statement is
- * added: the wait is one dispatch's round trip, and only when one is in flight.
+ * effect (ending-dispatch.test.ts, seen failing on Postgres).
+ *
+ * The call: a handler that throws while one of its calls runs (`Promise.all` of a slow call and
+ * one that fails) ended the run at once — FAILED, or a retry or a surrender another worker claimed
+ * at once — with the call still running: the ending put it to the reconcile hook, whose "not done"
+ * moved it back to INTENT under a terminal run and refused its late outcome, or let the next
+ * attempt dispatch it a second time beside the first (effects-in-flight.test.ts, seen failing
+ * both ways). Only the attempt knows its call still runs, so it waits: the attempt is not over,
+ * and keeps its lease, until each of its calls returned and its outcome was recorded. A call that
+ * ignores its signal holds its attempt as a handler awaiting it would; a Stop's grace period
+ * (§5) still forces the run out, and its calls are then UNKNOWN (FORCED_OUT, drain.ts).
+ *
+ * Both are the attempt's own work, so the attempt orders them: its ending first closes this (a
+ * dispatch not yet sent is refused, `fn` not called) and waits for those in flight. No statement
+ * is added: the wait is nothing when no call is in flight.
  */
 export class DispatchesInFlight {
   private inFlight = 0
@@ -65,7 +78,7 @@ export class DispatchesInFlight {
   /** The ending waits for a dispatch in flight (a test observes it). */
   holdingBack = false
 
-  /** A dispatch may go out: false once the attempt is ending. */
+  /** A dispatch may go out (and is in flight until `leave`): false once the attempt is ending. */
   enter(): boolean {
     if (this.closed) return false
     this.inFlight++
@@ -80,7 +93,7 @@ export class DispatchesInFlight {
     return this.closed
   }
 
-  /** No dispatch from now on; resolves once every one in flight was answered. */
+  /** No dispatch from now on; resolves once every call in flight returned and its outcome was recorded. */
   async close(): Promise<void> {
     this.closed = true
     if (this.inFlight === 0) return
@@ -99,7 +112,7 @@ export interface EffectRun {
   beforeDispatch?: (key: string) => Promise<void>
   /** The consumer's reconcile hook: asked when the effect has no hook of its own. */
   reconcile?: ConsumerReconcile
-  /** The attempt's dispatches in flight: its ending waits for them and refuses new ones. */
+  /** The attempt's calls in flight: its ending waits for them and refuses new ones. */
   dispatches?: DispatchesInFlight
 }
 
@@ -176,8 +189,12 @@ export async function runEffect<R>(
                         and owner is not null
                       for share)
         returning job_id`,
-  ).finally(() => run.dispatches?.leave())
+  ).catch((error: unknown) => {
+    run.dispatches?.leave()
+    throw error
+  })
   if (dispatched.length !== 1) {
+    run.dispatches?.leave()
     // Recorded as cancelled only while this attempt still holds the job: a superseded or
     // released attempt must not mark the successor's effect (the successor would then refuse it).
     const cancelled = await query(
@@ -194,19 +211,73 @@ export async function runEffect<R>(
     throw new EffectNotDispatched(key)
   }
 
+  // In flight from here until its outcome is recorded: the attempt's ending waits for it.
+  try {
+    return await callAndRecord(db, run, key, stableKey, fn, options)
+  } finally {
+    run.dispatches?.leave()
+  }
+}
+
+async function callAndRecord<R>(
+  db: Executor,
+  run: EffectRun,
+  key: string,
+  stableKey: string,
+  fn: (idempotencyKey: string, signal: AbortSignal) => Promise<R>,
+  options: EffectOptions<R>,
+): Promise<R> {
+  const { fence } = run
   let result: R
   try {
     result = await fn(stableKey, run.signal)
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error)
-    // Ended by its run's abort (a Stop, a lost claim): FAILED stays true of the call, and the
-    // abort's code says why, so a view can show a stopped model call as stopped, not as an error.
+    const message = (error instanceof Error ? error.message : String(error)).slice(0, 500)
+    // Ended by its run's abort (a Stop, a lost claim): the abort's code says why, so a view can
+    // show a stopped call as stopped, not as an error.
     const aborted = abortReason(run.signal)?.code
-    await recordOutcome(db, fence, key, 'FAILED', { error: { message: message.slice(0, 500), ...(aborted ? { aborted } : {}) } })
+    if (aborted && !options.overlapSafe) {
+      // An aborted request may already have reached its receiver: FAILED would be a guess, and
+      // a guess that forgets a charge (effects-in-flight.test.ts, seen failing). The receiver is
+      // asked; without its answer the call is UNKNOWN and its run waits for an operator.
+      await recordAbortedCall(db, fence, key, await askReceiver(stableKey, key, fence, options.reconcile ?? run.reconcile), { message, aborted })
+      throw error
+    }
+    // An overlapSafe call (the chat's model call) changed nothing outside its attempt's fenced
+    // appends: FAILED stays true of it.
+    await recordOutcome(db, fence, key, 'FAILED', { error: { message, ...(aborted ? { aborted } : {}) } })
     throw error
   }
   await recordOutcome(db, fence, key, 'DONE', { result: { value: result ?? null } })
   return result
+}
+
+/** The reconcile hook's answer for a call of this attempt that has returned; 'unknown' when there is no hook or it fails. */
+async function askReceiver(
+  stableKey: string,
+  key: string,
+  fence: Fence,
+  reconcile: EffectOptions<unknown>['reconcile'] | ConsumerReconcile | undefined,
+): Promise<ReconcileResult> {
+  if (!reconcile) return 'unknown'
+  return (await reconcile(stableKey, { key, jobId: fence.jobId }).catch(() => 'unknown' as const)) as ReconcileResult
+}
+
+/**
+ * A call that is not overlapSafe, aborted mid-flight: done (the receiver has it) → DONE with its
+ * result; not done (asked once the call had returned, so no longer "may still run") → FAILED with
+ * the answer beside the abort's code; cannot tell → UNKNOWN, explicitly unresolved.
+ */
+async function recordAbortedCall(
+  db: Executor,
+  fence: Fence,
+  key: string,
+  verdict: ReconcileResult,
+  error: { message: string; aborted: string },
+): Promise<void> {
+  if (verdict === 'unknown') await recordOutcome(db, fence, key, 'UNKNOWN', { error })
+  else if (verdict.done) await recordOutcome(db, fence, key, 'DONE', { result: { value: verdict.result ?? null } })
+  else await recordOutcome(db, fence, key, 'FAILED', { error: { ...error, reconciled: 'not done' } })
 }
 
 function ending(fence: Fence, key: string): A2Error {
@@ -226,7 +297,7 @@ async function recordOutcome(
   db: Executor,
   fence: Fence,
   key: string,
-  status: 'DONE' | 'FAILED',
+  status: 'DONE' | 'FAILED' | 'UNKNOWN',
   values: { result?: unknown; error?: unknown },
 ): Promise<void> {
   const rows = await query(
@@ -237,6 +308,7 @@ async function recordOutcome(
         returning job_id`,
   )
   if (rows.length !== 1) throw new A2Error('fenced', `effect "${key}" was settled by someone else while attempt ${fence.attempt} ran it`)
+  if (status === 'UNKNOWN') return // nothing was resolved
   // The truth arrived late for an effect the controller had to call UNKNOWN: record it,
   // and settle the run if nothing else about it is unresolved.
   await settleIfResolved(db, fence.jobId, 'EFFECT_RESOLVED_LATE', { key, status })
@@ -305,7 +377,9 @@ async function reconcileDispatched<R>(
  * owner may still be inside the call. The drain releases no run with an effect in flight
  * (drain.ts), but a dispatch that commits while the release's statement runs is not in its
  * snapshot; such an effect becomes UNKNOWN, as a forced-out attempt's does (settle.ts), and
- * its late outcome or an operator settles it.
+ * its late outcome or an operator settles it. Nor is it for an effect of an attempt the drain
+ * forced out (FORCED_AFTER_GRACE recorded at that attempt, drain.ts): it ignored its signal and
+ * may be inside the call still, whichever drain or successor asks.
  */
 export async function applyVerdict(
   db: Executor,
@@ -326,19 +400,24 @@ export async function applyVerdict(
         ), target as (
           select e.job_id, e.key,
                  ${to} = 'INTENT' and not e.overlap_safe and exists (select 1 from a2_job_transitions t
-                                              where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'OWNER_DIED') as released
+                                              where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'OWNER_DIED') as owner_released,
+                 ${to} = 'INTENT' and exists (select 1 from a2_job_transitions t
+                                              where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'FORCED_AFTER_GRACE') as forced_out
           from a2_effects e join run on e.job_id = run.id
           where e.key = ${key} and e.status = 'DISPATCHED'
+        ), flagged as (
+          select job_id, key, owner_released or forced_out as released, owner_released, forced_out from target
         ), moved as (
           update a2_effects e set status = case when t.released then 'UNKNOWN' else ${to} end,
                  result = coalesce(${result}::jsonb, e.result), updated_at = now()
-          from target t, run where e.job_id = t.job_id and e.key = t.key and e.status = 'DISPATCHED'
-          returning run.status, t.released
+          from flagged t, run where e.job_id = t.job_id and e.key = t.key and e.status = 'DISPATCHED'
+          returning run.status, t.released, t.owner_released, t.forced_out
         )
         insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
         select ${jobId}, ${attempt}::int, status, status,
                case when released then 'EFFECT_UNRECONCILED' else ${reason} end,
-               case when released then ${JSON.stringify({ key, reconciled: 'not done', ownerReleased: true })}::jsonb
+               case when released then ${JSON.stringify({ key, reconciled: 'not done' })}::jsonb
+                                        || jsonb_build_object('ownerReleased', owner_released, 'forcedOut', forced_out)
                     else ${JSON.stringify({ key })}::jsonb end
         from moved
         returning reason`,

@@ -54,6 +54,11 @@ export class Worker {
   private draining?: Promise<void>
   private liveness?: Liveness
   private startedAt = 0
+  /** Claims sent whose jobs are not registered as attempts yet. */
+  private claiming = 0
+  /** Cancel hints that found no attempt while a claim was in flight: its jobs may be theirs (heldHints). */
+  private heldCancels: NonNullable<Hint['cancels']> = []
+  private heldRecheck = false
 
   constructor(
     private readonly host: RuntimeHost,
@@ -115,12 +120,23 @@ export class Worker {
     return [...this.running.values()].filter((a) => a.job.id === jobId)
   }
 
+  /**
+   * A Stop's hint reaches the attempts of its run. One that lands while a claim is in flight may
+   * be for a job that claim took: the claim committed before the Stop did, so neither its answer
+   * nor the start (which starts from the claim's read, attempt.ts) knows of it, and the attempt
+   * is not registered yet. Such hints are held and handed to the claim's attempts as they
+   * register; dropped, the run streamed on until its next renewal — 10 s with a 30 s lease
+   * (effects-in-flight.test.ts, seen failing).
+   */
   private onHint(hint: Hint): void {
     for (const cancel of hint.cancels ?? []) {
-      for (const attempt of this.attemptsOf(cancel.jobId)) attempt.cancelled({ id: cancel.eventId, index: cancel.eventIndex })
+      const attempts = this.attemptsOf(cancel.jobId)
+      for (const attempt of attempts) attempt.cancelled({ id: cancel.eventId, index: cancel.eventIndex })
+      if (attempts.length === 0 && this.claiming > 0) this.heldCancels.push(cancel)
     }
     // Too many cancels for one NOTIFY: every running attempt with abortOn rechecks its row.
     if (hint.recheckCancels) for (const attempt of this.running.values()) if (attempt.hasAbortOn) void attempt.renew()
+    if (hint.recheckCancels && this.claiming > 0) this.heldRecheck = true
     if (hint.newJobs || hint.cancels || hint.recheckCancels) this.wakeUp()
   }
 
@@ -176,24 +192,45 @@ export class Worker {
     const leaseMs: Record<string, number> = {}
     for (const [name, c] of this.host.consumers) leaseMs[name] = leaseMsOf(c)
     const claimStartedAt = performance.now()
-    const jobs = await claimJobs(this.host.store.db, {
-      consumers: [...this.host.consumers.keys()],
-      owner: this.id,
-      ownerKey: this.liveness?.key,
-      resume: performance.now() - this.startedAt >= (this.options.resumeAfterMs ?? 0),
-      leaseMs,
-      limit: Math.min(free, 16),
-    })
-    for (const job of jobs) {
-      const attempt = new Attempt(this.host, job, this.host.consumers.get(job.consumer)!, this.id, claimStartedAt, this.options.hooks)
-      const key = attemptKey(job.id, job.attempt)
-      this.running.set(key, attempt)
-      void attempt.done.finally(() => {
-        this.running.delete(key)
-        this.wakeUp()
+    this.claiming++
+    try {
+      const jobs = await claimJobs(this.host.store.db, {
+        consumers: [...this.host.consumers.keys()],
+        owner: this.id,
+        ownerKey: this.liveness?.key,
+        resume: performance.now() - this.startedAt >= (this.options.resumeAfterMs ?? 0),
+        leaseMs,
+        limit: Math.min(free, 16),
       })
+      const started: Attempt[] = []
+      for (const job of jobs) {
+        const attempt = new Attempt(this.host, job, this.host.consumers.get(job.consumer)!, this.id, claimStartedAt, this.options.hooks)
+        const key = attemptKey(job.id, job.attempt)
+        this.running.set(key, attempt)
+        started.push(attempt)
+        void attempt.done.finally(() => {
+          this.running.delete(key)
+          this.wakeUp()
+        })
+      }
+      this.handHeldHints(started)
+      return jobs.length
+    } finally {
+      if (--this.claiming === 0) {
+        this.heldCancels = []
+        this.heldRecheck = false
+      }
     }
-    return jobs.length
+  }
+
+  /** The hints held while the claim was in flight, to the attempts it started (onHint). */
+  private handHeldHints(started: Attempt[]): void {
+    for (const attempt of started) {
+      for (const cancel of this.heldCancels) {
+        if (cancel.jobId === attempt.job.id) attempt.cancelled({ id: cancel.eventId, index: cancel.eventIndex })
+      }
+      if (this.heldRecheck && attempt.hasAbortOn) void attempt.renew()
+    }
   }
 }
 
