@@ -10,12 +10,13 @@
  * go into an outbox kept in localStorage (outbox.ts), stay folded into the view, and are
  * retried until the server acknowledges them — across a reload, however long the server is
  * away, and when their tab is closed: every tab of the session holds and sends them. Each
- * send asks the browser to finish it after the page is gone (`keepalive`). Only a final
- * refusal (a 4xx other than 408/429) drops one.
+ * send asks the browser to finish it after the page is gone (`keepalive`). Only the app's
+ * acknowledgement of its id, or the app's own final refusal (a 4xx other than 408/429 with
+ * its error body; `invalid_reference` only after UNSEEN_REFERENCE_HOLD_MS), ends one.
  */
 import type { A2Event } from './contract'
 import { A2HttpError } from './http-error'
-import { claimOutbox, createOutbox, defaultOutboxStorage, OUTBOX_PREFIX, type OutboxEntry, type OutboxStorage } from './outbox'
+import { claimOutbox, createOutbox, defaultOutboxStorage, heldForReference, OUTBOX_PREFIX, type OutboxEntry, type OutboxStorage } from './outbox'
 import { postPush, PushError } from './post-push'
 import { decodeSseEvent, WireError, type PushedEvent } from './wire'
 
@@ -291,7 +292,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
           settle(id, { events: outcome.events })
           return
         }
-        if (outcome.kind === 'final') {
+        // A Stop that overtook the answer it names (another tab's, or this page's still on its way) is held a while, not dropped.
+        if (outcome.kind === 'final' && !heldForReference(entry.event, outcome.error.code)) {
           outbox.remove(id)
           pending = pending.filter((p) => p.id !== id)
           error = outcome.error
