@@ -13,6 +13,7 @@ import checkpointPieces from './0010_checkpoint_pieces'
 import pushDuplicatesByKey from './0011_push_duplicates_by_key'
 import stepAdmissionByKey from './0012_step_admission_by_key'
 import effectOverlapSafe from './0013_effect_overlap_safe'
+import capsCountStepsNeverStops from './0014_caps_count_steps_never_stops'
 
 export interface Migration {
   id: number
@@ -30,4 +31,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 11, name: 'push_duplicates_by_key', sql: pushDuplicatesByKey },
   { id: 12, name: 'step_admission_by_key', sql: stepAdmissionByKey },
   { id: 13, name: 'effect_overlap_safe', sql: effectOverlapSafe },
+  { id: 14, name: 'caps_count_steps_never_stops', sql: capsCountStepsNeverStops },
 ]
