@@ -498,8 +498,10 @@ describe('a Stop that reaches the server before the answer it names', () => {
       ;(globalThis as { window?: unknown }).window = windowBefore
     }
   })
+})
 
-  it('a chat left while its generate is on its way: the page’s courier holds the Stop it was left until the generate lands', async () => {
+describe('a chat left while its message is on its way', () => {
+  it('leaves its Stop to the page’s courier only once its own pushes have settled: the Stop goes after the generate, never refused', async () => {
     const memory = memoryStorage()
     const storage = {
       ...memory,
@@ -508,11 +510,21 @@ describe('a Stop that reaches the server before the answer it names', () => {
       },
       key: (i: number) => [...memory.items.keys()][i] ?? null,
     }
-    const server = orderedServer()
-    const page = fakeFetch(server.answer)
-    // Its own session: a store the test before left open (failing) keeps its session's outbox claimed.
+    const log: string[] = []
+    const sentStops: Array<{ id: string; landedAfterGenerate: boolean }> = []
+    let land!: () => void
+    const landed = new Promise<void>((r) => (land = r))
+    const page = fakeFetch(async (body) => {
+      if (body.type === 'gen') await landed
+      if (body.type === 'note') sentStops.push({ id: body.id, landedAfterGenerate: log.includes('gen-1') })
+      if (body.type === 'note' && !log.includes('gen-1')) {
+        return Response.json({ error: { code: 'invalid_reference', message: 'cancelled.of must name an answer in this chat' } }, { status: 422 })
+      }
+      if (!log.includes(body.id)) log.push(body.id)
+      return Response.json({ events: [{ ...event(log.indexOf(body.id), 'x'), id: body.id }] }, { status: 201 })
+    })
     const store = createSessionStore<State>({
-      sessionId: 'left',
+      sessionId: 'ordered',
       reducer,
       initial: [],
       fetch: page.fn,
@@ -520,22 +532,24 @@ describe('a Stop that reaches the server before the answer it names', () => {
       durableTypes: ['note'],
       storage,
     })
-    closeAfter.push(store)
     store.connect()
     const generating = store.push({ id: 'gen-1', type: 'gen', payload: { v: 'gen' } })
     void store.push({ id: 'stop-1', type: 'note', payload: { v: 'stop', of: 'gen-1' } })
-    store.close() // another chat opened: this session's outbox is the courier's now
+    store.close()
     const halt = startOutboxCourier({ fetch: page.fn, storage, retryDelaysMs: [5] })
-    await until(() => page.calls.length >= 2, 'the courier’s first send of the Stop', [page.onCall])
-    server.land()
-    await generating
-    // The courier tells no one when it is done: looked at every 5 ms too.
-    const every5ms = (listener: () => void) => {
-      const timer = setInterval(listener, 5)
-      return () => clearInterval(timer)
+    try {
+      await until(() => page.calls.length >= 1, 'the generate on its way', [page.onCall])
+      land()
+      await generating
+      const every5ms = (listener: () => void) => {
+        const timer = setInterval(listener, 5)
+        return () => clearInterval(timer)
+      }
+      await until(() => memory.items.size === 0, 'the courier’s delivery', [page.onCall, every5ms])
+    } finally {
+      halt()
     }
-    await until(() => storage.items.size === 0, 'the courier’s delivery', [page.onCall, every5ms])
-    halt()
-    expect(server.log).toEqual(['gen-1', 'stop-1'])
+    expect(log).toEqual(['gen-1', 'stop-1'])
+    expect(sentStops).toEqual([{ id: 'stop-1', landedAfterGenerate: true }])
   })
 })
