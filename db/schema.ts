@@ -3,7 +3,7 @@
  * are the library's (lib/a2/sql, applied by `migrate` from @/lib/a2/server): app code that
  * reads them uses `schema` from @/lib/a2/server.
  */
-import { bigserial, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
 
 /** The assistant's "save a note" tool writes here, through ctx.effect, keyed by its idempotency key. */
 export const notes = pgTable(
@@ -62,4 +62,100 @@ export const spentTokens = pgTable(
     tokens: integer('tokens').notNull(),
   },
   (t) => [index('spent_tokens_owner_at').on(t.owner, t.at)],
+)
+
+// ─── Accounts (better-auth, lib/auth/accounts.ts) ──────────────────────────────
+// better-auth's core tables, as its drizzle adapter reads them: the JS keys are its field
+// names. A guest (the signed a2_uid cookie, lib/auth/guest.ts) has no row here: an account is
+// made when they sign up, and their chats move to it (lib/auth/adopt-guest.ts).
+
+export const authUser = pgTable('auth_user', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  email: text('email').notNull().unique(),
+  emailVerified: boolean('email_verified').notNull().default(false),
+  image: text('image'),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+})
+
+export const authSession = pgTable(
+  'auth_session',
+  {
+    id: text('id').primaryKey(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    token: text('token').notNull().unique(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    ipAddress: text('ip_address'),
+    userAgent: text('user_agent'),
+    userId: text('user_id')
+      .notNull()
+      .references(() => authUser.id, { onDelete: 'cascade' }),
+  },
+  (t) => [index('auth_session_user').on(t.userId)],
+)
+
+export const authAccount = pgTable(
+  'auth_account',
+  {
+    id: text('id').primaryKey(),
+    accountId: text('account_id').notNull(),
+    providerId: text('provider_id').notNull(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => authUser.id, { onDelete: 'cascade' }),
+    accessToken: text('access_token'),
+    refreshToken: text('refresh_token'),
+    idToken: text('id_token'),
+    accessTokenExpiresAt: timestamp('access_token_expires_at', { withTimezone: true }),
+    refreshTokenExpiresAt: timestamp('refresh_token_expires_at', { withTimezone: true }),
+    scope: text('scope'),
+    /** better-auth's own hash (scrypt) of an email-and-password account's password. */
+    password: text('password'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('auth_account_user').on(t.userId)],
+)
+
+/** Email verification and password-reset tokens. */
+export const authVerification = pgTable(
+  'auth_verification',
+  {
+    id: text('id').primaryKey(),
+    identifier: text('identifier').notNull(),
+    value: text('value').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('auth_verification_identifier').on(t.identifier)],
+)
+
+/** better-auth's sign-in rate limits, in the database so every app instance shares them. */
+export const authRateLimit = pgTable('auth_rate_limit', {
+  id: text('id').primaryKey(),
+  key: text('key').notNull().unique(),
+  count: integer('count').notNull(),
+  lastRequest: bigint('last_request', { mode: 'number' }).notNull(),
+})
+
+/**
+ * Mail the app would send (verification, password reset), written here instead: this app
+ * ships no mail server. A deployment delivers the rows (or replaces lib/auth/mail.ts); the
+ * UI says a message was queued, never that it was sent. Tests read their links from here.
+ */
+export const mailOutbox = pgTable(
+  'mail_outbox',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+    to: text('to').notNull(),
+    subject: text('subject').notNull(),
+    text: text('text').notNull(),
+    /** The link the message carries (verify, reset), as its own column so nothing parses the text. */
+    link: text('link').notNull(),
+  },
+  (t) => [index('mail_outbox_to').on(t.to, t.at)],
 )

@@ -1,5 +1,6 @@
 /** The only reader of process.env: validated once with zod, so a bad setting fails at start with a clear message. */
 import { z } from 'zod'
+import { modelListText } from './ai/model-list'
 
 /** A positive whole number from the environment, with its default. */
 const count = (fallback: number) => z.coerce.number().int().positive().default(fallback)
@@ -8,6 +9,21 @@ const flag = (fallback: '0' | '1') =>
     .enum(['0', '1', 'true', 'false'])
     .default(fallback)
     .transform((v) => v === '1' || v === 'true')
+
+/** A comma-separated list as a set, entries trimmed (and normalized by `each`), empties dropped. */
+const commaSet = (each: (s: string) => string = (s) => s) =>
+  z
+    .string()
+    .optional()
+    .transform(
+      (v) =>
+        new Set(
+          (v ?? '')
+            .split(',')
+            .map((s) => each(s.trim()))
+            .filter(Boolean),
+        ),
+    )
 
 const schema = z.object({
   DATABASE_URL: z.string().url().optional(),
@@ -19,6 +35,8 @@ const schema = z.object({
   OPENAI_BASE_URL: z.string().url().optional(),
   OPENAI_MODEL: z.string().min(1).optional(),
   OFFLINE_MS_PER_TOKEN: z.coerce.number().int().min(0).max(1000).optional(),
+  /** The models on offer, a JSON array (lib/ai/model-list.ts); the first is the default. Unset: the one model the OPENAI_* variables name, or the offline model. */
+  A2_MODELS: modelListText.optional(),
   /** Run the worker inside the Next.js server process (the default). Set 0 when `npm run worker` processes do the work. */
   A2_EMBEDDED_WORKER: flag('1'),
 
@@ -30,19 +48,15 @@ const schema = z.object({
   A2_TRUST_PROXY: flag('0'),
   /** Operators (the /runs view of every user, settling UNKNOWN effects): a bearer token or cookie… */
   A2_OPERATOR_TOKEN: z.string().min(32, 'A2_OPERATOR_TOKEN must be at least 32 characters').optional(),
-  /** …or these user ids (comma-separated), checked server-side against the signed identity. */
-  A2_OPERATOR_USER_IDS: z
-    .string()
-    .optional()
-    .transform(
-      (v) =>
-        new Set(
-          (v ?? '')
-            .split(',')
-            .map((s) => s.trim())
-            .filter(Boolean),
-        ),
-    ),
+  /** …or these user ids (comma-separated): accounts' ids (or guests'), checked server-side against the signed identity… */
+  A2_OPERATOR_USER_IDS: commaSet(),
+  /** …or the accounts with these emails (comma-separated), once the email is verified. */
+  A2_OPERATOR_EMAILS: commaSet((s) => s.toLowerCase()),
+  /**
+   * The app's public origin (https://chat.example.com): the links in the mail accounts send
+   * (verify, reset). Unset, better-auth takes it from each request (fine on one host).
+   */
+  A2_PUBLIC_URL: z.string().url().optional(),
 
   // Rates, stored in the database so every app instance shares them (lib/http/limits.ts).
   /** Pushes per user per minute. */
@@ -111,8 +125,26 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   if (values.NODE_ENV === 'production' && !values.AUTH_SECRET) {
     problems.push('✖ AUTH_SECRET is required when NODE_ENV=production (32+ random characters, e.g. `openssl rand -base64 48`)\n  → at AUTH_SECRET')
   }
+  if (parsed.success) problems.push(...modelListProblems(parsed.data))
   if (problems.length > 0 || !parsed.success) throw new InvalidEnvironment(problems.join('\n'))
   return parsed.data
+}
+
+/** What the model list's schema cannot see: how it sits with the other variables. */
+function modelListProblems(e: Env): string[] {
+  if (!e.A2_MODELS) return []
+  const problems: string[] = []
+  // Read only without A2_MODELS: set beside it, they would be silently ignored.
+  for (const name of ['OPENAI_BASE_URL', 'OPENAI_MODEL'] as const) {
+    if (!e[name]) continue
+    problems.push(`✖ ${name} names the one model used without A2_MODELS: give each model in A2_MODELS its baseURL and model\n  → at ${name}`)
+  }
+  e.A2_MODELS.forEach((entry, i) => {
+    if (entry.provider === 'openai' && !entry.baseURL && !entry.apiKey && !e.OPENAI_API_KEY) {
+      problems.push(`✖ model "${entry.id}" is OpenAI itself (no baseURL): it needs an apiKey, or OPENAI_API_KEY set\n  → at A2_MODELS[${i}].apiKey`)
+    }
+  })
+  return problems
 }
 
 export function env(): Env {

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
@@ -11,6 +11,8 @@ export type UpstreamRequest = {
   id: number
   /** The parsed JSON the client sent. */
   body: any
+  /** Its headers (which key it was sent, say). */
+  headers: IncomingHttpHeaders
   startedAt: number
   firstTokenAt?: number
   tokensSent: number
@@ -30,6 +32,8 @@ export type Upstream = {
   url: string
   port: number
   requests: UpstreamRequest[]
+  /** Requests answered with an error status instead of a completion (`[[fail …]]`, `refuseTools`), in order. */
+  refused: { status: number; body: any }[]
   waitForRequest(pred?: (request: UpstreamRequest) => boolean, timeoutMs?: number): Promise<UpstreamRequest>
   close(): Promise<void>
 }
@@ -49,6 +53,38 @@ export type UpstreamOptions = {
    * among them). A prompt containing `[[restarts]]` gets 'restart' either way. Default 'continue'.
    */
   continuation?: 'continue' | 'restart'
+  /**
+   * Refuse every request that sends `tools`, as llama.cpp's server does when started without
+   * --jinja: 400 `tools param requires --jinja flag` (REFUSE_TOOLS below is its body).
+   */
+  refuseTools?: boolean
+  /**
+   * Reasoning streamed as `reasoning_content` deltas before the answer, as llama.cpp and
+   * DeepSeek-style servers stream a thinking model's reasoning. Default: REASONING's words for a
+   * prompt whose last user message contains `[[reasons]]`, else none.
+   */
+  reasoning?: (body: any) => string | undefined
+}
+
+/** llama.cpp's answer to `tools` when it runs without --jinja (seen from llama-server). */
+export const REFUSE_TOOLS = { error: { code: 400, message: 'tools param requires --jinja flag', type: 'invalid_request_error' } }
+
+/** What a `[[reasons]]` prompt is streamed as reasoning before its answer. */
+export const REASONING = 'The user asks something; I should answer briefly and plainly. '
+
+/** The body of each status `[[fail N STATUS]]` can answer with: what OpenAI-compatible servers send. */
+const FAILURE_BODIES: Record<number, unknown> = {
+  400: {
+    error: {
+      message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens.",
+      type: 'invalid_request_error',
+      param: 'messages',
+      code: 'context_length_exceeded',
+    },
+  },
+  401: { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } },
+  429: { error: { message: 'Rate limit reached for requests. Please try again in 1s.', type: 'requests', code: 'rate_limit_exceeded' } },
+  503: { error: { message: 'The model is overloaded right now. Please try again.', type: 'server_error', code: 'overloaded' } },
 }
 
 function words(text: string): string[] {
@@ -90,16 +126,53 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     return full.startsWith(last.content) ? words(full.slice(last.content.length)) : tokens
   }
 
+  const lastUserText = (body: { messages?: { role?: string; content?: unknown }[] }): string => {
+    const last = (body.messages ?? []).findLast((m) => m.role === 'user')
+    return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
+  }
+  const reasoningFor = (body: unknown): string | undefined =>
+    opts.reasoning ? opts.reasoning(body) : lastUserText(body as object).includes('[[reasons]]') ? REASONING : undefined
+  // `[[call NAME {json}]]` in the last user message: the model calls tool NAME with those
+  // arguments, unless the conversation already holds a tool result (then it answers in text).
+  const toolCallFor = (body: { messages?: { role?: string }[] }): { name: string; arguments: string } | undefined => {
+    const match = /\[\[call (\w+) (\{.*?\})\]\]/.exec(lastUserText(body))
+    if (!match || (body.messages ?? []).some((m) => m.role === 'tool')) return undefined
+    return { name: match[1], arguments: match[2] }
+  }
+
+  /**
+   * The deltas of one streamed answer, in order: reasoning first, then the tool call's argument
+   * fragments or the text. A tool call is streamed as OpenAI-compatible servers stream one: its
+   * first delta carries index, id, type and name; the rest only the index and 5 characters of
+   * `function.arguments` each, so a client that does not join fragments gets broken JSON.
+   */
+  const deltasFor = (body: unknown): { deltas: object[]; finishReason: 'stop' | 'tool_calls' } => {
+    const reasoning = words(reasoningFor(body) ?? '').map((word) => ({ reasoning_content: word }))
+    const call = toolCallFor(body as object)
+    if (!call) return { deltas: [...reasoning, ...tokensFor(body).map((token) => ({ content: token }))], finishReason: 'stop' }
+    const fragments = call.arguments.match(/[\s\S]{1,5}/g) ?? []
+    const id = `call_${Math.random().toString(36).slice(2, 10)}`
+    return {
+      deltas: [
+        ...reasoning,
+        { tool_calls: [{ index: 0, id, type: 'function', function: { name: call.name, arguments: '' } }] },
+        ...fragments.map((fragment) => ({ tool_calls: [{ index: 0, function: { arguments: fragment } }] })),
+      ],
+      finishReason: 'tool_calls',
+    }
+  }
+
   const promptTokens = (body: { messages?: { content?: unknown }[] }): number =>
     words((body.messages ?? []).map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join(' ')).length
 
   // 'close' fires both after a normal end and when the client disconnects; only the
   // latter leaves completedAt unset.
-  function record(body: unknown, res: ServerResponse): UpstreamRequest {
+  function record(body: unknown, headers: IncomingHttpHeaders, res: ServerResponse): UpstreamRequest {
     let markClosed!: () => void
     const request: UpstreamRequest = {
       id: requests.length + 1,
       body,
+      headers,
       startedAt: performance.now(),
       tokensSent: 0,
       tokenTimes: [],
@@ -119,7 +192,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
 
   function streamCompletion(res: ServerResponse, request: UpstreamRequest) {
     const body = request.body
-    const tokens = tokensFor(body)
+    const { deltas: tokens, finishReason } = deltasFor(body)
     const base = { id: `chatcmpl-${request.id}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model }
     const send = (value: unknown) => res.write(`data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`)
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -140,7 +213,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
       if (res.destroyed) return
       const i = request.tokensSent
       if (i < tokens.length) {
-        send({ ...base, choices: [{ index: 0, delta: { content: tokens[i] } }] })
+        send({ ...base, choices: [{ index: 0, delta: tokens[i] }] })
         const now = performance.now()
         request.firstTokenAt ??= now
         request.tokenTimes.push(now)
@@ -150,7 +223,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
         return
       }
       request.writing = false
-      send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })
+      send({ ...base, choices: [{ index: 0, delta: {}, finish_reason: finishReason }] })
       if (body.stream_options?.include_usage) {
         const prompt = promptTokens(body)
         send({ ...base, choices: [], usage: { prompt_tokens: prompt, completion_tokens: tokens.length, total_tokens: prompt + tokens.length } })
@@ -181,15 +254,21 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
 
   // A prompt containing `[[fail N]]` is refused with a 503 the first N times that exact prompt
   // is asked, then answered: how a test shows a model error, and a Retry that then works.
+  // `[[fail N STATUS]]` answers with that status instead (FAILURE_BODIES: 400, 401, 429, 503).
   const failures = new Map<string, number>()
-  function failOnce(body: { messages?: { role?: string; content?: unknown }[] }): boolean {
+  function failureFor(body: { messages?: { role?: string; content?: unknown }[] }): number | undefined {
     const last = body.messages?.at(-1)
     const text = typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
-    const match = /\[\[fail (\d+)\]\]/.exec(text)
-    if (!match) return false
+    const match = /\[\[fail (\d+)(?: (\d{3}))?\]\]/.exec(text)
+    if (!match) return undefined
     const seen = failures.get(text) ?? 0
     failures.set(text, seen + 1)
-    return seen < Number(match[1])
+    return seen < Number(match[1]) ? Number(match[2] ?? 503) : undefined
+  }
+  const refused: Upstream['refused'] = []
+  const refuse = (res: ServerResponse, body: unknown, status: number, answer: unknown) => {
+    refused.push({ status, body })
+    json(res, status, answer)
   }
 
   const server = createServer(async (req, res) => {
@@ -213,10 +292,10 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     if (typeof body !== 'object' || body === null) {
       return json(res, 400, { error: { message: 'request body must be a JSON object' } })
     }
-    if (failOnce(body)) {
-      return json(res, 503, { error: { message: 'The model is overloaded right now. Please try again.', type: 'server_error', code: 'overloaded' } })
-    }
-    const request = record(body, res)
+    const failure = failureFor(body)
+    if (failure !== undefined) return refuse(res, body, failure, FAILURE_BODIES[failure] ?? { error: { message: `failed with ${failure}` } })
+    if (opts.refuseTools && Array.isArray((body as { tools?: unknown }).tools)) return refuse(res, body, 400, REFUSE_TOOLS)
+    const request = record(body, req.headers, res)
     if (request.body.stream) streamCompletion(res, request)
     else completeAtOnce(res, request)
   })
@@ -229,6 +308,7 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
         url: `http://127.0.0.1:${port}/v1`,
         port,
         requests,
+        refused,
         // Requests that arrive later are matched on arrival: match on the body, not on later state.
         waitForRequest(pred = () => true, timeoutMs = 5_000) {
           const existing = requests.find(pred)
@@ -268,6 +348,7 @@ if (runDirectly) {
     tokenMs: env.UPSTREAM_TOKEN_MS ? Number(env.UPSTREAM_TOKEN_MS) : undefined,
     tokens: env.UPSTREAM_TOKENS ? Number(env.UPSTREAM_TOKENS) : undefined,
     continuation: env.UPSTREAM_CONTINUATION === 'restart' ? 'restart' : 'continue',
+    refuseTools: env.UPSTREAM_REFUSE_TOOLS === '1',
   })
   console.log(`upstream listening on ${upstream.url}`)
 }

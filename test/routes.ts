@@ -41,6 +41,8 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     run: await import('@/app/api/runs/[id]/route'),
     effect: await import('@/app/api/runs/[id]/effects/[key]/route'),
     notes: await import('@/app/api/notes/route'),
+    auth: await import('@/app/api/auth/[...all]/route'),
+    operator: await import('@/app/api/operator/route'),
     chatServer: await import('@/lib/chat/server'),
   }
   /** [pattern, module] in match order: the handler for a path, as Next's router picks it. */
@@ -53,6 +55,8 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     [/^\/api\/runs\/([^/]+)$/, routes.run, ['id']],
     [/^\/api\/runs\/([^/]+)\/effects\/([^/]+)$/, routes.effect, ['id', 'key']],
     [/^\/api\/notes$/, routes.notes, []],
+    [/^\/api\/auth\/.+$/, routes.auth, []],
+    [/^\/api\/operator$/, routes.operator, []],
   ]
 
   /** Hands `request` to the route for its path as Next's router would, headers as they are. */

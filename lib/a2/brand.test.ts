@@ -21,6 +21,15 @@ describe('errors across module copies (as Next loads instrumentation and routes)
     expect(new Error('plain') instanceof secondErrors.A2Error).toBe(false)
   })
 
+  it('matches NotRetryable by brand: a handler of one copy tells the runtime of another not to retry', async () => {
+    const first = await import('./internal/not-retryable')
+    vi.resetModules()
+    const second = await import('./internal/not-retryable')
+    expect(second.NotRetryable).not.toBe(first.NotRetryable)
+    expect(new first.NotRetryable('refused') instanceof second.NotRetryable).toBe(true)
+    expect(new Error('plain') instanceof second.NotRetryable).toBe(false)
+  })
+
   it('matches the client errors (A2HttpError, PushError) by brand too', async () => {
     const first = await import('./internal/session-store')
     const firstHttp = await import('./internal/http-error')

@@ -1,8 +1,7 @@
 /**
  * a2's own migrations (lib/a2/sql, internal/migrate.ts) on an empty database: applied once,
  * in order, atomically, one process at a time; and the drizzle declarations in schema.ts
- * describe what they make. The upgrade of databases made by the old layout is
- * lib/store/migrate.test.ts.
+ * describe what they make. The app's start (a2's, then its own) is lib/store/migrate.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
@@ -32,9 +31,9 @@ describe.each(layers)('migrate on %s', (kind) => {
   it('makes an empty database usable, records each migration, and a second call does nothing', async () => {
     const [{ before }] = await rows<{ before: boolean }>(store, sql`select to_regclass('a2_sessions') is not null as before`)
     expect(before).toBe(false)
-    expect(await migrate(store)).toEqual({ applied: MIGRATIONS.map((m) => m.id), baselined: [] })
+    expect(await migrate(store)).toEqual({ applied: MIGRATIONS.map((m) => m.id) })
     expect(await applied(store)).toEqual(MIGRATIONS.map(({ id, name }) => ({ id, name })))
-    expect(await migrate(store)).toEqual({ applied: [], baselined: [] })
+    expect(await migrate(store)).toEqual({ applied: [] })
 
     // The library alone, without any app table: append and read back.
     const server = createServer({ contract: testContract, consumers: [], store })
@@ -55,7 +54,7 @@ describe.each(layers)('migrate on %s', (kind) => {
     expect(made).toEqual({ later: false, undone: false })
     expect((await applied(store)).map((m) => m.id)).toEqual(MIGRATIONS.map((m) => m.id))
 
-    expect(await migrate(store, [...MIGRATIONS, later])).toEqual({ applied: [100], baselined: [] })
+    expect(await migrate(store, [...MIGRATIONS, later])).toEqual({ applied: [100] })
     expect((await applied(store)).map((m) => m.id)).toEqual([...MIGRATIONS.map((m) => m.id), 100])
     // Code that does not know migration 100 refuses to run on this database.
     await expect(migrate(store)).rejects.toThrow(/does not know \(100\)/)

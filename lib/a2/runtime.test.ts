@@ -7,7 +7,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
-import { abortReason, consumer, createServer, openPostgresStore, RunAborted, type A2Server, type Store, type Worker } from '@/lib/a2/server'
+import {
+  abortReason,
+  consumer,
+  createServer,
+  NotRetryable,
+  openPostgresStore,
+  RunAborted,
+  type A2Server,
+  type Store,
+  type Worker,
+} from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
 import { completeJob } from './internal/jobs'
 import { query } from './internal/store'
@@ -652,6 +662,28 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       await ticks.more() // and the worker has looked at the queue since
       expect(seen.count('start')).toBe(3)
       expect((await jobOf(store, g.id, 'flaky'))!.attempt).toBe(3)
+    })
+
+    it('a NotRetryable throw → FAILED at once, whatever attempts were left: one start, an a2.failed with its message and code', async () => {
+      const seen = new Recorder()
+      const c = consumer({ contract: chat, name: 'refused', types: ['generate'], maxAttempts: 3 }).run(async (ctx) => {
+        seen.add('start', { attempt: ctx.attempt })
+        throw new NotRetryable('the server refused the request (400)', { code: 'http_400', cause: new Error('bad request') })
+      })
+      const { server, ticks } = serveCounted([c])
+      await work(server)
+      const { id: session } = await server.sessions.create('u1')
+      const [g] = await server.append(session, { type: 'generate', payload: {} })
+      const job = await waitForJob(store, g.id, 'refused', (j) => j.status === 'FAILED')
+      expect(job.attempt).toBe(1)
+      const history = await transitionsOf(store, job.id)
+      expect(history.map((t) => `${t.attempt}:${t.reason}`)).toEqual(['1:NOT_RETRYABLE'])
+      const failed = (await eventsOf(store, session)).filter((e) => e.type === 'a2.failed')
+      expect(failed.map((e) => e.payload)).toEqual([
+        { of: g.id, consumer: 'refused', attempts: 1, error: { message: 'the server refused the request (400)', code: 'http_400' } },
+      ])
+      await ticks.more() // the worker has looked at the queue since: no second attempt was scheduled
+      expect(seen.count('start')).toBe(1)
     })
 
     it('a cancel while a retry waits revokes it (recorded), and the handler is not run again', async () => {

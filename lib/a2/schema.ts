@@ -142,7 +142,7 @@ export const effects = pgTable(
     cancelVersion: integer('cancel_version').notNull(),
     result: jsonb('result'),
     error: jsonb('error'),
-    /** Its call may run twice at once under its key with no harm (migration 0013). */
+    /** Its call may run twice at once under its key with no harm (migration 0007). */
     overlapSafe: boolean('overlap_safe').notNull().default(false),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),

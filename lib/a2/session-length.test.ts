@@ -7,10 +7,10 @@
  * that case made certain rather than waited for — and counts the rows its statements read.
  *   - a2_push's duplicate check, and the read a push makes before it (push-context.ts): as
  *     `id in (select …)` a hash join over every event of the session (100k events: 16–24 ms a
- *     push against 0.05 ms), until the next analyze. Migration 0011.
+ *     push against 0.05 ms), until the next analyze. Now by key (sql/0005).
  *   - a chunk batch's admission (its run not stopped): it looked the run up among all of the
  *     session's runs, with no index to find it by its event's id — 1,000 rows a batch here,
- *     at every plan. Migration 0012; the transactional append's own check (a step that
+ *     at every plan. Now by key (sql/0002); the transactional append's own check (a step that
  *     carries an id, log.ts) likewise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -1,9 +1,9 @@
-/** Model selection reads the validated configuration (lib/env.ts): a key, a base URL, or neither. */
+/** Model selection reads the validated configuration (lib/env.ts): A2_MODELS, or a key, a base URL, or neither. */
 import { afterEach, describe, expect, it } from 'vitest'
 import { streamText } from 'ai'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { resetEnvForTests } from '@/lib/env'
-import { selectModel } from './model'
+import { modelList, selectModel, selectModels } from './model'
 
 describe('selectModel', () => {
   let upstream: Upstream | undefined
@@ -30,6 +30,33 @@ describe('selectModel', () => {
     expect(text).toBe('tok0 tok1 tok2 ')
     expect(upstream.requests).toHaveLength(1)
     expect(upstream.requests[0].body.model).toBe('local')
+  })
+
+  it('A2_MODELS: every entry built, the first the default, its capabilities as configured; a local server gets no OpenAI key', async () => {
+    upstream = await startUpstream({ tokenMs: 0, tokens: 2 })
+    const models = selectModels({
+      OPENAI_API_KEY: 'sk-openai-only',
+      A2_MODELS: [
+        { id: 'llama', label: 'Llama (local)', provider: 'openai', baseURL: upstream.url, model: 'llama-3.2-1b', reasoning: true, tools: false },
+        { id: 'offline', label: 'Offline', provider: 'offline', reasoning: false, tools: true },
+      ],
+    })
+    expect(models.map(({ id, label, reasoning, tools }) => ({ id, label, reasoning, tools }))).toEqual([
+      { id: 'llama', label: 'Llama (local)', reasoning: true, tools: false },
+      { id: 'offline', label: 'Offline', reasoning: false, tools: true },
+    ])
+    expect(selectModel({ A2_MODELS: models.map((m) => ({ ...m, provider: 'offline' as const })) }).id).toBe('llama')
+
+    expect(await streamText({ model: models[0].model, prompt: 'hi' }).text).toBe('tok0 tok1 ')
+    expect(upstream.requests[0].body.model).toBe('llama-3.2-1b')
+    expect(upstream.requests[0].headers.authorization).toBe('Bearer keyless')
+  })
+
+  it("without A2_MODELS, today's variables are the one entry: sent tools, as before", () => {
+    expect(modelList({ OPENAI_API_KEY: 'sk', OPENAI_MODEL: 'gpt-4o' })).toEqual([
+      { id: 'gpt-4o', label: 'openai/gpt-4o', provider: 'openai', baseURL: undefined, apiKey: 'sk', reasoning: false, tools: true },
+    ])
+    expect(modelList({})).toEqual([{ id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true }])
   })
 
   it('reads the configuration through env(), where empty values are unset', () => {

@@ -1,10 +1,20 @@
 import { createOpenAI } from '@ai-sdk/openai'
 import type { LanguageModel } from 'ai'
 import { env, type Env } from '@/lib/env'
+import type { ModelEntry } from './model-list'
 import { createOfflineModel } from './offline-model'
 
 /** What model selection reads of the configuration (lib/env.ts validates it). */
-export type ModelConfig = Partial<Pick<Env, 'OPENAI_API_KEY' | 'OPENAI_BASE_URL' | 'OPENAI_MODEL' | 'OFFLINE_MS_PER_TOKEN'>>
+export type ModelConfig = Partial<Pick<Env, 'A2_MODELS' | 'OPENAI_API_KEY' | 'OPENAI_BASE_URL' | 'OPENAI_MODEL' | 'OFFLINE_MS_PER_TOKEN'>>
+
+/** A configured model, ready to be called: its entry's id, label and capabilities, and the model itself. */
+export interface ChatModel {
+  id: string
+  label: string
+  reasoning: boolean
+  tools: boolean
+  model: LanguageModel
+}
 
 /**
  * Sent as the key to a keyless OpenAI-compatible server (llama.cpp, Ollama, vLLM without
@@ -14,18 +24,55 @@ export type ModelConfig = Partial<Pick<Env, 'OPENAI_API_KEY' | 'OPENAI_BASE_URL'
 export const KEYLESS_API_KEY = 'keyless'
 
 /**
- * Picks the model for a chat turn: OpenAI, or any OpenAI-compatible server at OPENAI_BASE_URL
- * (with or without a key), when either is configured; otherwise the built-in offline model, so
- * the app works with no setup. The configuration is a parameter so tests can pass their own.
+ * The models on offer, the default first: `A2_MODELS` when set; otherwise the one model today's
+ * variables name — OpenAI, or any OpenAI-compatible server at OPENAI_BASE_URL (with or without a
+ * key), sent tools as before — or, with neither, the built-in offline model, so the app works
+ * with no setup.
  */
-export function selectModel(config: ModelConfig = env()): { model: LanguageModel; label: string } {
+export function modelList(config: ModelConfig = env()): ModelEntry[] {
+  if (config.A2_MODELS) return config.A2_MODELS
   if (config.OPENAI_API_KEY || config.OPENAI_BASE_URL) {
-    const provider = createOpenAI({ apiKey: config.OPENAI_API_KEY ?? KEYLESS_API_KEY, baseURL: config.OPENAI_BASE_URL })
     const modelId = config.OPENAI_MODEL ?? 'gpt-4o-mini'
-    // .chat() is chat completions, which every OpenAI-compatible server speaks;
-    // provider(id) would target the Responses API instead.
-    return { model: provider.chat(modelId), label: `openai/${modelId}` }
+    return [
+      {
+        id: modelId,
+        label: `openai/${modelId}`,
+        provider: 'openai',
+        baseURL: config.OPENAI_BASE_URL,
+        apiKey: config.OPENAI_API_KEY,
+        reasoning: false,
+        tools: true,
+      },
+    ]
   }
-  const msPerToken = config.OFFLINE_MS_PER_TOKEN
-  return { model: createOfflineModel(msPerToken === undefined ? {} : { msPerToken }), label: 'a2-offline/offline' }
+  return [{ id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true }]
+}
+
+/** Every configured model, built; the default first. The configuration is a parameter so tests can pass their own. */
+export function selectModels(config: ModelConfig = env()): ChatModel[] {
+  return modelList(config).map((entry) => ({
+    id: entry.id,
+    label: entry.label,
+    reasoning: entry.reasoning,
+    tools: entry.tools,
+    model: build(entry, config),
+  }))
+}
+
+/** The default model: the first configured. */
+export function selectModel(config: ModelConfig = env()): ChatModel {
+  return selectModels(config)[0]
+}
+
+function build(entry: ModelEntry, config: ModelConfig): LanguageModel {
+  if (entry.provider === 'offline') {
+    const msPerToken = config.OFFLINE_MS_PER_TOKEN
+    return createOfflineModel(msPerToken === undefined ? {} : { msPerToken })
+  }
+  // OpenAI's own key goes only to OpenAI: a server at baseURL gets its entry's key or none.
+  const apiKey = entry.apiKey ?? (entry.baseURL ? KEYLESS_API_KEY : config.OPENAI_API_KEY)
+  const provider = createOpenAI({ apiKey: apiKey ?? KEYLESS_API_KEY, baseURL: entry.baseURL })
+  // .chat() is chat completions, which every OpenAI-compatible server speaks;
+  // provider(id) would target the Responses API instead.
+  return provider.chat(entry.model ?? entry.id)
 }

@@ -21,17 +21,20 @@ import { restatementFilter } from './restatement'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
+import { modelErrorLine, modelFailure } from './model-failure'
 import type { NoteRow } from '@/db/schema'
 
 export interface GenerateOptions {
   model: LanguageModel
   notes: NoteOutbox
+  /** The model's configured capability (lib/ai/model-list.ts): false sends no tools, for a server that refuses them. Default true. */
+  takesTools?: boolean
 }
 
 /** Effect keys of saved notes start with this; the model call's key is `model`. */
 const NOTE_EFFECT = 'note:'
 
-export function generateConsumer({ model, notes }: GenerateOptions) {
+export function generateConsumer({ model, notes, takesTools = true }: GenerateOptions) {
   return consumer({
     contract: chat,
     name: 'generate',
@@ -88,9 +91,11 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
             messages,
             abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
-            tools: { saveNote: saveNoteTool(ctx, notes) },
+            tools: takesTools ? { saveNote: saveNoteTool(ctx, notes) } : undefined,
             stopWhen: isStepCount(3),
             maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
+            // One line per failed call (the SDK's default prints the whole error object); the stream's error part decides the outcome.
+            onError: ({ error }) => console.error(`[a2] generate ${of} attempt ${ctx.attempt}: ${modelErrorLine(error)}`),
           })
           // The outcome comes from the stream's own `finish` part: `result.finishReason` and
           // `result.totalUsage` would tee the stream once more and drain it again after the
@@ -103,7 +108,8 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
               streamed += part.text
               text.push(part.text)
             } else if (part.type === 'finish') finish = part
-            else if (part.type === 'error') throw part.error
+            // A refusal (a 4xx) is thrown as NotRetryable: the same request would get it again.
+            else if (part.type === 'error') throw modelFailure(part.error)
             else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
           }
           if (!finish) throw new Error('the model stream ended without a finish')

@@ -16,10 +16,14 @@ export const PEER_HEADER = 'x-a2-peer'
 
 /** The client's address, as the key of per-address limits: IPv6 by its /64 (one host's usual allocation). */
 export function clientAddress(request: Request): string {
+  return addressKey(clientIp(request))
+}
+
+/** The client's address as sent ('' when unknown): the socket's, or with A2_TRUST_PROXY our proxy's last X-Forwarded-For entry. */
+export function clientIp(request: Request): string {
   const forwarded = env().A2_TRUST_PROXY ? request.headers.get('x-forwarded-for') : null
   // The last entry is the one our proxy appended; earlier ones are whatever the client claimed.
-  const raw = (forwarded ? forwarded.split(',').at(-1) : request.headers.get(PEER_HEADER))?.trim() ?? ''
-  return addressKey(raw)
+  return (forwarded ? forwarded.split(',').at(-1) : request.headers.get(PEER_HEADER))?.trim() ?? ''
 }
 
 export function addressKey(raw: string): string {

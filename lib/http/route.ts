@@ -7,7 +7,7 @@
  */
 import { A2Error, checkJsonValue } from '@/lib/a2'
 import { errorResponse, readJsonBody } from '@/lib/a2/server'
-import { currentUser, newIdentity, type Identity } from '@/lib/auth'
+import { currentIdentity, newIdentity, type Identity } from '@/lib/auth'
 import { env } from '@/lib/env'
 import { z } from 'zod'
 import { take } from './limits'
@@ -50,8 +50,8 @@ export async function route(
 }
 
 async function identify(request: Request, rule: IdentityRule): Promise<Identity> {
-  const userId = currentUser(request)
-  if (userId) return { userId }
+  const known = await currentIdentity(request)
+  if (known) return known
   if (rule === 'optional') return {} as Identity
   if (rule === 'required') throw new A2Error('unauthorized', 'no identity: load the app first')
   await take('identitiesByAddress', clientAddress(request))

@@ -3,13 +3,8 @@
  * → drizzle-kit → db/migrations), which may refer to a2's tables (0000 indexes a2_events).
  *
  * The app's history is drizzle's: its journal and `drizzle.__drizzle_migrations`, so
- * drizzle-kit's tooling keeps working. Until a2 owned its schema, db/migrations 0000–0007
- * carried a2's DDL too; that history was restarted with the app's tables alone, and its
- * two migrations carry the journal times of the old ones that made those tables (0004's,
- * 0005's). Drizzle applies what is newer than the newest recorded time, so a database the
- * old layout migrated skips them (its tables exist), a database it left at old 0004 gets
- * only spent_tokens, and a fresh one runs both. New migrations from drizzle-kit get the
- * time of their generation, later than either.
+ * drizzle-kit's tooling keeps working. Drizzle applies what is newer than the newest
+ * recorded journal time; a migration drizzle-kit generates gets the time of its generation.
  *
  * Drizzle's own migrator is not used: it cannot hold a lock across its read of the last
  * migration and its writes, and two processes starting together on one Postgres would
@@ -21,7 +16,7 @@ import { readMigrationFiles } from 'drizzle-orm/migrator'
 import { migrate as migrateA2, type Store } from '@/lib/a2/server'
 
 const MIGRATIONS = path.join(process.cwd(), 'db', 'migrations')
-/** The advisory lock key the app's migrations have always run under (a session-level lock before this file). */
+/** The app's migrations' advisory lock: one bigint key, which Postgres keeps apart from a2's two-int keys. */
 const APP_MIGRATION_LOCK = 4242
 
 export async function migrateDatabase(store: Store, migrationsFolder = MIGRATIONS): Promise<void> {

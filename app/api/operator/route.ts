@@ -9,7 +9,7 @@ export const dynamic = 'force-dynamic'
 
 /** Am I an operator? (The runs page asks, to show the sign-in or the cross-user view.) */
 export async function GET(request: Request) {
-  return route(request, async ({ userId }) => Response.json({ operator: Boolean(operatorOf(request, userId)) }), { identity: 'optional' })
+  return route(request, async (identity) => Response.json({ operator: Boolean(operatorOf(request, identity)) }), { identity: 'optional' })
 }
 
 const signIn = z.object({ token: z.string().min(1).max(500) }).strict()
@@ -21,11 +21,11 @@ const signIn = z.object({ token: z.string().min(1).max(500) }).strict()
 export async function POST(request: Request) {
   return route(
     request,
-    async ({ userId }) => {
+    async (identity) => {
       const { token } = parse(signIn, await readBody(request, 1024), 'body')
       const probe = new Request(request.url, { headers: { authorization: `Bearer ${token}` } })
       if (!env().A2_OPERATOR_TOKEN || !operatorOf(probe, undefined)) throw new A2Error('forbidden', 'that is not the operator token')
-      const response = Response.json({ operator: Boolean(operatorOf(probe, userId)) })
+      const response = Response.json({ operator: Boolean(operatorOf(probe, identity)) })
       response.headers.append('set-cookie', operatorCookie(request, encodeURIComponent(token), 8 * 3600))
       return response
     },

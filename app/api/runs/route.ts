@@ -13,8 +13,9 @@ export const dynamic = 'force-dynamic'
 export async function GET(request: Request) {
   return route(
     request,
-    async ({ userId }) => {
-      const operator = operatorOf(request, userId)
+    async (identity) => {
+      const { userId } = identity
+      const operator = operatorOf(request, identity)
       if (new URL(request.url).searchParams.get('scope') === 'all' && !operator)
         throw new A2Error('forbidden', "only an operator can see every user's runs")
       const { server } = await getChatServer()

@@ -479,6 +479,29 @@ export async function deleteSession(
   })
 }
 
+/**
+ * Gives every session of `from` to `to` (a guest's chats to the account they signed up
+ * into), in one transaction with the app's own rows (`within`); returns how many moved.
+ * The sessions' row locks are taken in id order, as every append takes one: an append that
+ * committed first keeps its index, and one waiting appends to the session under its new
+ * owner (a push names its owner, so a push from the old identity is then not_found).
+ */
+export async function transferSessions(
+  store: Store,
+  from: string,
+  to: string,
+  options: { within?: (tx: Executor) => Promise<void> } = {},
+): Promise<number> {
+  if (from === to) return 0
+  return store.db.transaction(async (tx) => {
+    const locked = await query<{ id: string }>(tx, sql`select id from a2_sessions where owner = ${from} order by id for update`)
+    await options.within?.(tx)
+    if (locked.length === 0) return 0
+    const moved = await query<{ id: string }>(tx, sql`update a2_sessions set owner = ${to} where owner = ${from} returning id`)
+    return moved.length
+  })
+}
+
 /** A session a search found, with the first message text that matched (none when only the title did). */
 export interface SessionMatch extends SessionSummary {
   snippet?: string

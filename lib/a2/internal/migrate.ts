@@ -9,7 +9,6 @@
  */
 import { sql } from 'drizzle-orm'
 import { MIGRATIONS, type Migration } from '../sql'
-import { legacyApplied } from './legacy'
 import { splitStatements } from './split-sql'
 import { LIFE_LOCK_CLASS, query, type Store } from './store'
 
@@ -19,15 +18,12 @@ const MIGRATION_LOCK_KEY = 0
 export interface MigrateResult {
   /** Migrations run by this call, in order. */
   applied: number[]
-  /** Migrations recorded without running: a database made by the old layout already had them (legacy.ts). */
-  baselined: number[]
 }
 
 export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS): Promise<MigrateResult> {
   checkOrder(migrations)
   return store.db.transaction(async (tx) => {
     await tx.execute(sql`select pg_advisory_xact_lock(${LIFE_LOCK_CLASS}, ${MIGRATION_LOCK_KEY})`)
-    const baselined: number[] = []
     const [{ exists }] = await query<{ exists: boolean }>(tx, sql`select to_regclass('a2_migrations') is not null as exists`)
     if (!exists) {
       await tx.execute(sql`
@@ -36,12 +32,6 @@ export async function migrate(store: Store, migrations: readonly Migration[] = M
           name text not null,
           applied_at timestamptz not null default now()
         )`)
-      for (const id of await legacyApplied(tx)) {
-        const migration = migrations.find((m) => m.id === id)
-        if (!migration) continue
-        await record(tx, migration)
-        baselined.push(id)
-      }
     }
     const done = new Set((await query<{ id: number }>(tx, sql`select id from a2_migrations`)).map((r) => r.id))
     const newer = [...done].filter((id) => !migrations.some((m) => m.id === id))
@@ -56,7 +46,7 @@ export async function migrate(store: Store, migrations: readonly Migration[] = M
       await record(tx, migration)
       applied.push(migration.id)
     }
-    return { applied, baselined }
+    return { applied }
   })
 }
 

@@ -12,6 +12,7 @@ import {
   append,
   createSession,
   deleteSession,
+  transferSessions,
   getOwnedSession,
   listSessions,
   openRuns,
@@ -230,6 +231,8 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
       delete: (sessionId: string, owner: string, options: { within?: (tx: Executor) => Promise<void> } = {}) =>
         deleteSession(store, sessionId, owner, options),
+      /** Gives every session of `from` to `to`, with the app's own rows (`within`) in the same transaction; returns how many moved. */
+      transfer: (from: string, to: string, options: { within?: (tx: Executor) => Promise<void> } = {}) => transferSessions(store, from, to, options),
       /** The owner's sessions whose title or `in` events' text contains `text`. */
       search: (owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }) =>
         searchSessions(store, owner, text, options),

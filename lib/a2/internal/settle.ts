@@ -9,6 +9,7 @@ import { sql } from 'drizzle-orm'
 import { abortReason } from './abort'
 import { EffectNotDispatched, EffectSettledMeanwhile, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
 import { isA2Error } from './errors'
+import { NotRetryable } from './not-retryable'
 import { finishBatched } from './finish-batch'
 import type { RuntimeHost } from './host'
 import { backoffMs, describeError, failureEvent, finishRun, scheduleRetry, surrenderJob, type ClaimedJob, type Ending } from './jobs'
@@ -59,6 +60,11 @@ export async function settleAttempt(
   }
   if (isA2Error(error, 'fenced')) return // a successor or the drain owns the job now
   const failure = describeError(error)
+  // The handler said another attempt would fail the same way: the budget left is not spent.
+  if (error instanceof NotRetryable) {
+    await failRun(host, job, fence, failure, job.attempt, 'NOT_RETRYABLE')
+    return
+  }
   if (job.attempt < job.maxAttempts) {
     // A cancel that landed first revokes the retry: that compare-and-set ends the run, so it
     // goes through reconcile and finishRun like every other ending.
@@ -69,7 +75,7 @@ export async function settleAttempt(
   }
 }
 
-/** Out of attempts: FAILED and an `a2.failed` event in the log, committed together — or UNKNOWN/CANCELLED without the event. */
+/** Out of attempts (or told not to retry): FAILED and an `a2.failed` event in the log, committed together — or UNKNOWN/CANCELLED without the event. */
 export async function failRun(
   host: RuntimeHost,
   job: Pick<ClaimedJob, 'id' | 'sessionId' | 'eventId' | 'consumer' | 'attempt'>,
@@ -77,10 +83,11 @@ export async function failRun(
   failure: { message: string; code?: string },
   /** Attempts that ran (a drain failing a dead run holds it as one more). */
   attempts = job.attempt,
+  reason: 'ATTEMPTS_EXHAUSTED' | 'NOT_RETRYABLE' = 'ATTEMPTS_EXHAUSTED',
 ): Promise<void> {
   if (!(await reconcileInFlight(host, job.consumer, fence, {}))) return
   const ending: Ending = {
-    ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' },
+    ACTIVE: { to: 'FAILED', reason },
     // Out of attempts, no retry was waiting to revoke: a Stop that landed during the last one
     // stopped it (interleavings.test.ts, found by the property: it said RETRY_REVOKED).
     CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' },

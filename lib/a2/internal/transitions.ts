@@ -47,6 +47,8 @@ export type TransitionReason =
   /** ignored its signal past the grace period; fenced out */
   | 'FORCED_AFTER_GRACE'
   | 'ATTEMPTS_EXHAUSTED'
+  /** the handler threw NotRetryable: failed at once, whatever attempts were left */
+  | 'NOT_RETRYABLE'
   /** an effect of the run could not be proven done or not done */
   | 'EFFECT_UNKNOWN'
   | 'EFFECT_UNRECONCILED'

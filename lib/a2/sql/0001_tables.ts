@@ -3,9 +3,8 @@
  * runtime: Next bundles server code, and a string travels with the code that runs it.
  * Applied by `migrate()` (../internal/migrate.ts); never edit a shipped migration, add one.
  *
- * Names of constraints and indexes are the ones drizzle-kit gave them when this DDL still
- * lived in the app's migrations: databases made that way are baselined (legacy.ts), and
- * later migrations must find the same names on either kind of database.
+ * Constraint and index names follow drizzle-kit's style (`<table>_<column>_<ref>_fk`), so
+ * the app's drizzle-kit migrations that refer to a2's tables read them the way they expect.
  */
 export default /* sql */ `
 -- ─── a2_sessions ─────────────────────────────────────────────────────────────

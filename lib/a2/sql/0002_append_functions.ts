@@ -1,11 +1,17 @@
 /**
- * Migration 0002: the append functions, a2's hot path (../internal/steps.ts). Function
- * bodies are those the app's old migrations created, to the byte: a baselined database
- * (legacy.ts) and a fresh one hold the same definitions.
+ * Migration 0002: the append functions, a2's hot path (../internal/steps.ts).
  *
  * The status lists inside are literals, not the constants of transitions.ts: a migration
  * is frozen once shipped, and a changed constant must come with a new migration. The
  * schema test checks that these lists still equal LEASED_STATUSES and STOPPED_STATUSES.
+ *
+ * A chunk batch's admission check (the batch's runs are not stopped) finds each run's event by
+ * (session_id, id) and its job by (session_id, event_index), one equality each, which every
+ * plan takes as its index condition. Looking the runs up as `j.event_id in (…)` among the
+ * session's stopped runs read every run of the session (no index leads with (session_id,
+ * event_id)): 1,000 rows a batch in a session of 1,000 answers (../session-length.test.ts);
+ * an `= any(…)` over the same keys was left out of the index condition when the statistics
+ * were stale. A job's event_id is the id of the event at its event_index, in its session.
  */
 export default /* sql */ `
 -- ─── a2_notify ───────────────────────────────────────────────────────────────
@@ -52,6 +58,9 @@ declare
   b record;
   v_count integer;
   v_start integer;
+  v_run text;
+  v_index integer;
+  v_stopped boolean;
 begin
   for b in
     select o.ord::integer as ord, o.item ->> 's' as session, (o.item ->> 'j')::bigint as job,
@@ -75,10 +84,15 @@ begin
       end if;
     end if;
     if jsonb_array_length(b.runs) > 0 then
-      perform 1 from a2_jobs j
-        where j.session_id = b.session and j.status in ('CANCELLING', 'CANCELLED')
-          and j.event_id in (select jsonb_array_elements_text(b.runs));
-      if found then
+      v_stopped := false;
+      for v_run in select jsonb_array_elements_text(b.runs) loop
+        select e.index into v_index from a2_events e where e.session_id = b.session and e.id = v_run;
+        perform 1 from a2_jobs j
+          where j.session_id = b.session and j.event_index = v_index and j.status in ('CANCELLING', 'CANCELLED');
+        v_stopped := found;
+        exit when v_stopped;
+      end loop;
+      if v_stopped then
         return query select b.ord, 'run_cancelled'::text, null::integer, null::timestamptz;
         continue;
       end if;

@@ -1,6 +1,5 @@
 /**
- * Migration 0003: fold checkpoints (../internal/checkpoints.ts). Names as drizzle-kit gave
- * them in the app's old 0006_checkpoints, which legacy.ts baselines.
+ * Migration 0003: fold checkpoints (../internal/checkpoints.ts).
  */
 export default /* sql */ `
 -- ─── a2_checkpoints ──────────────────────────────────────────────────────────

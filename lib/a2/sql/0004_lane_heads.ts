@@ -1,7 +1,5 @@
 /**
- * Migration 0004: lane heads (../internal/jobs.ts claims only jobs whose lane is free). Written
- * as the app's old 0007_lane_heads, which legacy.ts baselines; trigger function bodies are
- * that file's, to the byte, so a baselined database and a fresh one hold the same definitions.
+ * Migration 0004: lane heads (../internal/jobs.ts claims only jobs whose lane is free).
  * The status lists are literals (see 0002); migrate.test.ts checks them against OPEN_STATUSES.
  */
 export default /* sql */ `

@@ -9,8 +9,8 @@
  * - a2_push: past a cap, a push still lands when each of its events is a cancel that moves an
  *   open run.
  *
- * Both functions are created whole, as 0011 and 0012 left them with these changes; 0002, 0006,
- * 0011 and 0012 are shipped and stay as they were.
+ * Both functions are created whole, as 0002 and 0005 create them with these changes; those are
+ * shipped and stay as they were.
  */
 export default /* sql */ `
 -- ─── a2_append_steps_many ────────────────────────────────────────────────────

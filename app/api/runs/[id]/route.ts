@@ -10,10 +10,11 @@ export const dynamic = 'force-dynamic'
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return route(
     request,
-    async ({ userId }) => {
+    async (identity) => {
+      const { userId } = identity
       const id = runId((await params).id)
       const { server } = await getChatServer()
-      if (operatorOf(request, userId)) return Response.json({ operator: true, ...operatorDetail(await server.operator.runDetail(id)) })
+      if (operatorOf(request, identity)) return Response.json({ operator: true, ...operatorDetail(await server.operator.runDetail(id)) })
       if (!userId) throw new A2Error('unauthorized', 'no identity: load the app first')
       return Response.json({ operator: false, ...endUserDetail(await server.operator.runDetail(id, userId)) })
     },

@@ -18,8 +18,8 @@ const verdict = z.object({ done: z.boolean(), result: z.unknown().optional() }).
 export async function POST(request: Request, { params }: { params: Promise<{ id: string; key: string }> }) {
   return route(
     request,
-    async ({ userId }) => {
-      const operator = requireOperator(request, userId)
+    async (identity) => {
+      const operator = requireOperator(request, identity)
       const { id: rawId, key: rawKey } = await params
       const id = runId(rawId)
       // Next hands the segment over decoded already.

@@ -1,5 +1,5 @@
 /**
- * Migration 0013: a2_effects.overlap_safe — the effect's call may run twice at once under its
+ * Migration 0007: a2_effects.overlap_safe — the effect's call may run twice at once under its
  * idempotency key with no harm (`ctx.effect(key, fn, { overlapSafe: true })`). The drain
  * releases a run whose owner is judged gone only when none of its attempt's effects in flight
  * is otherwise (../internal/drain.ts), and a reconcile hook's "not done" is trusted for an

@@ -1,5 +1,6 @@
 /**
- * Identity: an anonymous user per browser, in a signed HttpOnly cookie. The secret comes
+ * The guest: an anonymous user per browser, in a signed HttpOnly cookie, until they sign up
+ * or sign in (accounts.ts; their chats then move to the account). The secret comes
  * from AUTH_SECRET (required in production), or in development is generated once into
  * A2_DATA_DIR (so development needs no setup and restarts keep everyone signed in).
  *
@@ -12,7 +13,6 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { A2Error } from '@/lib/a2'
 import { env } from '@/lib/env'
 import { isHttps } from '@/lib/http/request-facts'
 import { readCookie } from '@/lib/http/cookies'
@@ -26,7 +26,8 @@ const USER_ID = /^u_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 let secret: Buffer | undefined
 
-function getSecret(): Buffer {
+/** The app's signing secret: the guest cookie's HMAC key, and better-auth's secret. */
+export function getSecret(): Buffer {
   if (secret) return secret
   const configured = env().AUTH_SECRET
   if (configured) return (secret = Buffer.from(configured))
@@ -71,19 +72,13 @@ export function cookieName(request: Request): string {
   return isHttps(request) ? SECURE_COOKIE : COOKIE
 }
 
-export interface Identity {
-  userId: string
-  /** A Set-Cookie header to send when the identity was just created. */
-  setCookie?: string
-}
-
 /** The request's user, or undefined: a missing, malformed, forged or ambiguous cookie is no identity. */
 export function currentUser(request: Request): string | undefined {
   return decodeIdentity(readCookie(request, cookieName(request)))
 }
 
 /** A new anonymous user and the cookie that carries it. */
-export function newIdentity(request: Request): Required<Identity> {
+export function newIdentity(request: Request): { userId: string; setCookie: string } {
   const userId = `u_${randomUUID()}`
   const name = cookieName(request)
   const secure = name === SECURE_COOKIE ? '; Secure' : ''
@@ -91,12 +86,4 @@ export function newIdentity(request: Request): Required<Identity> {
     userId,
     setCookie: `${name}=${encodeIdentity(userId)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${MAX_AGE_S}${secure}`,
   }
-}
-
-/** The request's user; with `create`, a new anonymous user when it has none. */
-export function identify(request: Request, options: { create?: boolean } = {}): Identity {
-  const userId = currentUser(request)
-  if (userId) return { userId }
-  if (!options.create) throw new A2Error('unauthorized', 'no identity: load the app first')
-  return newIdentity(request)
 }

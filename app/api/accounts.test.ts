@@ -1,0 +1,163 @@
+/**
+ * Accounts through the HTTP surface, as a browser uses them: a guest's chats move to the
+ * account they sign up into, a second device signed into it lists and writes the same chats,
+ * nobody else reads them, verification and reset links arrive in the mail outbox (never
+ * "sent"), operator-by-email needs a verified email, and password guessing is limited.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sql } from 'drizzle-orm'
+import { loadRoutes } from '@/test/routes'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+
+const OPERATOR_EMAIL = 'ops@example.com'
+/** Each sign-up and sign-in hashes with scrypt (~0.1 s a core here) and the first opens the store: 21 s on PGlite at load 10. */
+const ACCOUNT_MS = 90_000
+
+describe.each(layers)('accounts on %s', (kind) => {
+  let testDb: TestDb
+  let routes: Awaited<ReturnType<typeof loadRoutes>>
+
+  beforeAll(async () => {
+    testDb = await createTestDb(kind)
+    routes = await loadRoutes({ databaseUrl: kind === 'postgres' ? testDb.url : undefined, env: { A2_OPERATOR_EMAILS: OPERATOR_EMAIL } })
+  })
+  afterAll(async () => {
+    await routes.chatServer.shutdownChatServer()
+    await testDb.drop()
+  })
+
+  const json = (body: unknown) => JSON.stringify(body)
+  /** The cookies a response sets, as one Cookie header (an emptied cookie dropped, as a browser drops it). */
+  function cookiesFrom(response: Response, previous = ''): string {
+    const jar = new Map(
+      previous
+        .split('; ')
+        .filter(Boolean)
+        .map((c) => [c.slice(0, c.indexOf('=')), c] as const),
+    )
+    for (const line of response.headers.getSetCookie()) {
+      const pair = line.split(';')[0]
+      const name = pair.slice(0, pair.indexOf('='))
+      if (/max-age=0/i.test(line) || pair.endsWith('=')) jar.delete(name)
+      else jar.set(name, pair)
+    }
+    return [...jar.values()].join('; ')
+  }
+  async function mail(to: string): Promise<Array<{ subject: string; link: string }>> {
+    const { server } = await routes.chatServer.getChatServer()
+    void server
+    const { getStore } = await import('@/lib/store')
+    const store = await getStore()
+    const result = (await store.db.execute(sql`select subject, link from mail_outbox where "to" = ${to} order by id`)) as unknown
+    return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ subject: string; link: string }>
+  }
+  async function titles(cookie: string): Promise<string[]> {
+    const listed = await routes.call('GET', '/api/sessions', { cookie })
+    expect(listed.status).toBe(200)
+    const { sessions } = (await listed.json()) as { sessions: Array<{ id: string; title: string }> }
+    return sessions.map((s) => s.id)
+  }
+  async function signUp(email: string, password: string, cookie = '') {
+    const response = await routes.call('POST', '/api/auth/sign-up/email', { cookie, body: json({ name: 'Ada', email, password }) })
+    expect(response.status, await response.clone().text()).toBe(200)
+    return cookiesFrom(response, cookie)
+  }
+  async function signIn(email: string, password: string, cookie = '') {
+    return routes.call('POST', '/api/auth/sign-in/email', { cookie, body: json({ email, password }) })
+  }
+
+  it('a guest who signs up keeps their chats; a second device signed in lists them and writes to them; nobody else can', async () => {
+    const guest = await routes.newUser()
+    const pushed = await routes.push(
+      guest.sessionId,
+      guest.cookie,
+      json({ events: [{ id: 'm1', type: 'message', payload: { text: 'from the guest' } }] }),
+    )
+    expect(pushed.status).toBe(201)
+
+    const laptop = await signUp('ada@example.com', 'correct horse battery', guest.cookie)
+    expect(laptop).not.toContain('a2_uid=') // the guest identity is spent
+    expect(laptop).toContain('a2.session_token=')
+    expect(await titles(laptop)).toEqual([guest.sessionId])
+    expect(await titles(guest.cookie)).toEqual([]) // the old guest cookie names nobody's chats now
+
+    const phoneSignIn = await signIn('ada@example.com', 'correct horse battery')
+    expect(phoneSignIn.status).toBe(200)
+    const phone = cookiesFrom(phoneSignIn)
+    expect(await titles(phone)).toEqual([guest.sessionId])
+    const fromPhone = await routes.push(
+      guest.sessionId,
+      phone,
+      json({ events: [{ id: 'm2', type: 'message', payload: { text: 'from the phone' } }] }),
+    )
+    expect(fromPhone.status).toBe(201)
+    const snapshot = await routes.call('GET', `/api/sessions/${guest.sessionId}/snapshot`, { cookie: laptop })
+    expect(JSON.stringify(await snapshot.json())).toMatch(/from the guest.*from the phone/)
+
+    const stranger = await routes.newUser()
+    expect((await routes.call('GET', `/api/sessions/${guest.sessionId}/snapshot`, { cookie: stranger.cookie })).status).toBe(404)
+    expect(
+      (await routes.push(guest.sessionId, stranger.cookie, json({ events: [{ id: 'x', type: 'message', payload: { text: 'no' } }] }))).status,
+    ).toBe(404)
+    expect(await titles(stranger.cookie)).toEqual([stranger.sessionId])
+
+    // Signing in (not up) from a guest with chats of its own moves those too, and only those.
+    const phoneGuest = await routes.newUser()
+    const merged = cookiesFrom(await signIn('ada@example.com', 'correct horse battery', phoneGuest.cookie), phoneGuest.cookie)
+    expect((await titles(merged)).sort()).toEqual([guest.sessionId, phoneGuest.sessionId].sort())
+    expect(await titles(stranger.cookie)).toEqual([stranger.sessionId])
+  }, ACCOUNT_MS)
+
+  it('verification and reset links land in the mail outbox; operator by email needs the email verified', async () => {
+    const cookie = await signUp(OPERATOR_EMAIL, 'first password 1')
+    const isOperator = async (c: string) =>
+      ((await (await routes.call('GET', '/api/operator', { cookie: c })).json()) as { operator: boolean }).operator
+    expect(await isOperator(cookie)).toBe(false) // an unverified email is only a claim
+
+    const [verify] = await mail(OPERATOR_EMAIL)
+    expect(verify.subject).toMatch(/verify/i)
+    const verified = await routes.call('GET', new URL(verify.link).pathname + new URL(verify.link).search, { cookie })
+    expect([200, 302]).toContain(verified.status)
+    const after = cookiesFrom(await signIn(OPERATOR_EMAIL, 'first password 1'))
+    expect(await isOperator(after)).toBe(true)
+
+    const requested = await routes.call('POST', '/api/auth/request-password-reset', {
+      body: json({ email: OPERATOR_EMAIL, redirectTo: '/account/reset' }),
+    })
+    expect(requested.status).toBe(200)
+    const reset = (await mail(OPERATOR_EMAIL)).find((m) => /reset/i.test(m.subject))!
+    const landing = await routes.call('GET', new URL(reset.link).pathname + new URL(reset.link).search)
+    expect(landing.status).toBe(302)
+    const token = new URL(landing.headers.get('location')!, 'http://localhost:3000').searchParams.get('token')!
+    expect(token).toBeTruthy()
+    expect((await routes.call('POST', '/api/auth/reset-password', { body: json({ token, newPassword: 'second password 2' }) })).status).toBe(200)
+    expect((await signIn(OPERATOR_EMAIL, 'first password 1')).status).toBe(401)
+    expect((await signIn(OPERATOR_EMAIL, 'second password 2')).status).toBe(200)
+    // A reset ends the sessions signed in with the old password (once the cached session lapses, at most 30 s).
+  }, ACCOUNT_MS)
+
+  it('refuses a short password and a duplicate email with 4xx, writing no account', async () => {
+    const short = await routes.call('POST', '/api/auth/sign-up/email', { body: json({ name: 'B', email: 'b@example.com', password: 'short' }) })
+    expect(short.status).toBe(400)
+    await signUp('c@example.com', 'a long enough one')
+    const again = await routes.call('POST', '/api/auth/sign-up/email', {
+      body: json({ name: 'C', email: 'c@example.com', password: 'another long one' }),
+    })
+    expect(again.status).toBeGreaterThanOrEqual(400)
+    expect(again.status).toBeLessThan(500)
+    expect((await signIn('b@example.com', 'short')).status).toBe(401)
+  })
+
+  it('limits password guessing per address, shared through the database', async () => {
+    await signUp('d@example.com', 'the real password')
+    const headers = { 'x-a2-peer': '198.51.100.9' }
+    const statuses: number[] = []
+    for (let i = 0; i < 12; i++) {
+      statuses.push(
+        (await routes.call('POST', '/api/auth/sign-in/email', { headers, body: json({ email: 'd@example.com', password: `guess ${i}` }) })).status,
+      )
+    }
+    expect(statuses.slice(0, 10), statuses.join(' ')).toEqual(Array(10).fill(401))
+    expect(statuses.slice(10)).toEqual([429, 429])
+  }, ACCOUNT_MS)
+})

@@ -1,0 +1,116 @@
+/**
+ * Accounts, on better-auth: email and password (its own scrypt hashing, sign-in rate limits
+ * in the database so every instance shares them), verification and password reset through
+ * the mail outbox (mail.ts). Guests stay as they are (guest.ts); signing up or in moves the
+ * guest's chats to the account (adopt-guest.ts) and ends the guest cookie.
+ *
+ * Opened lazily on the app's store, like the store itself: Next evaluates routes as separate
+ * module copies, so the instance is kept on globalThis.
+ */
+import { betterAuth } from 'better-auth'
+import { drizzleAdapter } from 'better-auth/adapters/drizzle'
+import { createAuthMiddleware } from 'better-auth/api'
+import { authAccount, authRateLimit, authSession, authUser, authVerification } from '@/db/schema'
+import { env } from '@/lib/env'
+import { getStore } from '@/lib/store'
+import type { Store } from '@/lib/a2/server'
+import { readCookie } from '@/lib/http/cookies'
+import { adoptGuest } from './adopt-guest'
+import { cookieName, currentUser as currentGuest, getSecret } from './guest'
+import { queueMail } from './mail'
+
+/**
+ * The header better-auth reads the client's address from (its sign-in limits are per
+ * address): the auth route sets it from clientIp, which trusts a proxy's X-Forwarded-For
+ * only with A2_TRUST_PROXY, as every other limit of the app does.
+ */
+export const CLIENT_IP_HEADER = 'x-a2-client-ip'
+
+/** better-auth's cookies are `a2.session_token` (and `__Secure-a2.…` over https). */
+const COOKIE_PREFIX = 'a2'
+const SESSION_COOKIES = [`${COOKIE_PREFIX}.session_token`, `__Secure-${COOKIE_PREFIX}.session_token`]
+/**
+ * A session read from its signed cookie instead of the database for this long: every API
+ * request of a signed-in user asks who they are, and a Stop's push should not wait on a
+ * read. A session revoked elsewhere (sign out everywhere, a password reset) ends within it.
+ */
+const SESSION_CACHE_S = 30
+/** NIST SP 800-63B's floor for a memorized secret chosen by the user is 8; 10 with no composition rules. */
+const MIN_PASSWORD = 10
+
+function createAccounts(store: Store) {
+  return betterAuth({
+    appName: 'a2 chat',
+    secret: getSecret().toString(),
+    baseURL: env().A2_PUBLIC_URL,
+    database: drizzleAdapter(store.db, {
+      provider: 'pg',
+      schema: { user: authUser, session: authSession, account: authAccount, verification: authVerification, rateLimit: authRateLimit },
+    }),
+    emailAndPassword: {
+      enabled: true,
+      minPasswordLength: MIN_PASSWORD,
+      revokeSessionsOnPasswordReset: true,
+      sendResetPassword: ({ user, url }) =>
+        queueMail({ to: user.email, subject: 'Reset your a2 chat password', text: `Set a new password: ${url}`, link: url }),
+    },
+    emailVerification: {
+      sendOnSignUp: true,
+      autoSignInAfterVerification: true,
+      sendVerificationEmail: ({ user, url }) =>
+        queueMail({ to: user.email, subject: 'Verify your email for a2 chat', text: `Verify your email: ${url}`, link: url }),
+    },
+    session: { cookieCache: { enabled: true, maxAge: SESSION_CACHE_S } },
+    rateLimit: {
+      enabled: true,
+      storage: 'database',
+      // better-auth's defaults for its sign-in and sign-up paths (3 per 10 s) would refuse a
+      // user who mistypes twice; 10 a minute per address still makes guessing a password slow.
+      customRules: {
+        '/sign-in/email': { window: 60, max: 10 },
+        '/sign-up/email': { window: 60, max: 10 },
+        '/request-password-reset': { window: 60, max: 5 },
+      },
+    },
+    advanced: { cookiePrefix: COOKIE_PREFIX, ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] } },
+    hooks: {
+      after: createAuthMiddleware(async (ctx) => {
+        const signedIn = ctx.context.newSession
+        const request = ctx.request
+        if (!signedIn || !request) return
+        const guest = currentGuest(request)
+        if (!guest) return
+        await adoptGuest(guest, signedIn.user.id)
+        // The guest identity is spent: its chats are the account's now.
+        const name = cookieName(request)
+        ctx.setCookie(name, '', { path: '/', maxAge: 0, httpOnly: true, sameSite: 'lax', secure: name.startsWith('__Host-') })
+      }),
+    },
+  })
+}
+
+export type Accounts = ReturnType<typeof createAccounts>
+
+const globalAccounts = globalThis as unknown as { __a2Accounts?: { store: Store; accounts: Accounts } }
+
+/** The instance on the process's store; a store opened anew (after closeStore) gets a new one. */
+export async function getAccounts(): Promise<Accounts> {
+  const store = await getStore()
+  if (globalAccounts.__a2Accounts?.store !== store) globalAccounts.__a2Accounts = { store, accounts: createAccounts(store) }
+  return globalAccounts.__a2Accounts.accounts
+}
+
+export interface AccountUser {
+  id: string
+  email: string
+  emailVerified: boolean
+}
+
+/** The signed-in account of this request, or undefined (no session cookie: no call into better-auth at all). */
+export async function currentAccount(request: Request): Promise<AccountUser | undefined> {
+  if (!SESSION_COOKIES.some((name) => readCookie(request, name))) return undefined
+  const accounts = await getAccounts()
+  const session = await accounts.api.getSession({ headers: request.headers })
+  if (!session) return undefined
+  return { id: session.user.id, email: session.user.email, emailVerified: session.user.emailVerified }
+}
