@@ -83,5 +83,7 @@ function acknowledgement(json: unknown, inputs: readonly PushedEvent[]): A2Event
 
 function notTheApp(response: Response, inputs: PushedEvent[]): PushError {
   const where = response.redirected ? ` after a redirect to ${response.url}` : ''
-  return new PushError('not_the_app', `an answer that is not the app's (${response.status}${where}): sent again`, inputs, { status: response.status })
+  return new PushError('not_the_app', `the answer came from something that is not the app (${response.status}${where})`, inputs, {
+    status: response.status,
+  })
 }
