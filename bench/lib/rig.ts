@@ -9,6 +9,7 @@ import type { LanguageModel } from 'ai'
 import { sql } from 'drizzle-orm'
 import type { A2Server, Store } from '@/lib/a2/server'
 import { buildChatServer } from '@/lib/chat/server'
+import { resetEnvForTests } from '@/lib/env'
 import type { Chat } from '@/lib/chat/contract'
 import { serveBench, type BenchHttp } from './http'
 import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
@@ -63,6 +64,10 @@ export async function openChatRig(options: {
   sampleDb?: boolean
 }): Promise<ChatRig> {
   const upstream = await startBenchUpstream(options.tokenMs)
+  // Figure 8 answers in a session of 100k events, past the app's default cap (50,000), which
+  // counts the answer's chunks: the rig's sessions may hold 1M (its worker child inherits it).
+  process.env.A2_MAX_EVENTS_PER_SESSION ??= '1000000'
+  resetEnvForTests()
   const { server: chat } = buildChatServer(options.store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' })
   const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
   const http = await serveBench({ a2: chat, model })

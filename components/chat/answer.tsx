@@ -131,6 +131,11 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
         {status === 'done' && answer.finishReason === 'length' && (
           <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer reached the length limit.</p>
         )}
+        {status === 'done' && answer.finishReason === 'session_full' && (
+          <p data-testid="session-full" className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">
+            This chat is full: the answer ends here. Start a new chat to go on.
+          </p>
+        )}
         {status === 'done' && answer.finishReason === 'content-filter' && (
           <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer was cut by the content filter.</p>
         )}

@@ -42,7 +42,10 @@
  *      outcome is the one write a superseded attempt makes, by design: §6's delivery record);
  *   9. a Stop whose push was acknowledged is never lost: its event is in the log, and a Stop
  *      that landed while its run was not over left its abort recorded (cancelled_by) and the
- *      run CANCELLING, CANCELLED or UNKNOWN — never ACTIVE, COMPLETED or FAILED again;
+ *      run CANCELLING, CANCELLED or UNKNOWN — never ACTIVE, COMPLETED or FAILED again; and a
+ *      Stop pressed while its run is open (ACTIVE, or UNKNOWN with no Stop recorded) is never
+ *      finally refused, the cap near or not (`the cap is near`: the session's caps are set
+ *      at what it holds, so every later push is past them);
  *  10. a push that errored wrote nothing or everything: its event with its job (a generation)
  *      or its recorded cancel (a Stop), or neither, and the head moved by exactly that;
  *  11. a retry is revoked exactly when a Stop lands while the run waits for it: the run's
@@ -60,7 +63,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { sql } from 'drizzle-orm'
-import { consumer, createServer, RunAborted, abortReason, type A2Server, type Store } from '@/lib/a2/server'
+import { consumer, createServer, RunAborted, abortReason, type A2Server, type SessionCaps, type Store } from '@/lib/a2/server'
+import { isA2Error } from '@/lib/a2'
 import { Attempt } from './internal/attempt'
 import { validateInput } from './internal/contract'
 import { drainOnce } from './internal/drain'
@@ -184,6 +188,8 @@ interface World {
   lastTransition: number
   /** While set, the server's statements (pushes) go through fast-check's scheduler too. */
   serverScheduler?: fc.Scheduler
+  /** The session's caps, once `the cap is near` set them at what the session held: a Stop is pushed with them. */
+  caps?: SessionCaps
 }
 
 /** A Stop as the browser's outbox holds it: one client id, pushed until acknowledged. */
@@ -675,16 +681,25 @@ describe.each(layers)('interleavings on %s', (kind) => {
         w.sessionId,
         'u',
         { id: stop.id, type: 'cancelled', payload: { of: stop.of, lastSeenIndex: 0 } },
-        { admit: async () => {} },
+        { admit: async () => {}, caps: w.caps },
       )
       event = answer.events[0]
       stop.acked = true
       w.outbox = w.outbox.filter((s) => s !== stop)
     } catch (error) {
+      if (isA2Error(error, 'session_full') && !w.outage.down) {
+        // 9: final (413): the browser drops it. Only a Stop whose run another Stop already moved may meet it.
+        const open = before.status === 'ACTIVE' || (before.status === 'UNKNOWN' && before.cancelledBy === null)
+        count(open ? 'Stop refused by the cap while its run was open' : 'Stop refused by the cap, its run already stopped')
+        if (open) w.violations.push(`9: Stop ${stop.id} of job ${stop.jobId} was finally refused (session_full) while its run was ${before.status}`)
+        w.outbox = w.outbox.filter((s) => s !== stop)
+        return { landedNow: false }
+      }
       if (!w.outage.down) throw error
       if (!w.outbox.includes(stop)) w.outbox.push(stop)
     }
     const landed = await eventLanded(w, stop.id)
+    if (landed && !landedBefore && w.caps) count('Stop landed past the cap')
     const landedNow = landed && !landedBefore
     const after = await runBefore(w, stop.jobId)
     if (!event) count(landedNow ? 'Stop errored, landed' : 'Stop errored, not landed')
@@ -749,6 +764,19 @@ describe.each(layers)('interleavings on %s', (kind) => {
         await sendStop(w, stop, hintDelivered)
       },
     )
+
+  /** The cap is near: the session's caps are set at what it holds now, so every later Stop is pushed past them. */
+  const capNear = cmd(
+    'the cap is near',
+    (w) => !w.caps,
+    async (w) => {
+      const [row] = await query<{ head: number; bytes: string }>(
+        w.base.db,
+        sql`select head, pushed_bytes::text as bytes from a2_sessions where id = ${w.sessionId}`,
+      )
+      w.caps = { maxEvents: row.head, maxPushedBytes: Number(row.bytes) }
+    },
+  )
 
   /** The user stops a run while it waits for its retry (its backoff held): the retry is revoked (invariant 11). */
   const stopWaitingRetry = cmd(
@@ -951,6 +979,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
     // A failure that schedules a retry, and a Stop while it waits: what invariant 11 is about.
     fc.constantFrom(act(0, 'throw'), act(1, 'throw')),
     fc.constant(stopWaitingRetry),
+    fc.constant(capNear),
     fc.constant(killMidEffect),
     ...fx.weighted,
   ]
@@ -1357,6 +1386,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
         'handler threw mid-effect',
         'left call completed',
         'drain died holding a run',
+        'Stop landed past the cap',
       ]
       const missing = required.filter((what) => !stats.has(what))
       if (SEED === undefined) {

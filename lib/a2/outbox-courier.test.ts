@@ -129,4 +129,31 @@ describe('the outbox courier', () => {
     halt()
     expect(server.sent.map((s) => s.id)).toEqual(['ok1'])
   })
+
+  it('holds a Stop refused invalid_reference (the answer it names is still on its way) for a bounded time from its press, then drops it', async () => {
+    const storage = memoryStorage()
+    const fresh = { ...stop('stop-fresh', 'f'), createdAt: new Date().toISOString() }
+    const stale = { ...stop('stop-stale', 's'), createdAt: new Date(Date.now() - 61_000).toISOString() }
+    storage.setItem(keyOf('f'), JSON.stringify([fresh]))
+    storage.setItem(keyOf('s'), JSON.stringify([stale]))
+    const sent: string[] = []
+    const fn = (async (_url: string, init: RequestInit) => {
+      const { id } = JSON.parse(String(init.body)) as { id: string }
+      sent.push(id)
+      // The answer `stop-fresh` names lands after its third send.
+      if (id === 'stop-stale' || sent.filter((s) => s === id).length <= 3) {
+        return Response.json({ error: { code: 'invalid_reference', message: 'cancelled.of must name an answer in this chat' } }, { status: 422 })
+      }
+      return Response.json({ events: [{ ...fresh, index: 1 }] }, { status: 201 })
+    }) as unknown as typeof fetch
+    const halt = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
+    await until(
+      () => storage.items.size === 0,
+      'both dropped',
+      () => () => {},
+    )
+    halt()
+    expect(sent.filter((id) => id === 'stop-fresh')).toHaveLength(4) // held while refused, then acknowledged
+    expect(sent.filter((id) => id === 'stop-stale')).toHaveLength(1) // pressed over a minute ago: final
+  })
 })

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest'
-import { A2HttpError, createSessionStore, PushError } from '@/lib/a2/react'
+import { afterEach, describe, expect, it } from 'vitest'
+import { A2HttpError, createSessionStore, PushError, startOutboxCourier } from '@/lib/a2/react'
 import { httpErrorOf, type A2Event } from '@/lib/a2'
 
 type State = string[]
@@ -437,5 +437,119 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     second.connect()
     await until(() => second.getSnapshot().outbox.length === 0, 'the duplicate acknowledgement', [second.subscribe])
     expect(second.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [] })
+  })
+})
+
+describe('a Stop that reaches the server before the answer it names', () => {
+  const closeAfter: Array<{ close(): void }> = []
+  afterEach(() => {
+    for (const store of closeAfter.splice(0)) store.close()
+  })
+
+  /**
+   * A server whose log refuses a Stop (`note` with `of`) naming an event it does not hold yet,
+   * 422 invalid_reference as the chat's admission does; `gen` pushes wait for `land()`.
+   */
+  function orderedServer() {
+    const log: string[] = []
+    const refusals: string[] = []
+    let land!: () => void
+    const landed = new Promise<void>((r) => (land = r))
+    const answer = async (body: { id: string; type: string; payload: unknown }) => {
+      if (body.type === 'gen') await landed
+      const of = (body.payload as { of?: string }).of
+      if (of !== undefined && !log.includes(of)) {
+        refusals.push(body.id)
+        return Response.json({ error: { code: 'invalid_reference', message: 'cancelled.of must name an answer in this chat' } }, { status: 422 })
+      }
+      if (!log.includes(body.id)) log.push(body.id)
+      return Response.json({ events: [{ ...event(log.indexOf(body.id), 'x'), id: body.id }] }, { status: 201 })
+    }
+    return { log, refusals, land, answer }
+  }
+
+  it('a second tab that adopts the Stop (the storage event) while the first tab’s generate is still on its way holds it until the generate lands', async () => {
+    const storage = memoryStorage()
+    const windowBefore = (globalThis as { window?: unknown }).window
+    const fakeWindow = new EventTarget()
+    ;(globalThis as { window?: unknown }).window = fakeWindow
+    try {
+      const server = orderedServer()
+      const tabA = fakeFetch(server.answer)
+      const tabB = fakeFetch(server.answer)
+      const options = { sessionId: 's', reducer, initial: [] as State, retryDelaysMs: [5], durableTypes: ['note'], storage }
+      const pressed = createSessionStore<State>({ ...options, fetch: tabA.fn })
+      const other = createSessionStore<State>({ ...options, fetch: tabB.fn })
+      closeAfter.push(pressed, other)
+      pressed.connect()
+      other.connect()
+      const generating = pressed.push({ id: 'gen-1', type: 'gen', payload: { v: 'gen' } })
+      void pressed.push({ id: 'stop-1', type: 'note', payload: { v: 'stop', of: 'gen-1' } })
+      fakeWindow.dispatchEvent(Object.assign(new Event('storage'), { key: 'a2.outbox:/api/sessions/s/events' }))
+      await until(() => server.refusals.length >= 1, 'the other tab’s early send, refused', [tabB.onCall, other.subscribe])
+      server.land()
+      await generating
+      await until(() => server.log.includes('stop-1'), 'the Stop in the log, after its generate', [tabA.onCall, tabB.onCall])
+      expect(server.log).toEqual(['gen-1', 'stop-1'])
+      await until(() => other.getSnapshot().outbox.length === 0, 'the other tab’s acknowledgement', [other.subscribe])
+      expect(other.getSnapshot().error).toBeUndefined()
+      expect(server.refusals.every((id) => id === 'stop-1')).toBe(true) // held: sent again while refused
+    } finally {
+      ;(globalThis as { window?: unknown }).window = windowBefore
+    }
+  })
+})
+
+describe('a chat left while its message is on its way', () => {
+  it('leaves its Stop to the page’s courier only once its own pushes have settled: the Stop goes after the generate, never refused', async () => {
+    const memory = memoryStorage()
+    const storage = {
+      ...memory,
+      get length() {
+        return memory.items.size
+      },
+      key: (i: number) => [...memory.items.keys()][i] ?? null,
+    }
+    const log: string[] = []
+    const sentStops: Array<{ id: string; landedAfterGenerate: boolean }> = []
+    let land!: () => void
+    const landed = new Promise<void>((r) => (land = r))
+    const page = fakeFetch(async (body) => {
+      if (body.type === 'gen') await landed
+      if (body.type === 'note') sentStops.push({ id: body.id, landedAfterGenerate: log.includes('gen-1') })
+      if (body.type === 'note' && !log.includes('gen-1')) {
+        return Response.json({ error: { code: 'invalid_reference', message: 'cancelled.of must name an answer in this chat' } }, { status: 422 })
+      }
+      if (!log.includes(body.id)) log.push(body.id)
+      return Response.json({ events: [{ ...event(log.indexOf(body.id), 'x'), id: body.id }] }, { status: 201 })
+    })
+    const store = createSessionStore<State>({
+      sessionId: 'ordered',
+      reducer,
+      initial: [],
+      fetch: page.fn,
+      retryDelaysMs: [5],
+      durableTypes: ['note'],
+      storage,
+    })
+    store.connect()
+    const generating = store.push({ id: 'gen-1', type: 'gen', payload: { v: 'gen' } })
+    void store.push({ id: 'stop-1', type: 'note', payload: { v: 'stop', of: 'gen-1' } })
+    store.close()
+    const halt = startOutboxCourier({ fetch: page.fn, storage, retryDelaysMs: [5] })
+    try {
+      await until(() => page.calls.length >= 1, 'the generate on its way', [page.onCall])
+      land()
+      await generating
+      const every5ms = (listener: () => void) => {
+        const timer = setInterval(listener, 5)
+        return () => clearInterval(timer)
+      }
+      await until(() => memory.items.size === 0, 'the courier’s delivery', [page.onCall, every5ms])
+    } finally {
+      halt()
+    }
+    expect(log).toEqual(['gen-1', 'stop-1'])
+    expect(sentStops).toEqual([{ id: 'stop-1', landedAfterGenerate: true }])
   })
 })

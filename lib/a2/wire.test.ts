@@ -89,6 +89,7 @@ describe('the wire', () => {
   it('codes a step batch for a2_append_steps_many', () => {
     const batch = { sessionId: 's1', jobId: 4, attempt: 2, runs: ['g1'], events: [{ id: 'x', type: 'chunk', payload: { delta: 'a' } }] }
     expect(JSON.parse(encodeStepBatch(batch))).toEqual({ s: 's1', j: 4, a: 2, r: ['g1'], e: batch.events })
+    expect(JSON.parse(encodeStepBatch({ ...batch, maxEvents: 50_000 }))).toEqual({ s: 's1', j: 4, a: 2, r: ['g1'], e: batch.events, m: 50_000 })
   })
 
   it('frames an event for SSE and decodes the frame’s data back', () => {

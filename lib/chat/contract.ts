@@ -9,7 +9,8 @@ import { defineContract, type EventOf } from '@/lib/a2'
 export const MAX_MESSAGE_CHARS = 16_000
 
 /** Why an answer ended: the model's own reasons, plus `cancelled` (a Stop). The `finished` event's `reason`. */
-export const FINISH_REASONS = ['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other'] as const
+/** 'session_full' is ours (the chat reached its size cap, A2_MAX_EVENTS_PER_SESSION, mid-answer), never the model's. */
+export const FINISH_REASONS = ['stop', 'length', 'content-filter', 'tool-calls', 'cancelled', 'error', 'other', 'session_full'] as const
 export type FinishReason = (typeof FINISH_REASONS)[number]
 
 /** The longest chunk delta: a model's delta is never cut, so one longer than this fails its append. */

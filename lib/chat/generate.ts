@@ -142,6 +142,11 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
         await finish('cancelled', answerUsage(undefined, sent, streamed))
         return
       }
+      // The chat holds its limit of events: the answer ends with what reached the log (its `finished` is no step, so it lands).
+      if (isA2Error(writeFailed.signal.reason, 'session_full')) {
+        await finish('session_full', answerUsage(undefined, sent, streamed))
+        return
+      }
       throw error
     }
   })
@@ -167,7 +172,9 @@ function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
   })
 }
 
-/** The model's reason, if the contract knows it; 'cancelled' is ours to say (a Stop), never the model's. */
+/** The model's reason, if the contract knows it; 'cancelled' (a Stop) and 'session_full' are ours to say, never the model's. */
 function normalizeReason(reason: string): FinishReason {
-  return reason !== 'cancelled' && (FINISH_REASONS as readonly string[]).includes(reason) ? (reason as FinishReason) : 'other'
+  return reason !== 'cancelled' && reason !== 'session_full' && (FINISH_REASONS as readonly string[]).includes(reason)
+    ? (reason as FinishReason)
+    : 'other'
 }

@@ -33,7 +33,9 @@ export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, mod
   // The default model answers every generate (a picker sending another model's id is a later step).
   const { model, label, tools } = selectModel(modelConfig)
   const notes = noteOutbox(store)
-  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes, takesTools: tools })], store })
+  // The session's caps count the answers' chunks too: an answer that fills the chat ends there ('session_full').
+  const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
+  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes, takesTools: tools })], store, caps })
   return { server, notes, modelLabel: label }
 }
 

@@ -13,10 +13,11 @@ export function pushedBytes(inputs: readonly ValidInput[]): number {
   return inputs.reduce((sum, input) => sum + Buffer.byteLength(JSON.stringify(input.payload ?? null)), 0)
 }
 
-/** A 413 `session_full` when the session would hold more than its caps (head and bytes after the append). */
-export function checkCaps(caps: SessionCaps, head: number, bytes: number): void {
-  if (head > caps.maxEvents) throw sessionFull('events', caps)
-  if (bytes > caps.maxPushedBytes) throw sessionFull('bytes', caps)
+/** The 413 `session_full` an append earns when the session would hold more than its caps (head and bytes after it); undefined within them. */
+export function capExceeded(caps: SessionCaps, head: number, bytes: number): A2Error | undefined {
+  if (head > caps.maxEvents) return sessionFull('events', caps)
+  if (bytes > caps.maxPushedBytes) return sessionFull('bytes', caps)
+  return undefined
 }
 
 export function sessionFull(what: 'events' | 'bytes', caps: SessionCaps): A2Error {

@@ -13,7 +13,7 @@ import { encodeHint, encodeHintEvents, hintEventsSql, JOBS_CHANNEL, MAX_CANCELS_
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Db, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
-import { checkCaps, pushedBytes, sameEventsAgain } from './append-checks'
+import { capExceeded, pushedBytes, sameEventsAgain, sessionFull } from './append-checks'
 import { appendInOneStatement } from './one-statement-append'
 import type { PushContext } from './push-context'
 import { LEASED, STOPPED, recordTransitions, type RunStatus, type Transition } from './transitions'
@@ -24,8 +24,13 @@ export type { CancelRoute, Fence, JobRoute, Routing, SessionCaps, ValidInput } f
 export interface AppendOptions {
   /** Set for pushes: the session must belong to this owner. */
   owner?: string
-  /** Set for pushes: the session's caps (a 413 `session_full` past them). */
+  /**
+   * Set for pushes: the session's caps (a 413 `session_full` past them), which never refuse a
+   * Stop of an open run: past a cap, an append lands only if each of its events moves an open run.
+   */
   caps?: SessionCaps
+  /** The session's cap on events for steps (a consumer's chunks count against the log's size). */
+  stepCap?: number
   fence?: Fence
   /**
    * Runs inside the append's transaction, after the session lock and before the insert;
@@ -64,7 +69,9 @@ export async function append(
   if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
   const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
   if (!routed && options.owner === undefined && !options.within && inputs.every((input) => !input.id)) {
-    return { events: await appendSteps(store, sessionId, inputs, options.fence), duplicate: false }
+    // The cap counts steps only: a run's other server events (its terminal one) always land, so it can end.
+    const cap = inputs.some((input) => input.stepOf) ? options.stepCap : undefined
+    return { events: await appendSteps(store, sessionId, inputs, options.fence, cap), duplicate: false }
   }
   if (!options.fence && !options.within && inputs.every((input) => !input.stepOf)) {
     const done = await appendInOneStatement(store, routing, sessionId, inputs, options)
@@ -89,7 +96,12 @@ export async function append(
       const duplicate = await findDuplicates(tx, sessionId, inputs)
       if (duplicate) throw new DuplicatePush(duplicate) // rolls the reserved indexes back
       // After the duplicate check: a retry of a push that landed is still answered, even in a full session.
-      if (options.caps) checkCaps(options.caps, session.head, Number(session.pushed_bytes)) // a throw rolls the reservation back
+      // Past a cap only Stops of open runs land: known once the cancels are applied, below.
+      const full = options.caps ? capExceeded(options.caps, session.head, Number(session.pushed_bytes)) : undefined
+      if (full && !inputs.every((input) => routing.cancelsFor(input.type).length > 0)) throw full // rolls the reservation back
+      if (options.stepCap !== undefined && inputs.some((input) => input.stepOf) && session.head > options.stepCap) {
+        throw sessionFull('events', { maxEvents: options.stepCap, maxPushedBytes: 0 })
+      }
       await checkFenceAndAdmission(tx, sessionId, inputs, options.fence)
       await options.within?.(tx)
 
@@ -108,6 +120,8 @@ export async function append(
       const appended = await insertEvents(tx, sessionId, rows)
       const newJobs = await insertJobs(tx, routing, appended)
       const cancelled = await applyCancellation(tx, routing, appended)
+      // Each moved one open run (once: it is CANCELLING now), so a full log grows by at most a Stop per run.
+      if (full && !appended.every((event) => cancelled.some((c) => c.eventId === event.id))) throw full
       const hint: Hint = { sessionId, head }
       if (newJobs > 0) hint.newJobs = true
       if (cancelled.length > MAX_CANCELS_PER_HINT) hint.recheckCancels = true

@@ -9,7 +9,7 @@
  * back online, when another tab stores one, and every second while any is refused for now —
  * and drops each once it is acknowledged or refused for good. Tabs may send the same intent at once: its id makes it one event.
  */
-import { createOutbox, onOutboxReleased, OUTBOX_PREFIX, outboxClaimed, type OutboxStorage } from './outbox'
+import { createOutbox, heldForReference, onOutboxReleased, OUTBOX_PREFIX, outboxClaimed, type OutboxStorage } from './outbox'
 import { postPush } from './post-push'
 
 /** Web Storage with enumeration (localStorage fits; tests pass a map). */
@@ -64,7 +64,8 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
         const outcome = await postPush(doFetch, key.slice(OUTBOX_PREFIX.length), [{ id: event.id, type: event.type, payload: event.payload }], {
           keepalive: true,
         })
-        if (outcome.kind === 'retry') refused = true
+        // A Stop that overtook the answer it names (still on its way from a tab) is held a while, not dropped.
+        if (outcome.kind === 'retry' || (outcome.kind === 'final' && heldForReference(event, outcome.error.code))) refused = true
         else outbox.remove(event.id) // acknowledged, or refused for good
       }
     }

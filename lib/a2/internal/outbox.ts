@@ -119,6 +119,25 @@ function isEvent(value: unknown): value is A2Event {
   return typeof e === 'object' && e !== null && typeof e.id === 'string' && typeof e.type === 'string' && 'payload' in e
 }
 
+/**
+ * How long a durable intent refused `invalid_reference` (it names an event the log does not
+ * hold) is held and sent again, counted from its press, before the refusal is taken as final.
+ * The event it names is the answer this browser asked for just before: another tab's, or
+ * this page's push still on its way while the Stop left by another door (a second tab that
+ * adopted it, the courier of a chat left). That push is an ordinary one: at most 4 sends,
+ * 4.25 s of waits between them (250 + 1,000 + 3,000 ms), each body given at most 10 s by the
+ * route (A2_BODY_TIMEOUT_MS): it lands within ~45 s or never. 60 s covers it; a Stop of
+ * nothing costs one small POST a second for a minute.
+ */
+export const UNSEEN_REFERENCE_HOLD_MS = 60_000
+
+/** A final refusal that is not final yet: `invalid_reference` within the hold since the intent was pressed. */
+export function heldForReference(event: A2Event, code: string, now = Date.now()): boolean {
+  if (code !== 'invalid_reference') return false
+  const age = now - Date.parse(event.createdAt)
+  return Number.isFinite(age) && Math.abs(age) < UNSEEN_REFERENCE_HOLD_MS
+}
+
 /** The prefix of every session's outbox key in storage (`a2.outbox:<the session's events URL>`). */
 export const OUTBOX_PREFIX = 'a2.outbox:'
 

@@ -25,7 +25,13 @@ export class PushError extends A2HttpError {
   }
 }
 
-/** Network errors, 5xx, 408 and 429 may pass (`retry`); any other refusal is `final`. */
+/**
+ * `ok`: the app acknowledged every pushed id. `final`: the app itself refused the push (a 4xx
+ * other than 408/429 carrying its typed error body). Anything else may pass (`retry`): network
+ * errors, 5xx, 408, 429, and every answer that is not the app's — a captive portal's or an SSO
+ * proxy's page (a 2xx, often behind a redirect), a proxy's own 4xx page, JSON that does not
+ * name the pushed ids. The push may have landed; its ids make a repeat a no-op.
+ */
 export type PushOutcome = { kind: 'ok'; events: A2Event[] } | { kind: 'retry' | 'final'; error: PushError }
 
 /**
@@ -50,14 +56,34 @@ export async function postPush(
   }
   const json: unknown = await response.json().catch(() => undefined)
   if (response.ok) {
-    try {
-      return { kind: 'ok', events: decodePushAnswer(json).events }
-    } catch (error) {
-      // An answer that is not one (a proxy's page): the push may have landed; the id makes a repeat a no-op.
-      console.error('[a2] push: the answer is not one:', error instanceof WireError ? error.message : error)
-    }
+    const acknowledged = acknowledgement(json, inputs)
+    if (acknowledged) return { kind: 'ok', events: acknowledged }
+    return { kind: 'retry', error: notTheApp(response, inputs) }
   }
   const refusal = decodeErrorBody(json)
+  // A 4xx without the app's error body is someone else's page (a proxy's, a portal's): not the app's refusal.
+  if (!refusal) return { kind: 'retry', error: notTheApp(response, inputs) }
   const retryable = response.status >= 500 || response.status === 408 || response.status === 429
-  return { kind: retryable ? 'retry' : 'final', error: PushError.of(httpErrorOf(response, refusal ? { error: refusal } : undefined), inputs) }
+  return { kind: retryable ? 'retry' : 'final', error: PushError.of(httpErrorOf(response, { error: refusal }), inputs) }
+}
+
+/** The answer's events when it is a push answer naming every pushed id; otherwise undefined (not the app's). */
+function acknowledgement(json: unknown, inputs: readonly PushedEvent[]): A2Event[] | undefined {
+  let events: A2Event[]
+  try {
+    events = decodePushAnswer(json).events
+  } catch (error) {
+    console.error('[a2] push: the answer is not one:', error instanceof WireError ? error.message : error)
+    return undefined
+  }
+  const answered = new Set(events.map((event) => event.id))
+  const named = inputs.every((input) => input.id === undefined || answered.has(input.id))
+  return named && events.length === inputs.length ? events : undefined
+}
+
+function notTheApp(response: Response, inputs: PushedEvent[]): PushError {
+  const where = response.redirected ? ` after a redirect to ${response.url}` : ''
+  return new PushError('not_the_app', `the answer came from something that is not the app (${response.status}${where})`, inputs, {
+    status: response.status,
+  })
 }

@@ -46,6 +46,13 @@ export interface ServerOptions<C extends Contract> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each consumer has its own trigger types
   consumers: ReadonlyArray<Consumer<C, any>>
   store: Store
+  /**
+   * What one session may hold. `maxEvents` counts every event, the consumers' steps too: a
+   * step batch past it is refused `session_full` (the answer ends; its terminal event is not a
+   * step and lands). Pushes are checked against these unless they pass their own; no cap ever
+   * refuses a Stop (an `abortOn` event) of an open run.
+   */
+  caps?: SessionCaps
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- routing spans every consumer, whatever its contract and trigger types
@@ -110,7 +117,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       routing,
       sessionId,
       inputs.map((input) => prepare(input, 'server')),
-      appendOptions,
+      { ...appendOptions, stepCap: options.caps?.maxEvents },
     )
 
   const workers = new Set<Worker>()
@@ -165,7 +172,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
           running: running.map((run) => ({ jobId: run.jobId, consumer: run.consumer, eventId: run.trigger.id, payload: run.trigger.payload })),
         })
       }
-      const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps, context })
+      const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps ?? options.caps, context })
       return { events: result.events as Array<EventOf<C>>, duplicate: result.duplicate }
     },
 

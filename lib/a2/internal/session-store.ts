@@ -10,12 +10,22 @@
  * go into an outbox kept in localStorage (outbox.ts), stay folded into the view, and are
  * retried until the server acknowledges them — across a reload, however long the server is
  * away, and when their tab is closed: every tab of the session holds and sends them. Each
- * send asks the browser to finish it after the page is gone (`keepalive`). Only a final
- * refusal (a 4xx other than 408/429) drops one.
+ * send asks the browser to finish it after the page is gone (`keepalive`). Only the app's
+ * acknowledgement of its id, or the app's own final refusal (a 4xx other than 408/429 with
+ * its error body; `invalid_reference` only after UNSEEN_REFERENCE_HOLD_MS), ends one.
  */
 import type { A2Event } from './contract'
 import { A2HttpError } from './http-error'
-import { claimOutbox, createOutbox, defaultOutboxStorage, OUTBOX_PREFIX, type OutboxEntry, type OutboxStorage } from './outbox'
+import {
+  claimOutbox,
+  createOutbox,
+  defaultOutboxStorage,
+  heldForReference,
+  OUTBOX_PREFIX,
+  UNSEEN_REFERENCE_HOLD_MS,
+  type OutboxEntry,
+  type OutboxStorage,
+} from './outbox'
 import { postPush, PushError } from './post-push'
 import { decodeSseEvent, WireError, type PushedEvent } from './wire'
 
@@ -137,6 +147,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   let loaded = !options.snapshot
   let queue: Promise<void> = Promise.resolve()
   let loading: Promise<void> | undefined
+  /** Ordinary pushes not settled yet (each as its place in the queue): what a close waits for before the courier takes the outbox. */
+  const ordinaryInFlight = new Set<Promise<void>>()
   /** Outbox ids with a delivery loop running, and the push() promises waiting on them. */
   const delivering = new Set<string>()
   const waiting = new Map<string, Array<{ resolve: (events: A2Event[]) => void; reject: (error: PushError) => void }>>()
@@ -291,7 +303,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
           settle(id, { events: outcome.events })
           return
         }
-        if (outcome.kind === 'final') {
+        // A Stop that overtook the answer it names (another tab's, or this page's still on its way) is held a while, not dropped.
+        if (outcome.kind === 'final' && !heldForReference(entry.event, outcome.error.code)) {
           outbox.remove(id)
           pending = pending.filter((p) => p.id !== id)
           error = outcome.error
@@ -381,6 +394,9 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
           () => undefined,
           () => undefined,
         )
+        const settled = queue
+        ordinaryInFlight.add(settled)
+        void settled.then(() => ordinaryInFlight.delete(settled))
         const confirmed = await sending
         acknowledge(confirmed)
         return confirmed
@@ -438,8 +454,20 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         window.removeEventListener('online', onOnline)
         window.removeEventListener('storage', onStorage)
       }
-      releaseOutbox?.()
+      // The page's courier takes this session's outbox only once this store's ordinary pushes still
+      // on their way have settled (a message retried after its chat was left): a session's intents
+      // leave in order, and a Stop never overtakes the generate it names from this page. Bounded
+      // by the hold a Stop that overtook it gets anyway (UNSEEN_REFERENCE_HOLD_MS).
+      const release = releaseOutbox
       releaseOutbox = undefined
+      if (release) {
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, UNSEEN_REFERENCE_HOLD_MS)))
+        void Promise.race([Promise.all(ordinaryInFlight), bound]).then(() => {
+          clearTimeout(timer)
+          release()
+        })
+      }
       wake() // retry loops see `closed` and suspend
       clearTimeout(reconnectTimer)
       source?.close()

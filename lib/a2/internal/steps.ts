@@ -16,6 +16,7 @@ import { A2Error } from './errors'
 import { encodeStepBatch, TAIL_CHANNEL } from './wire'
 import { isoTime } from './event-row'
 import type { Fence, ValidInput } from './types'
+import { sessionFull } from './append-checks'
 import { query, type Store } from './store'
 
 /**
@@ -39,6 +40,7 @@ const MAX_EVENTS_PER_STATEMENT = 1_024
 interface Batch {
   sessionId: string
   fence?: Fence
+  maxEvents?: number
   runs: string[]
   items: Array<{ id: string; type: string; payload: unknown }>
   /** The batch as the statement's jsonb takes it, serialised up front: a payload that cannot be fails its own caller only. */
@@ -50,22 +52,26 @@ interface Batch {
 /** One per batch: where its events start, or why it was refused. */
 interface Row {
   o_batch: number
-  o_refused: 'not_found' | 'fenced' | 'run_cancelled' | null
+  o_refused: 'not_found' | 'fenced' | 'run_cancelled' | 'session_full' | null
   o_start: number | null
   o_created_at: Date | string | null
 }
 
 const committers = new WeakMap<Store, StepCommitter>()
 
-/** Appends one consumer's batch of step events to a session, committed together with other sessions' batches. */
-export function appendSteps(store: Store, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<A2Event[]> {
+/**
+ * Appends one consumer's batch of step events to a session, committed together with other
+ * sessions' batches. With `maxEvents`, a batch that would take the session past it is refused
+ * `session_full` (steps count against the log's size).
+ */
+export function appendSteps(store: Store, sessionId: string, inputs: readonly ValidInput[], fence?: Fence, maxEvents?: number): Promise<A2Event[]> {
   let committer = committers.get(store)
   if (!committer) committers.set(store, (committer = new StepCommitter(store)))
   return new Promise((resolve, reject) => {
     const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
     const items = inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null }))
-    const json = encodeStepBatch({ sessionId, jobId: fence?.jobId ?? null, attempt: fence?.attempt ?? null, runs, events: items })
-    committer.submit({ sessionId, fence, runs, items, json, resolve, reject })
+    const json = encodeStepBatch({ sessionId, jobId: fence?.jobId ?? null, attempt: fence?.attempt ?? null, runs, events: items, maxEvents })
+    committer.submit({ sessionId, fence, maxEvents, runs, items, json, resolve, reject })
   })
 }
 
@@ -154,6 +160,7 @@ function settle(batch: Batch, row: Row | undefined): void {
   if (row?.o_refused === 'fenced') {
     return batch.reject(new A2Error('fenced', `attempt ${batch.fence?.attempt} of job ${batch.fence?.jobId} no longer holds the job`))
   }
+  if (row?.o_refused === 'session_full') return batch.reject(sessionFull('events', { maxEvents: batch.maxEvents ?? 0, maxPushedBytes: 0 }))
   if (row?.o_refused === 'run_cancelled') return batch.reject(new A2Error('run_cancelled', `run ${batch.runs.join(', ')} is cancelled`))
   if (row?.o_start == null || row.o_created_at == null) return batch.reject(new Error('a2: a step batch got no answer from a2_append_steps_many'))
   const start = row.o_start

@@ -146,11 +146,14 @@ export interface StepBatch {
   /** The runs these events are steps of (refused once any is cancelled). */
   runs: string[]
   events: Array<{ id: string; type: string; payload: unknown }>
+  /** The session's cap on events (steps count against it); undefined: none. */
+  maxEvents?: number
 }
 
 /** One batch's JSON; the statement takes `[batch, batch, …]` as one jsonb. */
 export function encodeStepBatch(batch: StepBatch): string {
-  return JSON.stringify({ s: batch.sessionId, j: batch.jobId, a: batch.attempt, r: batch.runs, e: batch.events })
+  const cap = batch.maxEvents !== undefined ? { m: batch.maxEvents } : {}
+  return JSON.stringify({ s: batch.sessionId, j: batch.jobId, a: batch.attempt, r: batch.runs, e: batch.events, ...cap })
 }
 
 // ---------------------------------------------------------------------------------------
