@@ -38,7 +38,7 @@ export function NotFoundView({
       className={`flex flex-1 flex-col items-center justify-center gap-3 p-8 text-center ${chat ? '' : 'min-h-dvh'}`}
     >
       {!chat && (
-        <Link href="/" className="mb-4 flex items-center gap-2 text-[15px] font-semibold tracking-tight" aria-label="a2 chat home">
+        <Link href="/" className="mb-4 flex items-center gap-2 text-[15px] font-semibold tracking-tight">
           <Logo />
           a2 chat
         </Link>

@@ -38,7 +38,7 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
   return (
     <div className="flex h-full flex-col">
       <div className="flex h-14 shrink-0 items-center justify-between px-3">
-        <Link href="/" className="flex items-center gap-2 rounded-lg px-2 py-1 text-[15px] font-semibold tracking-tight" aria-label="a2 chat home">
+        <Link href="/" className="flex items-center gap-2 rounded-lg px-2 py-1 text-[15px] font-semibold tracking-tight">
           <Logo />
           a2 chat
         </Link>
@@ -99,7 +99,8 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
       <nav aria-label="Chats" className="min-h-0 flex-1 overflow-y-auto px-3 pb-3">
         {search.active ? (
           <SearchResults search={search} activeId={activeId} onNavigate={onClose} />
-        ) : status === 'loading' && sessions.length === 0 ? (
+        ) : (status === 'idle' || status === 'loading') && sessions.length === 0 ? (
+          // Not loaded yet (idle: the server's render, before the first list): not "No chats yet".
           <ul aria-hidden="true" className="mt-3 space-y-2 px-2">
             {[70, 85, 55, 75].map((w, i) => (
               <li key={i} className="h-4 animate-pulse rounded bg-neutral-200 dark:bg-neutral-800" style={{ width: `${w}%` }} />

@@ -133,6 +133,28 @@ export const authVerification = pgTable(
   (t) => [index('auth_verification_identifier').on(t.identifier)],
 )
 
+/** Passkeys (@better-auth/passkey): a WebAuthn credential's public key, per account. */
+export const authPasskey = pgTable(
+  'auth_passkey',
+  {
+    id: text('id').primaryKey(),
+    name: text('name'),
+    publicKey: text('public_key').notNull(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => authUser.id, { onDelete: 'cascade' }),
+    credentialID: text('credential_id').notNull(),
+    /** The authenticator's signature counter: a clone shows as a counter that went back. */
+    counter: integer('counter').notNull(),
+    deviceType: text('device_type').notNull(),
+    backedUp: boolean('backed_up').notNull(),
+    transports: text('transports'),
+    createdAt: timestamp('created_at', { withTimezone: true }),
+    aaguid: text('aaguid'),
+  },
+  (t) => [index('auth_passkey_user').on(t.userId), index('auth_passkey_credential').on(t.credentialID)],
+)
+
 /** better-auth's sign-in rate limits, in the database so every app instance shares them. */
 export const authRateLimit = pgTable('auth_rate_limit', {
   id: text('id').primaryKey(),

@@ -82,3 +82,50 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
   await expect(phone.page.getByText('No chats yet')).toBeVisible()
   expect((await phone.page.request.get(`/api/sessions/${sessionId}/snapshot`)).status()).toBe(404)
 })
+
+test('a passkey made on a virtual authenticator signs in, and the guest chat made before it joins the account', async ({ browser, baseURL }) => {
+  // WebAuthn refuses an IP address as its relying party: this test addresses the app as localhost, the default RP id.
+  const context = await browser.newContext({ baseURL: baseURL!.replace('127.0.0.1', 'localhost') })
+  const page = await context.newPage()
+  const cdp = await context.newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  const email = `${nonce('pk')}@example.com`.toLowerCase()
+
+  await fillAccountForm(page, 'Create account', email, 'a password for now')
+  await page.goto('/account')
+  await expect(page.getByTestId('passkey-count')).toHaveText('No passkeys yet.')
+  await page.getByRole('button', { name: 'Add a passkey' }).click()
+  await expect(page.getByRole('status')).toHaveText(/Passkey added/)
+  await expect(page.getByTestId('passkey-count')).toHaveText('1 passkey.')
+  expect((await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials).toHaveLength(1)
+
+  // Signed out, this browser is a guest again, and makes a chat.
+  await page.getByRole('button', { name: 'Sign out' }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  const asGuest = nonce('before-passkey')
+  await chat.send(asGuest)
+  await chat.waitForStreaming(5)
+  await chat.stop()
+
+  // The passkey signs in (no password typed), and the guest's chat is the account's now.
+  await page.goto('/account')
+  await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+  await expect(page.getByTestId('account-name')).toHaveText(email)
+  await expect(chat.sessionItems).toHaveCount(1)
+  await chat.sessionItems.first().click()
+  await expect(chat.userTexts).toHaveText([asGuest])
+  await context.close()
+})

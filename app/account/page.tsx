@@ -64,6 +64,7 @@ function SignedIn({ email, verified }: { email: string; verified: boolean }) {
       )}
       {note && <p role="status">{note}</p>}
       <p className="text-sm text-neutral-600 dark:text-neutral-400">Your chats are listed on every device you sign in on.</p>
+      <Passkeys />
       <button
         type="button"
         className={button}
@@ -76,6 +77,33 @@ function SignedIn({ email, verified }: { email: string; verified: boolean }) {
         Sign out
       </button>
     </section>
+  )
+}
+
+/** The account's passkeys, and adding one for this device (its authenticator asks first). */
+function Passkeys() {
+  const passkeys = authClient.useListPasskeys()
+  const [note, setNote] = useState<string>()
+  const count = passkeys.data?.length ?? 0
+  return (
+    <div className="space-y-2">
+      <p className="text-sm" data-testid="passkey-count">
+        {count === 0 ? 'No passkeys yet.' : count === 1 ? '1 passkey.' : `${count} passkeys.`}
+      </p>
+      <button
+        type="button"
+        className="text-sm underline"
+        onClick={async () => {
+          setNote(undefined)
+          const result = await authClient.passkey.addPasskey({ name: navigator.platform || 'This device' })
+          if (result?.error) setNote(authMessage(result.error))
+          else setNote('Passkey added: you can sign in with it on this device.')
+        }}
+      >
+        Add a passkey
+      </button>
+      {note && <p role="status">{note}</p>}
+    </div>
   )
 }
 
@@ -131,6 +159,23 @@ function SignedOut() {
           ? 'We will queue a link to set a new password.'
           : 'The chats you made in this browser move into the account, and follow you to every device you sign in on.'}
       </p>
+      {mode === 'sign-in' && (
+        <button
+          type="button"
+          className={`${button} mb-4 w-full`}
+          disabled={busy}
+          onClick={async () => {
+            setBusy(true)
+            setError(undefined)
+            const result = await authClient.signIn.passkey()
+            setBusy(false)
+            if (result.error) return setError(authMessage(result.error))
+            window.location.assign('/')
+          }}
+        >
+          Sign in with a passkey
+        </button>
+      )}
       <form
         className="space-y-3"
         onSubmit={(e) => {

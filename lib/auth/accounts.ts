@@ -1,5 +1,5 @@
 /**
- * Accounts, on better-auth: email and password (its own scrypt hashing, sign-in rate limits
+ * Accounts, on better-auth: passkeys, and email and password (its own scrypt hashing, sign-in rate limits
  * in the database so every instance shares them), verification and password reset through
  * the mail outbox (mail.ts). Guests stay as they are (guest.ts); signing up or in moves the
  * guest's chats to the account (adopt-guest.ts) and ends the guest cookie.
@@ -10,7 +10,8 @@
 import { betterAuth } from 'better-auth'
 import { drizzleAdapter } from 'better-auth/adapters/drizzle'
 import { createAuthMiddleware } from 'better-auth/api'
-import { authAccount, authRateLimit, authSession, authUser, authVerification } from '@/db/schema'
+import { passkey } from '@better-auth/passkey'
+import { authAccount, authPasskey, authRateLimit, authSession, authUser, authVerification } from '@/db/schema'
 import { env } from '@/lib/env'
 import { getStore } from '@/lib/store'
 import type { Store } from '@/lib/a2/server'
@@ -35,6 +36,12 @@ const SESSION_COOKIES = [`${COOKIE_PREFIX}.session_token`, `__Secure-${COOKIE_PR
  * read. A session revoked elsewhere (sign out everywhere, a password reset) ends within it.
  */
 const SESSION_CACHE_S = 30
+/**
+ * Without A2_PUBLIC_URL, accounts answer on loopback hosts only (development, the test
+ * suites): the links in account mail are built from the request's host, and a host a client
+ * names (a Host header of evil.example) would put a reset token in a link to anywhere.
+ */
+const LOOPBACK_HOSTS = ['localhost', 'localhost:*', '127.0.0.1', '127.0.0.1:*', '[::1]', '[::1]:*']
 /** NIST SP 800-63B's floor for a memorized secret chosen by the user is 8; 10 with no composition rules. */
 const MIN_PASSWORD = 10
 
@@ -42,10 +49,17 @@ function createAccounts(store: Store) {
   return betterAuth({
     appName: 'a2 chat',
     secret: getSecret().toString(),
-    baseURL: env().A2_PUBLIC_URL,
+    baseURL: env().A2_PUBLIC_URL ?? { allowedHosts: LOOPBACK_HOSTS, protocol: 'http' },
     database: drizzleAdapter(store.db, {
       provider: 'pg',
-      schema: { user: authUser, session: authSession, account: authAccount, verification: authVerification, rateLimit: authRateLimit },
+      schema: {
+        user: authUser,
+        session: authSession,
+        account: authAccount,
+        verification: authVerification,
+        rateLimit: authRateLimit,
+        passkey: authPasskey,
+      },
     }),
     emailAndPassword: {
       enabled: true,
@@ -72,6 +86,8 @@ function createAccounts(store: Store) {
         '/request-password-reset': { window: 60, max: 5 },
       },
     },
+    // The relying party is A2_PUBLIC_URL's host, or `localhost` without it (WebAuthn refuses an IP address as one).
+    plugins: [passkey({ rpName: 'a2 chat' })],
     advanced: { cookiePrefix: COOKIE_PREFIX, ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] } },
     hooks: {
       after: createAuthMiddleware(async (ctx) => {
