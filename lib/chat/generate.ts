@@ -14,9 +14,11 @@ import { isStepCount, streamText, tool, type LanguageModel, type ModelMessage } 
 import { z } from 'zod'
 import { answerUsage, type Usage } from '@/lib/ai/usage'
 import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
+import { isA2Error } from '@/lib/a2'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
 import { restatementFilter } from './restatement'
+import { finishedId, writeMissingFinished } from './ending'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
@@ -49,6 +51,8 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       const existing = await notes.find(idempotencyKey)
       return existing ? { done: true, result: existing } : { done: false }
     },
+    // An answer this handler did not finish still gets its one `finished` (ending.ts).
+    ending: writeMissingFinished,
   }).run(async (ctx) => {
     const of = ctx.event.id
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
@@ -62,7 +66,12 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
       },
       (error) => writeFailed.abort(error),
     )
-    const finish = (reason: FinishReason, usage: Usage) => ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } })
+    // One id per job: an answer has one `finished`, whichever of its attempts or the ending hook writes it.
+    const finish = (reason: FinishReason, usage: Usage) =>
+      ctx.append({ id: finishedId(ctx.jobId), type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } }).catch((error) => {
+        // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
+        if (!isA2Error(error, 'conflict')) throw error
+      })
     // What this attempt sent and what the model streamed back, every delta (cut, restated or
     // not): a Stop's answer is billed from these, as the provider bills the aborted request.
     // Unset until the model call is dispatched: a Stop before it costs nothing.
@@ -101,6 +110,8 @@ export function generateConsumer({ model, notes }: GenerateOptions) {
             if (part.type === 'text-delta') {
               streamed += part.text
               text.push(part.text)
+              // The store is away and the backlog is full (chunk-writer.ts): hold the model back.
+              await writer.room()
             } else if (part.type === 'finish') finish = part
             else if (part.type === 'error') throw part.error
             else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')

@@ -4,6 +4,7 @@
  */
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
+import { isStoreUnreachable } from './outage'
 import { encodeSseEvent, errorBody, SSE_KEEP_ALIVE, SSE_OPEN } from './wire'
 
 /**
@@ -54,6 +55,14 @@ export async function readJsonBody(request: Request, maxBytes: number, options: 
 export function errorResponse(error: unknown, headers: HeadersInit = {}): Response {
   if (error instanceof A2Error) {
     return Response.json(error.toJSON(), { status: error.status, headers })
+  }
+  // The store is away (a Postgres restart): the request may be sent again in a moment, and a
+  // browser's outbox does (a 5xx is retried, a 4xx would end its intent): 503, never 500.
+  if (isStoreUnreachable(error)) {
+    return Response.json(errorBody('store_unavailable', 'the database is unreachable; try again'), {
+      status: 503,
+      headers: { ...Object.fromEntries(new Headers(headers)), 'Retry-After': '1' },
+    })
   }
   console.error('[a2] unexpected error', error)
   return Response.json(errorBody('internal', 'internal error'), { status: 500, headers })

@@ -53,6 +53,10 @@ export class Worker {
   private lastDrain = 0
   private draining?: Promise<void>
   private liveness?: Liveness
+  /** Owner keys the drain found gone, and since when (drain.ts: seen twice before released). */
+  private readonly suspects = new Map<number, number>()
+  /** Whether the last tick found this process's liveness lock lost (logged once per loss). */
+  private lockLost = false
   private startedAt = 0
 
   constructor(
@@ -157,6 +161,7 @@ export class Worker {
     this.draining = drainOnce(this.host, {
       owner: this.id,
       liveness: this.liveness,
+      suspects: this.suspects,
       graceMs: this.graceMs,
       forceOut: (jobId) => {
         for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
@@ -173,6 +178,15 @@ export class Worker {
   private async claimAndStart(): Promise<number> {
     const free = this.concurrency - this.running.size
     if (free <= 0) return 0
+    // Without its lock this process could be judged dead: it claims nothing until the lock is
+    // back (store.ts takes it again within ~1 s of the store answering), and says so once.
+    if (this.liveness?.held?.() === false) {
+      if (!this.lockLost) console.warn(`[a2] worker ${this.id}: liveness lock lost (store unreachable?); claiming nothing until it is held again`)
+      this.lockLost = true
+      return 0
+    }
+    if (this.lockLost) console.warn(`[a2] worker ${this.id}: liveness lock held again; claiming`)
+    this.lockLost = false
     const leaseMs: Record<string, number> = {}
     for (const [name, c] of this.host.consumers) leaseMs[name] = leaseMsOf(c)
     const claimStartedAt = performance.now()
