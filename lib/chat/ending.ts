@@ -22,7 +22,8 @@ export async function writeMissingFinished(run: RunEnding<Chat, 'generate'>): Pr
     await run.append({
       id: finishedId(run.jobId),
       type: 'finished',
-      payload: { of: run.trigger.id, attempt: run.attempt, reason, usage: await usageOf(run) },
+      // A run the drain stopped before any claim is at attempt 0; the contract counts from 1.
+      payload: { of: run.trigger.id, attempt: Math.max(1, run.attempt), reason, usage: await usageOf(run) },
     })
   } catch (error) {
     // The handler's own `finished` (same id, its own payload) is there: the answer has its one.
