@@ -5,6 +5,7 @@
 export * from './index'
 export { openPostgresStore, openPgliteStore } from './internal/store'
 export type { Store, Db, Executor } from './internal/store'
+export { isStoreUnreachable } from './internal/outage'
 export { migrate } from './internal/migrate'
 export type { MigrateResult } from './internal/migrate'
 export { consumer } from './internal/consumer'

@@ -12,6 +12,7 @@ import { drainOnce } from './drain'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { claimJobs, describeError } from './jobs'
 import { livenessFor, type Liveness } from './liveness'
+import { isStoreUnreachable } from './outage'
 
 export type { WorkerHooks } from './host'
 
@@ -57,6 +58,8 @@ export class Worker {
   private readonly suspects = new Map<number, number>()
   /** Whether the last tick found this process's liveness lock lost (logged once per loss). */
   private lockLost = false
+  /** Whether a tick failed for an outage since the last claim that went through (logged once). */
+  private storeAway = false
   private startedAt = 0
 
   constructor(
@@ -172,7 +175,14 @@ export class Worker {
   }
 
   private tickFailed(what: string, error: unknown): void {
-    if (!this.stopping) console.error(`[a2] worker ${what} failed`, describeError(error).message)
+    if (this.stopping) return
+    // An outage fails every tick (ten a second): said once, until a tick's claim goes through.
+    if (isStoreUnreachable(error)) {
+      if (!this.storeAway) console.warn(`[a2] worker ${this.id}: store unreachable; trying again every tick`)
+      this.storeAway = true
+      return
+    }
+    console.error(`[a2] worker ${what} failed`, describeError(error).message)
   }
 
   private async claimAndStart(): Promise<number> {
@@ -198,6 +208,7 @@ export class Worker {
       leaseMs,
       limit: Math.min(free, 16),
     })
+    this.storeAway = false
     for (const job of jobs) {
       const attempt = new Attempt(this.host, job, this.host.consumers.get(job.consumer)!, this.id, claimStartedAt, this.options.hooks)
       const key = attemptKey(job.id, job.attempt)
