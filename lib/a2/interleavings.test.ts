@@ -220,6 +220,9 @@ describe.each(layers)('interleavings on %s', (kind) => {
         : undefined,
     }).run((ctx) => handler(world, ctx))
     const outage = new OutageSwitch()
+    outageOf = outage
+    waitingOutOutage = []
+    outageStepsLeft = undefined
     // The server (pushes, the operator) reaches the database as the workers do: through the outage.
     const serverStore = interceptStore(outageStore(base, outage), {
       before: async (text) => {
@@ -359,9 +362,12 @@ describe.each(layers)('interleavings on %s', (kind) => {
     if (dead) return async () => {}
     const next = Promise.race([run.nextMove(), attempt?.done ?? new Promise<void>(() => {})])
     return async () => {
+      if (await heldByOutage(next, `attempt ${run.attempt} of job ${run.jobId} to move`)) return
       await watchdog(next, `attempt ${run.attempt} of job ${run.jobId} to move`)
       // Let the attempt's own continuation (settling after the handler ended) finish too.
-      if (run.ended && attempt) await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
+      if (run.ended && attempt && !(await heldByOutage(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`))) {
+        await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
+      }
     }
   }
 
@@ -380,6 +386,52 @@ describe.each(layers)('interleavings on %s', (kind) => {
 
   const attemptObjects = new Map<Driven, Attempt>()
 
+  // ---- the store unreachable for a while ----------------------------------------------------
+  // An attempt whose write meets the outage keeps its lease and sends the write again until the
+  // database answers (outage.ts): a step that needs the database does not end while it is away.
+  // Such a step is left waiting, and awaited when the database comes back (every pending one,
+  // by name, under the watchdog): it must land then.
+  let outageOf: OutageSwitch | undefined
+  let waitingOutOutage: Array<{ promise: Promise<unknown>; what: string }> = []
+  /** How long a step that needs no statement takes at most (none does; a move is microseconds). */
+  const STEP_WITHOUT_DATABASE_MS = 300
+  async function heldByOutage(promise: Promise<unknown>, what: string): Promise<boolean> {
+    if (!outageOf?.down) return false
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const done = await Promise.race([
+      promise.then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STEP_WITHOUT_DATABASE_MS))),
+    ]).finally(() => clearTimeout(timer))
+    if (done) return false
+    count('step held by the outage')
+    waitingOutOutage.push({ promise, what: `${what} once the database is back` })
+    return true
+  }
+  /** The database is back: every step it held lands now. */
+  async function landHeldSteps(): Promise<void> {
+    const held = waitingOutOutage
+    waitingOutOutage = []
+    for (const { promise, what } of held) await watchdog(promise, what)
+  }
+  /** Commands left before an outage of a fixed length ends by itself (undefined: none running). */
+  let outageStepsLeft: number | undefined
+  /** The database goes away now and comes back by itself after `steps` more commands. */
+  const unreachableFor = (steps: number) =>
+    cmd(
+      `store unreachable for a while(${steps} steps)`,
+      (w) => !w.outage.down && !w.outage.armed,
+      async (w) => {
+        w.outage.arm(0, 'refused')
+        outageStepsLeft = steps + 1 // this command's own tick counts one
+      },
+    )
+  async function outageTick(w: World): Promise<void> {
+    if (outageStepsLeft === undefined || --outageStepsLeft > 0) return
+    outageStepsLeft = undefined
+    w.outage.restore()
+    await landHeldSteps()
+  }
+
   // ---- commands ----------------------------------------------------------------------------
   type Cmd = fc.AsyncCommand<World, World>
   const stats = new Map<string, number>()
@@ -390,6 +442,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
       w.step++
       stats.set(label.replace(/\(.*\)/, ''), (stats.get(label.replace(/\(.*\)/, '')) ?? 0) + 1)
       await run(w)
+      await outageTick(w)
       await holdRetries(w)
       await checkInvariants(w, label)
     },
@@ -813,7 +866,11 @@ describe.each(layers)('interleavings on %s', (kind) => {
   const databaseBack = cmd(
     'database comes back',
     (w) => w.outage.down || w.outage.armed,
-    async (w) => w.outage.restore(),
+    async (w) => {
+      w.outage.restore()
+      outageStepsLeft = undefined
+      await landHeldSteps()
+    },
   )
 
   const drains = cmd(
@@ -907,6 +964,8 @@ describe.each(layers)('interleavings on %s', (kind) => {
     // Outages are short (comes back twice as often as it goes), so a sequence has room for several.
     fc.constant(databaseBack),
     fc.constant(databaseBack),
+    // An outage that lasts a few steps and ends by itself (a Postgres restart): attempts wait it out.
+    fc.constantFrom(unreachableFor(1), unreachableFor(3)),
     fc.constantFrom(resendStops(true), resendStops(false)),
     // An UNKNOWN run is many steps deep (a death mid-effect, a takeover, no reconcile): Stop it when one is there.
     fc.constantFrom(stopUnknown(true), stopUnknown(false)),
@@ -1059,6 +1118,8 @@ describe.each(layers)('interleavings on %s', (kind) => {
    */
   async function teardown(w: World): Promise<void> {
     w.outage.restore()
+    outageStepsLeft = undefined
+    await landHeldSteps()
     for (const sim of w.workers) await sim.liveness.release()
     for (const run of w.attempts) {
       if (w.workers[run.worker].dead) {
@@ -1175,6 +1236,8 @@ describe.each(layers)('interleavings on %s', (kind) => {
         'Stop landed on UNKNOWN',
         'Stop landed on ACTIVE waiting for a retry',
         'claim refused by the outage',
+        'store unreachable for a while',
+        'step held by the outage',
       ]
       const missing = required.filter((what) => !stats.has(what))
       if (SEED === undefined) {

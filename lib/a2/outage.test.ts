@@ -61,6 +61,6 @@ describe('errorResponse while the store is unreachable', () => {
     expect(response.status).toBe(503)
     expect(response.headers.get('retry-after')).toBe('1')
     expect(response.headers.get('set-cookie')).toBe('a=b')
-    expect(await response.json()).toMatchObject({ error: { code: 'store_unavailable' } })
+    expect(await response.json()).toMatchObject({ error: { code: 'unavailable' } })
   })
 })

@@ -41,6 +41,8 @@ export class Attempt {
   private finished = false
   /** Whether the handler called ctx.effect: the only way a first attempt's job gets an effect row. */
   private effectsUsed = false
+  /** The claim was lost (lease, successor, drain, shutdown), whenever it was: outage retries stop. */
+  private claimGone = false
   /** Its dispatches in flight: the ending waits for them, so it sees each one that passed (effects.ts). */
   readonly dispatches = new DispatchesInFlight()
 
@@ -67,6 +69,9 @@ export class Attempt {
 
   /** Fires the run's signal once, with a typed reason. */
   abort(reason: RunAborted): void {
+    // Also after the signal fired or the handler ended: an ending sent again through an
+    // outage stops once the claim is gone (a successor, the drain, a shutdown owns the run).
+    if (reason.isLeaseLoss || reason.code === 'FENCED_OUT') this.claimGone = true
     if (!this.controller.signal.aborted) this.controller.abort(reason)
   }
 
@@ -173,7 +178,7 @@ export class Attempt {
       // An ending the outage refuses is sent again until the store answers, within the lease
       // as last renewed (after it, a successor may hold the run): never left to lease expiry.
       const settle = (write: () => Promise<unknown>) =>
-        throughOutage(write, { until: this.deadline, onOutage: () => this.outageNoticed('its ending') })
+        throughOutage(write, { until: this.deadline, giveUp: () => this.claimGone, onOutage: () => this.outageNoticed('its ending') })
       if (started || error !== undefined) {
         await settle(() => settleAttempt(this.host, job, signal, returned, error, { effectFree }))
         // The handler did not end the run itself (it threw, or never ran to its end): the
@@ -191,8 +196,7 @@ export class Attempt {
 
   /** The lease is really lost (or the run was forced out): an outage retry stops there. */
   private get claimLost(): boolean {
-    const reason = abortReason(this.signal)
-    return reason?.isLeaseLoss === true || reason?.code === 'FENCED_OUT'
+    return this.claimGone
   }
 
   private outageLogged = false

@@ -59,8 +59,9 @@ export function errorResponse(error: unknown, headers: HeadersInit = {}): Respon
   // The store is away (a Postgres restart): the request may be sent again in a moment, and a
   // browser's outbox does (a 5xx is retried, a 4xx would end its intent): 503, never 500.
   if (isStoreUnreachable(error)) {
-    return Response.json(errorBody('store_unavailable', 'the database is unreachable; try again'), {
-      status: 503,
+    const unavailable = new A2Error('unavailable', 'the database cannot be reached; try again', { cause: error })
+    return Response.json(unavailable.toJSON(), {
+      status: unavailable.status,
       headers: { ...Object.fromEntries(new Headers(headers)), 'Retry-After': '1' },
     })
   }
