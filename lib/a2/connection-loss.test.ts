@@ -80,16 +80,23 @@ describe.runIf(layers.includes('postgres'))('a worker whose lock and LISTEN conn
       const before = await chunks()
 
       // Both connections are back, on new backends, within a second.
+      const back: Partial<Record<'lock' | 'listen', number>> = {}
       await waitUntil(
         async () => {
-          const now = await victimBackends(observerStore)
-          return now.length === 2 && now.every((b) => !killed.some((k) => k.pid === b.pid)) ? now : undefined
+          for (const b of await victimBackends(observerStore)) {
+            if (!killed.some((k) => k.pid === b.pid)) back[b.role] ??= performance.now() - brokenAt
+          }
+          return back.lock !== undefined && back.listen !== undefined
         },
         'the lock and the LISTEN taken back',
         1_000,
-        10,
+        5,
       )
-      expect(performance.now() - brokenAt).toBeLessThan(1_000)
+      const backAfterMs = Math.max(back.lock!, back.listen!)
+      console.log(
+        `[connection-loss] back on new backends after: lock ${back.lock!.toFixed(0)} ms, LISTEN ${back.listen!.toFixed(0)} ms (polled every 5 ms)`,
+      )
+      expect(backAfterMs).toBeLessThan(1_000)
 
       // Many of the observer's drain ticks (100 ms each) pass while the answer goes on.
       await waitUntil(async () => (await chunks()) >= before + 40, 'the answer goes on after the break')

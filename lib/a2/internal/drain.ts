@@ -37,10 +37,12 @@ export interface DrainOptions {
 
 /**
  * How long an owner's key must be seen missing before its runs are released: longer than a
- * live process needs to take its lock back after its lock connection broke (~10 ms with the
- * store up), shorter than a drain tick (500 ms), so a killed worker costs one tick more.
+ * live process needs to take its lock back after its lock connection broke (at once on the
+ * close, a connect and one statement: 20–47 ms in connection-loss.test.ts at load 9–13 on 2
+ * cores), and the worker looks again exactly this much later (worker.ts), so a killed worker
+ * costs this much more than one look (bench figure 7: takeover p50 425 → 653 ms at load 14–18).
  */
-export const OWNER_GONE_CONFIRM_MS = 400
+export const OWNER_GONE_CONFIRM_MS = 300
 
 /** At most this many runs per kind and tick: a backlog drains over several ticks, each one bounded. */
 const DRAIN_BATCH = 100
@@ -110,10 +112,10 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
  */
 async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness, suspects?: Map<number, number>): Promise<number> {
   // A live process whose lock connection broke (a killed backend, a proxy's reset) takes its
-  // lock again within ~10 ms of the break when the store is up (store.ts): its key is missing
+  // lock again within ~50 ms of the break when the store is up (store.ts): its key is missing
   // for that long, and a drain that looked then would declare it dead. So a key must be seen
   // missing twice, OWNER_GONE_CONFIRM_MS apart, before its runs are released; the first look
-  // is one statement whatever it finds, and a killed process is taken over one tick later.
+  // is one statement whatever it finds, and a killed process is taken over that much later.
   const confirmed = suspects ? await confirmedGone(db, consumers, liveness, suspects) : undefined
   if (confirmed?.length === 0) return 0
   const released = await query(

@@ -45,8 +45,12 @@ const LIFE_LOCK_RETAKE_MS = 250
 /** A check that has not answered by then counts as a lost lock (a hung connection is replaced). */
 const LIFE_LOCK_TIMEOUT_MS = 1_000
 
-/** Seconds before postgres-js connects again after a failed or closed connection (see openPostgresStore). */
-const reconnectBackoff = () => 0.05 + Math.random() * 0.05
+/**
+ * Seconds before postgres-js connects again (see openPostgresStore): at once after a connection
+ * that closed cleanly (a killed backend: the liveness lock is back before anyone can look twice,
+ * drain.ts), 50–100 ms after each failed connect (a server still down).
+ */
+const reconnectBackoff = (failures: number) => (failures === 0 ? 0 : 0.05 + Math.random() * 0.05)
 
 /** Rows of a raw statement, whichever driver ran it (postgres-js returns an array, PGlite `{ rows }`). */
 export async function query<Row = Record<string, unknown>>(executor: Executor, statement: SQL): Promise<Row[]> {
