@@ -221,6 +221,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
     }).run((ctx) => handler(world, ctx))
     const outage = new OutageSwitch()
     outageOf = outage
+    worldNow = world
     waitingOutOutage = []
     outageStepsLeft = undefined
     // The server (pushes, the operator) reaches the database as the workers do: through the outage.
@@ -362,10 +363,10 @@ describe.each(layers)('interleavings on %s', (kind) => {
     if (dead) return async () => {}
     const next = Promise.race([run.nextMove(), attempt?.done ?? new Promise<void>(() => {})])
     return async () => {
-      if (await heldByOutage(next, `attempt ${run.attempt} of job ${run.jobId} to move`)) return
+      if (await heldByOutage(next, `attempt ${run.attempt} of job ${run.jobId} to move`, run.worker)) return
       await watchdog(next, `attempt ${run.attempt} of job ${run.jobId} to move`)
       // Let the attempt's own continuation (settling after the handler ended) finish too.
-      if (run.ended && attempt && !(await heldByOutage(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`))) {
+      if (run.ended && attempt && !(await heldByOutage(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`, run.worker))) {
         await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
       }
     }
@@ -392,26 +393,35 @@ describe.each(layers)('interleavings on %s', (kind) => {
   // Such a step is left waiting, and awaited when the database comes back (every pending one,
   // by name, under the watchdog): it must land then.
   let outageOf: OutageSwitch | undefined
-  let waitingOutOutage: Array<{ promise: Promise<unknown>; what: string }> = []
+  let waitingOutOutage: Array<{ promise: Promise<unknown>; what: string; dead: () => boolean }> = []
+  /** The sequence's world (one at a time): whether a held step's worker was killed meanwhile. */
+  let worldNow: World | undefined
   /** How long a step that needs no statement takes at most (none does; a move is microseconds). */
   const STEP_WITHOUT_DATABASE_MS = 300
-  async function heldByOutage(promise: Promise<unknown>, what: string): Promise<boolean> {
-    if (!outageOf?.down) return false
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const done = await Promise.race([
-      promise.then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STEP_WITHOUT_DATABASE_MS))),
-    ]).finally(() => clearTimeout(timer))
-    if (done) return false
-    count('step held by the outage')
-    waitingOutOutage.push({ promise, what: `${what} once the database is back` })
-    return true
+  async function heldByOutage(promise: Promise<unknown>, what: string, worker?: number): Promise<boolean> {
+    // Down now, or armed to go down at one of the step's own statements: look in slices.
+    for (let slice = 0; slice < 30 && (outageOf?.down || outageOf?.armed); slice++) {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const done = await Promise.race([
+        promise.then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STEP_WITHOUT_DATABASE_MS))),
+      ]).finally(() => clearTimeout(timer))
+      if (done) return false
+      if (outageOf.down) {
+        count('step held by the outage')
+        const dead = () => worker !== undefined && worldNow?.workers[worker].dead === true
+        waitingOutOutage.push({ promise, what: `${what} once the database is back`, dead })
+        return true
+      }
+    }
+    return false
   }
   /** The database is back: every step it held lands now. */
   async function landHeldSteps(): Promise<void> {
     const held = waitingOutOutage
     waitingOutOutage = []
-    for (const { promise, what } of held) await watchdog(promise, what)
+    // A worker killed meanwhile sends nothing ever again: its held steps never land (nor must they).
+    for (const { promise, what, dead } of held) if (!dead()) await watchdog(promise, what)
   }
   /** Commands left before an outage of a fixed length ends by itself (undefined: none running). */
   let outageStepsLeft: number | undefined

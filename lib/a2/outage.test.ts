@@ -5,7 +5,11 @@
  * browser's outbox sends a Stop again after a 5xx and would drop it after a 4xx.
  */
 import { describe, expect, it } from 'vitest'
-import { errorResponse, isStoreUnreachable } from '@/lib/a2/server'
+import { createServer, errorResponse, isStoreUnreachable } from '@/lib/a2/server'
+import { layers, useTestStore } from '@/test/db'
+import { testContract } from '@/test/contract'
+import { eventsOf, historyOf, interceptStore, waitForJob } from '@/test/runtime'
+import { consumer } from './internal/consumer'
 import { throughOutage } from './internal/outage'
 
 const withCode = (code: string) => Object.assign(new Error(code), { code })
@@ -62,5 +66,53 @@ describe('errorResponse while the store is unreachable', () => {
     expect(response.headers.get('retry-after')).toBe('1')
     expect(response.headers.get('set-cookie')).toBe('a=b')
     expect(await response.json()).toMatchObject({ error: { code: 'unavailable' } })
+  })
+})
+
+/**
+ * An attempt meets the outage at each of its writes — its effect's intent, a chunk append,
+ * its ending — each refused a few times (as a restarting server refuses connections), and
+ * comes through under its first attempt: no retry scheduled, no attempt spent, one chunk.
+ */
+describe.each(layers)('an attempt through an outage on %s', (kind) => {
+  const store = useTestStore(kind)
+
+  it('waits out refusals at its effect, its append and its ending: COMPLETED at attempt 1, every write once', async () => {
+    const refusals = new Map([
+      ['insert into a2_effects', 3],
+      ['a2_append_steps_many', 3],
+      ['jsonb_to_recordset', 3],
+    ])
+    const refused: string[] = []
+    const flaky = interceptStore(store(), {
+      before: (text) => {
+        for (const [pattern, left] of refusals) {
+          if (left > 0 && text.includes(pattern)) {
+            refusals.set(pattern, left - 1)
+            refused.push(pattern)
+            throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+          }
+        }
+      },
+    })
+    let calls = 0
+    const generate = consumer({ contract: testContract, name: 'generate', types: ['generate'], maxAttempts: 3 }).run(async (ctx) => {
+      await ctx.effect('call', async () => ++calls)
+      await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'once' } })
+    })
+    const server = createServer({ contract: testContract, consumers: [generate], store: flaky })
+    const { id } = await server.sessions.create('u1')
+    const [trigger] = await server.append(id, { type: 'generate', payload: {} })
+    const worker = await server.startWorker({ pollMs: 50 })
+    try {
+      const job = await waitForJob(store(), trigger.id, 'generate', (j) => j.status !== 'ACTIVE')
+      expect(job).toMatchObject({ status: 'COMPLETED', attempt: 1 })
+      expect(refused).toHaveLength(9)
+      expect(calls).toBe(1)
+      expect((await eventsOf(store(), id)).filter((e) => e.type === 'chunk')).toHaveLength(1)
+      expect(await historyOf(store(), job.id)).not.toContainEqual(expect.stringContaining('RETRY_SCHEDULED'))
+    } finally {
+      await worker.stop()
+    }
   })
 })

@@ -254,19 +254,29 @@ export class Attempt {
       append: async (...inputs) => (await this.appendThroughOutage(inputs as ValidInput[])) as never,
       effect: (key, fn, options) => {
         this.effectsUsed = true
-        return runEffect(
-          host.store.db,
-          {
-            fence,
-            cancelVersion: job.cancelVersion,
-            signal,
-            beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
-            reconcile: this.consumer.options.reconcile,
-            dispatches: this.dispatches,
-          },
-          key,
-          fn,
-          options,
+        // Until `fn` is entered every statement of the effect is a read or a compare-and-set
+        // that a second try finds done: an outage there is waited out like an append's (the
+        // call is still not made while the store is away: fail closed). Once `fn` ran, an
+        // outage fails the effect as before: its call is never made twice by a retry here.
+        let entered = false
+        const call: typeof fn = (idempotencyKey, effectSignal) => ((entered = true), fn(idempotencyKey, effectSignal))
+        return throughOutage(
+          () =>
+            runEffect(
+              host.store.db,
+              {
+                fence,
+                cancelVersion: job.cancelVersion,
+                signal,
+                beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
+                reconcile: this.consumer.options.reconcile,
+                dispatches: this.dispatches,
+              },
+              key,
+              call,
+              options,
+            ),
+          { giveUp: () => entered || this.claimLost, onOutage: () => this.outageNoticed('its effect’s record') },
         )
       },
     }
