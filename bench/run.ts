@@ -7,7 +7,8 @@
  *   npm run bench -- --pglite     what fits one process, on an in-memory PGlite.
  *   npm run bench -- --only=1,4   some figures only (1 stop, 2 tokens, 3 append, 4 claim,
  *                                 5 memory, 6 scale, 7 takeover, 8 long sessions, 9 Stop
- *                                 from the browser's send; 7 and 9 are Postgres only).
+ *                                 from the browser's send, 10 Postgres restarts; 7, 9 and 10
+ *                                 are Postgres only; 10 starts a cluster of its own).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
@@ -39,6 +40,7 @@ import { memoryFigure, type MemoryFigure } from './figures/memory'
 import { takeoverFigure, type TakeoverFigure, type TakeoverPart } from './figures/takeover'
 import { longSessionFigure, type LongSessionLevel } from './figures/long-sessions'
 import { stopSendFigure, type AbHalf, type StopSendFigure } from './figures/stop-send'
+import { restartFigure, type RestartFigure } from './figures/restart'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -77,6 +79,7 @@ interface Results {
     takeover?: TakeoverFigure
     longSessions?: LongSessionLevel[]
     stopSend?: StopSendFigure
+    restart?: RestartFigure
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -293,6 +296,16 @@ async function main(): Promise<number> {
     }
   }
 
+  // Figure 10: Postgres restarts under answers in flight, on a cluster of its own (the shared one is left alone).
+  if (wants(10) && kind === 'postgres') {
+    results.figures.restart = await phase('10 Postgres restarts', () =>
+      restartFigure({ restarts: 5, answers: 10, tokenMs: TOKEN_MS, deadline: Math.min(Date.now() + 120_000, t0 + BUDGET_MS - 20_000), say }),
+    )
+    const r = results.figures.restart
+    for (const part of [r?.fast, r?.immediate]) for (const error of part?.errors ?? []) results.errors.push(`10 ${part!.mode}: ${error}`)
+    if (r && (r.attemptsSpent || r.failed)) results.errors.push(`10: ${r.attemptsSpent} runs spent an attempt, ${r.failed} FAILED`)
+  }
+
   report(results)
   return results.errors.length ? 1 : 0
 }
@@ -427,6 +440,23 @@ function rowsOf(r: Results): Row[] {
     if (t.term) {
       out.push(row('7 answer continues after SIGTERM p50', 'ms', t.term.reader.p50, t.leaseMs, { ...lease, note: `${t.term.reader.n} SIGTERMs` }))
       out.push(row('7 answer continues after SIGTERM p99', 'ms', t.term.reader.p99, t.leaseMs, { ...lease, target: { op: '<=', value: 1_000 } }))
+    }
+  }
+  if (f.restart) {
+    const lease = { baselineLabel: '(lease)' }
+    for (const part of [f.restart.fast, f.restart.immediate]) {
+      if (!part) continue
+      const how = part.mode === 'fast' ? 'fast restart' : 'immediate stop + start 3 s later'
+      out.push(
+        row(`10 store back → next chunk, ${how} p50`, 'ms', part.back.p50, f.restart.leaseMs, {
+          ...lease,
+          target: { op: '<=', value: 1_000 },
+          note: `${part.back.n} answers over ${part.restarts} restarts, down p50 ${fmt(part.down.p50)} ms`,
+        }),
+      )
+      out.push(
+        row(`10 store back → next chunk, ${how} p99`, 'ms', part.back.p99, f.restart.leaseMs, { ...lease, target: { op: '<=', value: 1_000 } }),
+      )
     }
   }
   return out

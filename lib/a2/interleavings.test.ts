@@ -245,6 +245,10 @@ describe.each(layers)('interleavings on %s', (kind) => {
         : undefined,
     }).run((ctx) => handler(world, ctx))
     const outage = new OutageSwitch()
+    outageOf = outage
+    worldNow = world
+    waitingOutOutage = []
+    outageStepsLeft = undefined
     // The server (pushes, the operator) reaches the database as the workers do: through the outage.
     const serverStore = interceptStore(outageStore(base, outage), {
       before: async (text) => {
@@ -399,9 +403,12 @@ describe.each(layers)('interleavings on %s', (kind) => {
     if (dead) return async () => {}
     const next = Promise.race([run.nextMove(), attempt?.done ?? new Promise<void>(() => {})])
     return async () => {
+      if (await heldByOutage(next, `attempt ${run.attempt} of job ${run.jobId} to move`, run.worker)) return
       await watchdog(next, `attempt ${run.attempt} of job ${run.jobId} to move`)
       // Let the attempt's own continuation (settling after the handler ended) finish too.
-      if (run.ended && attempt) await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
+      if (run.ended && attempt && !(await heldByOutage(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`, run.worker))) {
+        await watchdog(attempt.done, `attempt ${run.attempt} of job ${run.jobId} to settle`)
+      }
     }
   }
 
@@ -420,6 +427,61 @@ describe.each(layers)('interleavings on %s', (kind) => {
 
   const attemptObjects = new Map<Driven, Attempt>()
 
+  // ---- the store unreachable for a while ----------------------------------------------------
+  // An attempt whose write meets the outage keeps its lease and sends the write again until the
+  // database answers (outage.ts): a step that needs the database does not end while it is away.
+  // Such a step is left waiting, and awaited when the database comes back (every pending one,
+  // by name, under the watchdog): it must land then.
+  let outageOf: OutageSwitch | undefined
+  let waitingOutOutage: Array<{ promise: Promise<unknown>; what: string; dead: () => boolean }> = []
+  /** The sequence's world (one at a time): whether a held step's worker was killed meanwhile. */
+  let worldNow: World | undefined
+  /** How long a step that needs no statement takes at most (none does; a move is microseconds). */
+  const STEP_WITHOUT_DATABASE_MS = 300
+  async function heldByOutage(promise: Promise<unknown>, what: string, worker?: number): Promise<boolean> {
+    // Down now, or armed to go down at one of the step's own statements: look in slices.
+    for (let slice = 0; slice < 30 && (outageOf?.down || outageOf?.armed); slice++) {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const done = await Promise.race([
+        promise.then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), STEP_WITHOUT_DATABASE_MS))),
+      ]).finally(() => clearTimeout(timer))
+      if (done) return false
+      if (outageOf.down) {
+        count('step held by the outage')
+        const dead = () => worker !== undefined && worldNow?.workers[worker].dead === true
+        waitingOutOutage.push({ promise, what: `${what} once the database is back`, dead })
+        return true
+      }
+    }
+    return false
+  }
+  /** The database is back: every step it held lands now. */
+  async function landHeldSteps(): Promise<void> {
+    const held = waitingOutOutage
+    waitingOutOutage = []
+    // A worker killed meanwhile sends nothing ever again: its held steps never land (nor must they).
+    for (const { promise, what, dead } of held) if (!dead()) await watchdog(promise, what)
+  }
+  /** Commands left before an outage of a fixed length ends by itself (undefined: none running). */
+  let outageStepsLeft: number | undefined
+  /** The database goes away now and comes back by itself after `steps` more commands. */
+  const unreachableFor = (steps: number) =>
+    cmd(
+      `store unreachable for a while(${steps} steps)`,
+      (w) => !w.outage.down && !w.outage.armed,
+      async (w) => {
+        w.outage.arm(0, 'refused')
+        outageStepsLeft = steps + 1 // this command's own tick counts one
+      },
+    )
+  async function outageTick(w: World): Promise<void> {
+    if (outageStepsLeft === undefined || --outageStepsLeft > 0) return
+    outageStepsLeft = undefined
+    w.outage.restore()
+    await landHeldSteps()
+  }
+
   // ---- commands ----------------------------------------------------------------------------
   type Cmd = fc.AsyncCommand<World, World>
   const stats = new Map<string, number>()
@@ -430,6 +492,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
       w.step++
       stats.set(label.replace(/\(.*\)/, ''), (stats.get(label.replace(/\(.*\)/, '')) ?? 0) + 1)
       await run(w)
+      await outageTick(w)
       await holdRetries(w)
       await checkInvariants(w, label)
     },
@@ -878,7 +941,11 @@ describe.each(layers)('interleavings on %s', (kind) => {
   const databaseBack = cmd(
     'database comes back',
     (w) => w.outage.down || w.outage.armed,
-    async (w) => w.outage.restore(),
+    async (w) => {
+      w.outage.restore()
+      outageStepsLeft = undefined
+      await landHeldSteps()
+    },
   )
 
   const drains = cmd(
@@ -973,6 +1040,8 @@ describe.each(layers)('interleavings on %s', (kind) => {
     // Outages are short (comes back twice as often as it goes), so a sequence has room for several.
     fc.constant(databaseBack),
     fc.constant(databaseBack),
+    // An outage that lasts a few steps and ends by itself (a Postgres restart): attempts wait it out.
+    fc.constantFrom(unreachableFor(1), unreachableFor(3)),
     fc.constantFrom(resendStops(true), resendStops(false)),
     // An UNKNOWN run is many steps deep (a death mid-effect, a takeover, no reconcile): Stop it when one is there.
     fc.constantFrom(stopUnknown(true), stopUnknown(false)),
@@ -1014,7 +1083,10 @@ describe.each(layers)('interleavings on %s', (kind) => {
       async (w) => {
         const run = w.attempts.find((a) => a.orphans.length > 0 && !w.workers[a.worker].dead)!
         for (const left of run.orphans.splice(0)) left.open()
-        await watchdog(attemptObjects.get(run)!.done, `attempt ${run.attempt} of job ${run.jobId} to settle after its call`)
+        const done = attemptObjects.get(run)!.done
+        const what = `attempt ${run.attempt} of job ${run.jobId} to settle after its call`
+        // Its ending may wait out the outage (then it lands when the database is back).
+        if (!(await heldByOutage(done, what, run.worker))) await watchdog(done, what)
         count('left call completed')
       },
     )
@@ -1219,6 +1291,8 @@ describe.each(layers)('interleavings on %s', (kind) => {
    */
   async function teardown(w: World): Promise<void> {
     w.outage.restore()
+    outageStepsLeft = undefined
+    await landHeldSteps()
     for (const sim of w.workers) await sim.liveness.release()
     for (const run of w.attempts) {
       for (const left of run.orphans) left.open()
@@ -1383,6 +1457,8 @@ describe.each(layers)('interleavings on %s', (kind) => {
         'Stop landed on UNKNOWN',
         'Stop landed on ACTIVE waiting for a retry',
         'claim refused by the outage',
+        'store unreachable for a while',
+        'step held by the outage',
         'handler threw mid-effect',
         'left call completed',
         'drain died holding a run',

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { joinDeltas } from './chunk-writer'
+import { chunkWriter, joinDeltas } from './chunk-writer'
 
 const SEED = 20261201
 const RUNS = Number(process.env.FC_RUNS || 300)
@@ -29,5 +29,46 @@ describe('joinDeltas', () => {
     expect(joinDeltas(['a'], 10)).toEqual(['a'])
     expect(joinDeltas([], 10)).toEqual([])
     expect(joinDeltas(['ab', 'cd', 'ef'], 4)).toEqual(['abcd', 'ef'])
+  })
+})
+
+describe('chunkWriter while the store is away', () => {
+  it('holds the stream back past its byte bound, and writes every delta once, in order, when the store answers', async () => {
+    const written: string[] = []
+    let release!: () => void
+    let stalled = new Promise<void>((resolve) => (release = resolve))
+    const writer = chunkWriter(
+      async (deltas) => {
+        await stalled // the first append waits out the outage (outage.ts sends it again meanwhile)
+        written.push(...deltas)
+      },
+      undefined,
+      10,
+    )
+    writer.push('abcd') // in flight, stalled
+    await expect(Promise.race([writer.room(), 'held'])).resolves.not.toBe('held') // 4 of 10 bytes
+    writer.push('efgh')
+    writer.push('ijkl') // 12 bytes unwritten
+    let roomy = false
+    const room = writer.room().then(() => (roomy = true))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(roomy).toBe(false) // the model is not read meanwhile
+    release()
+    stalled = Promise.resolve()
+    await room
+    await writer.flush()
+    expect(written.join('')).toBe('abcdefghijkl')
+  })
+
+  it('counts bytes, not characters, and a dropped writer lets the stream go', async () => {
+    const writer = chunkWriter(() => new Promise(() => {}), undefined, 8)
+    writer.push('ééé') // 6 bytes, 3 characters
+    writer.push('ü') // 8 bytes
+    let roomy = false
+    const room = writer.room().then(() => (roomy = true))
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(roomy).toBe(false)
+    writer.drop()
+    await room
   })
 })

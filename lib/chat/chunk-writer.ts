@@ -12,12 +12,28 @@ import { isA2Error } from '@/lib/a2'
 /** 64 deltas per transaction caps one insert's size when the store stalls and a backlog forms. */
 const MAX_BATCH = 64
 
+/**
+ * What an answer may hold unwritten (UTF-8 bytes, the batch in flight included) before the
+ * model's stream is held back (`room()`): 256 KiB. While the store is away (a Postgres restart,
+ * outage.ts) the append in flight is sent again and the deltas wait here; nothing is dropped
+ * and, once the store answers, they go in order. At a fast provider's 2,000 tokens/s (~4 bytes
+ * each) an outage as long as the chat's 15 s lease is ~120 KB, so the bound is never what ends
+ * a wait a lease allows; past it the stream is not read (the HTTP stream's own backpressure
+ * holds the model), and a worker's 64 answers hold at most 16 MiB.
+ */
+export const MAX_BUFFERED_BYTES = 256 * 1024
+
 export interface ChunkWriter {
   push(delta: string): void
   /** Resolves when every pushed delta is in the log (or was refused because the run was cancelled). */
   flush(): Promise<void>
   /** Stops writing: whatever is buffered is dropped (used when the user stopped the answer). */
   drop(): void
+  /**
+   * Resolves when fewer than MAX_BUFFERED_BYTES wait unwritten (at once, mostly): the caller
+   * reads the model's next part only then, so a stalled store holds the stream back.
+   */
+  room(): Promise<void>
   /** The run was cancelled: the log refused a batch at the admission boundary. */
   readonly refused: boolean
 }
@@ -26,8 +42,15 @@ export interface ChunkWriter {
  * @param onFailure called once when a write fails for any reason other than the run being
  *   cancelled, so the caller can stop the model at once instead of streaming to nowhere.
  */
-export function chunkWriter(write: (deltas: string[]) => Promise<void>, onFailure: (error: unknown) => void = () => {}): ChunkWriter {
+export function chunkWriter(
+  write: (deltas: string[]) => Promise<void>,
+  onFailure: (error: unknown) => void = () => {},
+  maxBufferedBytes = MAX_BUFFERED_BYTES,
+): ChunkWriter {
   let buffer: string[] = []
+  /** UTF-8 bytes of `buffer` and of the batch in flight. */
+  let bytes = 0
+  let waiters: Array<() => void> = []
   let inFlight: Promise<void> | undefined
   let failure: unknown
   let refused = false
@@ -37,7 +60,9 @@ export function chunkWriter(write: (deltas: string[]) => Promise<void>, onFailur
     if (inFlight || buffer.length === 0 || dropped || refused || failure) return inFlight ?? Promise.resolve()
     const batch = buffer.slice(0, MAX_BATCH)
     buffer = buffer.slice(batch.length)
+    const batchBytes = batch.reduce((n, delta) => n + Buffer.byteLength(delta), 0)
     inFlight = write(batch)
+      .then(() => void (bytes -= batchBytes))
       .catch((error) => {
         if (isA2Error(error, 'run_cancelled')) refused = true
         else {
@@ -48,15 +73,28 @@ export function chunkWriter(write: (deltas: string[]) => Promise<void>, onFailur
       .finally(() => {
         inFlight = undefined
         void pump()
+        wakeIfRoom()
       })
     return inFlight
+  }
+  const closed = () => dropped || refused || failure !== undefined
+  const wakeIfRoom = () => {
+    if (bytes >= maxBufferedBytes && !closed()) return
+    const woken = waiters
+    waiters = []
+    for (const wake of woken) wake()
   }
 
   return {
     push(delta) {
       if (dropped || refused || failure || !delta) return
       buffer.push(delta)
+      bytes += Buffer.byteLength(delta)
       void pump()
+    },
+    room() {
+      if (bytes < maxBufferedBytes || closed()) return Promise.resolve()
+      return new Promise((resolve) => waiters.push(resolve))
     },
     async flush() {
       while ((inFlight || buffer.length > 0) && !dropped && !refused && !failure) await pump()
@@ -66,6 +104,7 @@ export function chunkWriter(write: (deltas: string[]) => Promise<void>, onFailur
     drop() {
       dropped = true
       buffer = []
+      wakeIfRoom()
     },
     get refused() {
       return refused

@@ -18,6 +18,7 @@ import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
 import { restatementFilter } from './restatement'
+import { finishedId, writeMissingFinished } from './ending'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
@@ -53,6 +54,8 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
       const existing = await notes.find(idempotencyKey)
       return existing ? { done: true, result: existing } : { done: false }
     },
+    // An answer this handler did not finish still gets its one `finished` (ending.ts).
+    ending: writeMissingFinished,
   }).run(async (ctx) => {
     const of = ctx.event.id
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
@@ -74,7 +77,12 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
       },
       (error) => writeFailed.abort(error),
     )
-    const finish = (reason: FinishReason, usage: Usage) => ctx.append({ type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } })
+    // One id per job: an answer has one `finished`, whichever of its attempts or the ending hook writes it.
+    const finish = (reason: FinishReason, usage: Usage) =>
+      ctx.append({ id: finishedId(ctx.jobId), type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } }).catch((error) => {
+        // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
+        if (!isA2Error(error, 'conflict')) throw error
+      })
     // What this attempt sent and what the model streamed back, every delta (cut, restated or
     // not): a Stop's answer is billed from these, as the provider bills the aborted request.
     // Unset until the model call is dispatched: a Stop before it costs nothing.
@@ -115,6 +123,8 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
             if (part.type === 'text-delta') {
               streamed += part.text
               text.push(part.text)
+              // The store is away and the backlog is full (chunk-writer.ts): hold the model back.
+              await writer.room()
             } else if (part.type === 'finish') finish = part
             // A refusal (a 4xx) is thrown as NotRetryable: the same request would get it again.
             else if (part.type === 'error') throw modelFailure(part.error)

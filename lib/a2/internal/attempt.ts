@@ -4,6 +4,7 @@
  * signal fires; `cancelled` is the one place a cancel reaches a running attempt, whichever
  * path found it (the NOTIFY hint, a renewal, the start check).
  */
+import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import { RunAborted, abortReason, type EventRef } from './abort'
 import type { A2Event, Contract } from './contract'
@@ -12,13 +13,18 @@ import { DispatchesInFlight, runEffect } from './effects'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
 import { isA2Error } from './errors'
-import { read } from './log'
+import { landedAlready, read } from './log'
+import { throughOutage } from './outage'
+import { announceEnding } from './ending'
 import { foldSession } from './checkpoints'
 import { eventFromRow, type EventRow } from './event-row'
 import type { Fence, ValidInput } from './types'
 import { settleAttempt, settleCancelling } from './settle'
-import { query, type Executor } from './store'
+import { query, sqlState, type Executor } from './store'
 import type { RunStatus } from './transitions'
+
+/** A renewal the store refused is sent again this soon: the lease is back within 250 ms of the store. */
+const RENEW_RETRY_MS = 250
 
 export class Attempt {
   readonly fence: Fence
@@ -36,6 +42,8 @@ export class Attempt {
   private finished = false
   /** Whether the handler called ctx.effect: the only way a first attempt's job gets an effect row. */
   private effectsUsed = false
+  /** The claim was lost (lease, successor, drain, shutdown), whenever it was: outage retries stop. */
+  private claimGone = false
   /** Its dispatches in flight: the ending waits for them, so it sees each one that passed (effects.ts). */
   readonly dispatches = new DispatchesInFlight()
 
@@ -62,6 +70,9 @@ export class Attempt {
 
   /** Fires the run's signal once, with a typed reason. */
   abort(reason: RunAborted): void {
+    // Also after the signal fired or the handler ended: an ending sent again through an
+    // outage stops once the claim is gone (a successor, the drain, a shutdown owns the run).
+    if (reason.isLeaseLoss || reason.code === 'FENCED_OUT') this.claimGone = true
     if (!this.controller.signal.aborted) this.controller.abort(reason)
   }
 
@@ -94,10 +105,22 @@ export class Attempt {
         if (renewed.status === 'CANCELLING' && renewed.cancelledBy) this.cancelled(renewed.cancelledBy)
       }
     } catch {
-      // Unreachable store: the expiry timer decides.
+      // Unreachable store: the expiry timer decides, and the renewal is tried again soon (not
+      // in a third of the lease): a lease renewed as the store answers again outlives an
+      // outage of up to the whole lease, not only of the two thirds left at the last renewal.
+      this.renewSoon()
     } finally {
       this.renewing = false
     }
+  }
+
+  private retryRenewal?: ReturnType<typeof setTimeout>
+  private renewSoon(): void {
+    if (this.finished || this.retryRenewal) return
+    this.retryRenewal = setTimeout(() => {
+      this.retryRenewal = undefined
+      void this.renew()
+    }, RENEW_RETRY_MS)
   }
 
   /** The lease clock fires while the store is unreachable: no query needed. */
@@ -111,6 +134,7 @@ export class Attempt {
     this.finished = true
     clearInterval(this.renewal)
     clearTimeout(this.expiry)
+    clearTimeout(this.retryRenewal)
   }
 
   private async run(): Promise<void> {
@@ -151,16 +175,70 @@ export class Attempt {
       // A first attempt that called no ctx.effect has no effect to reconcile: its settle
       // skips that read (one statement of three per effect-free job; bench figure 4).
       const effectFree = job.attempt === 1 && !this.effectsUsed
-      if (started || error !== undefined) await settleAttempt(this.host, job, this.signal, returned, error, { effectFree })
-      else if (abortReason(this.signal)?.isCancel) {
+      // The outcome is decided from the signal as it stands now: a retry of the ending after
+      // an outage must not decide again from a lease clock that fired meanwhile.
+      const signal = frozen(this.signal)
+      // An ending the outage refuses is sent again until the store answers, within the lease
+      // as last renewed (after it, a successor may hold the run): never left to lease expiry.
+      const settle = (write: () => Promise<unknown>) =>
+        throughOutage(write, { until: this.deadline, giveUp: () => this.claimGone, onOutage: () => this.outageNoticed('its ending') })
+      if (started || error !== undefined) {
+        await settle(() => settleAttempt(this.host, job, signal, returned, error, { effectFree }))
+        // The handler did not end the run itself (it threw, or never ran to its end): the
+        // consumer's `ending` hook writes what the handler would have (ending.ts).
+        if (!returned) await announceEnding(this.host, this.fence, job)
+      } else if (abortReason(this.signal)?.isCancel) {
         // Never started: CANCELLING → CANCELLED (or UNKNOWN while a dead attempt's effect cannot be reconciled).
-        await settleCancelling(this.host, this.fence, job.consumer, 'CANCELLED_BEFORE_START')
+        await settle(() => settleCancelling(this.host, this.fence, job.consumer, 'CANCELLED_BEFORE_START'))
+        await announceEnding(this.host, this.fence, job)
       }
     } catch (settleError) {
       console.error(`[a2] could not settle job ${job.id} attempt ${job.attempt}`, describeError(settleError).message)
     } finally {
       this.stopClock()
     }
+  }
+
+  /** The lease is really lost (or the run was forced out): an outage retry stops there. */
+  private get claimLost(): boolean {
+    return this.claimGone
+  }
+
+  private outageLogged = false
+  private outageNoticed(what: string): void {
+    if (this.outageLogged) return
+    this.outageLogged = true
+    console.warn(`[a2] store unreachable: job ${this.job.id} attempt ${this.job.attempt} keeps its lease and sends ${what} again`)
+  }
+
+  /**
+   * A fenced append, sent again through an outage until the store answers or the claim is lost.
+   * Each event gets its id before the first try: a try whose answer was lost may have landed,
+   * and the next one finds it in the log (or is refused by the unique id, then finds it).
+   */
+  private async appendThroughOutage(inputs: ValidInput[]): Promise<A2Event[]> {
+    const { host, job, fence } = this
+    const named = inputs.map((input) => ({ ...input, id: input.id ?? randomUUID() }))
+    const landed = () => landedAlready(host.store.db, job.sessionId, named)
+    return throughOutage(
+      async (tries) => {
+        if (tries > 0) {
+          const found = await landed()
+          if (found) return found
+        }
+        try {
+          return (await host.append(job.sessionId, named, { fence })).events
+        } catch (error) {
+          // 23505: a copy with these ids is in the log (an earlier try landed, or the caller's own id was used before).
+          if (sqlState(error) === '23505') {
+            const found = await landed()
+            if (found) return found
+          }
+          throw error
+        }
+      },
+      { giveUp: () => this.claimLost, onOutage: () => this.outageNoticed('its appends') },
+    )
   }
 
   private context(event: A2Event): RunContext<Contract, string> {
@@ -172,12 +250,15 @@ export class Attempt {
       attempt: job.attempt,
       jobId: job.id,
       sessionId: job.sessionId,
-      read: (options = {}) => read(host.store.db, job.sessionId, options) as never,
-      fold: (reducer, options = {}) => foldSession(host.store, job.sessionId, reducer, { before: options.before ?? event.index }),
+      // Reads are sent again through an outage like the appends: they change nothing.
+      read: (options = {}) => throughOutage(() => read(host.store.db, job.sessionId, options), { giveUp: () => this.claimLost }) as never,
+      fold: (reducer, options = {}) =>
+        throughOutage(() => foldSession(host.store, job.sessionId, reducer, { before: options.before ?? event.index }), {
+          giveUp: () => this.claimLost,
+        }),
       append: async (...inputs) => {
         try {
-          const { events } = await host.append(job.sessionId, inputs as ValidInput[], { fence })
-          return events as never
+          return (await this.appendThroughOutage(inputs as ValidInput[])) as never
         } catch (error) {
           // A step refused because the run was stopped: the Stop's hint has not reached this
           // attempt (lost, or on its way). Its row says so now: renewing reads it and fires the
@@ -188,23 +269,38 @@ export class Attempt {
       },
       effect: (key, fn, options) => {
         this.effectsUsed = true
-        return runEffect(
-          host.store.db,
-          {
-            fence,
-            cancelVersion: job.cancelVersion,
-            signal,
-            beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
-            reconcile: this.consumer.options.reconcile,
-            dispatches: this.dispatches,
-          },
-          key,
-          fn,
-          options,
+        // Until `fn` is entered every statement of the effect is a read or a compare-and-set
+        // that a second try finds done: an outage there is waited out like an append's (the
+        // call is still not made while the store is away: fail closed). Once `fn` ran, an
+        // outage fails the effect as before: its call is never made twice by a retry here.
+        let entered = false
+        const call: typeof fn = (idempotencyKey, effectSignal) => ((entered = true), fn(idempotencyKey, effectSignal))
+        return throughOutage(
+          () =>
+            runEffect(
+              host.store.db,
+              {
+                fence,
+                cancelVersion: job.cancelVersion,
+                signal,
+                beforeDispatch: hooks.beforeDispatch ? (k) => hooks.beforeDispatch!(fence, k) : undefined,
+                reconcile: this.consumer.options.reconcile,
+                dispatches: this.dispatches,
+              },
+              key,
+              call,
+              options,
+            ),
+          { giveUp: () => entered || this.claimLost, onOutage: () => this.outageNoticed('its effect’s record') },
         )
       },
     }
   }
+}
+
+/** A signal that stays as `signal` is now, whatever happens to it later. */
+function frozen(signal: AbortSignal): AbortSignal {
+  return signal.aborted ? AbortSignal.abort(signal.reason) : new AbortController().signal
 }
 
 interface StartState {

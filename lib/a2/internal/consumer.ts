@@ -27,6 +27,33 @@ export interface ConsumerOptions<C extends Contract, T extends EventTypes<C>> {
    * same key; `'unknown'` (or no hook, or a throw) leaves it UNKNOWN for an operator.
    */
   reconcile?: ConsumerReconcile
+  /**
+   * The run ended and its handler did not end it: it never started (a Stop before the claim),
+   * it threw (out of attempts, or stopped while throwing), or the drain settled it after its
+   * attempt died. Write here the terminal event the handler writes when it runs to its end,
+   * with an id per job (`finished-<jobId>`, the handler's too): the hook may be asked again for
+   * one run, and a second event with that id is one event (lib/a2/README.md §7).
+   */
+  ending?: (run: RunEnding<C, T>) => Promise<void>
+}
+
+/** What the `ending` hook is told about a run that ended without its handler ending it. */
+export interface RunEnding<C extends Contract = Contract, T extends EventTypes<C> = EventTypes<C>> {
+  readonly jobId: number
+  readonly sessionId: string
+  /** The attempt the run ended at (the drain's, when the drain settled it). */
+  readonly attempt: number
+  readonly trigger: EventOf<C, T>
+  readonly status: 'COMPLETED' | 'CANCELLED' | 'FAILED'
+  /** The last transition's reason: CANCELLED_BEFORE_START, ATTEMPTS_EXHAUSTED, DRAINED_AFTER_OWNER_LOST… */
+  readonly reason: string
+  /** Keys of the run's effects that were dispatched (their call may have been paid for), in key order. */
+  readonly dispatched: readonly string[]
+  /** Appends to the session, unfenced (the run is over). */
+  append(...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>>
+  read(options?: { after?: number; before?: number; limit?: number }): Promise<Array<EventOf<C>>>
+  /** The session folded up to the trigger, as the handler's ctx.fold. */
+  fold<S>(reducer: Fold<S>, options?: { before?: number }): Promise<Folded<S>>
 }
 
 export type { ConsumerReconcile, ReconcileResult }

@@ -14,6 +14,7 @@ import { leaseMsOf, type RuntimeHost } from './host'
 import { describeError } from './jobs'
 import type { Liveness } from './liveness'
 import { failRun, settleCancelling } from './settle'
+import { announceEnding } from './ending'
 import { query, type Executor } from './store'
 import { LEASED, type TransitionReason } from './transitions'
 
@@ -24,9 +25,24 @@ export interface DrainOptions {
   liveness?: Liveness
   /** A cancelled run that keeps going this long after CANCELLING is fenced out. */
   graceMs: number
+  /**
+   * Owner keys this process found gone, with when it first did (the worker keeps it across
+   * ticks): an owner is released only once seen gone for OWNER_GONE_CONFIRM_MS. Without it
+   * (a test driving one drain by hand), at the first sight.
+   */
+  suspects?: Map<number, number>
   /** Called for a run this process is running that the drain is about to force out. */
   forceOut(jobId: number): void
 }
+
+/**
+ * How long an owner's key must be seen missing before its runs are released: longer than a
+ * live process needs to take its lock back after its lock connection broke (at once on the
+ * close, a connect and one statement: 20–47 ms in connection-loss.test.ts at load 9–13 on 2
+ * cores), and the worker looks again exactly this much later (worker.ts), so a killed worker
+ * costs this much more than one look (bench figure 7: takeover p50 425 → 653 ms at load 14–18).
+ */
+export const OWNER_GONE_CONFIRM_MS = 300
 
 /** At most this many runs per kind and tick: a backlog drains over several ticks, each one bounded. */
 const DRAIN_BATCH = 100
@@ -37,7 +53,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
   const leaseMs: Record<string, number> = {}
   for (const [name, c] of host.consumers) leaseMs[name] = leaseMsOf(c)
   const claim = { consumers, owner: options.owner, ownerKey: options.liveness?.key, leaseMs, graceMs: options.graceMs }
-  if (options.liveness?.trusted()) await releaseDeadOwners(host.store.db, consumers, options.liveness)
+  if (options.liveness?.trusted()) await releaseDeadOwners(host.store.db, consumers, options.liveness, options.suspects)
 
   for (const run of await takeStuckCancelling(host.store.db, claim)) {
     const fence = { jobId: run.id, attempt: run.attempt }
@@ -56,8 +72,10 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
     // A forced-out attempt may still be inside an effect: "not done" is no proof for it. The take
     // recorded it (FORCED_AFTER_GRACE at that attempt), so a drain that resumes after this one
     // died knows it too (applyVerdict reads the record).
-    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).catch((error) =>
-      console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
+    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).then(
+      // No handler ends a run the drain settles: its consumer's `ending` hook writes the terminal event (ending.ts).
+      () => announceEnding(host, fence, run),
+      (error) => console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
     )
   }
 
@@ -71,7 +89,10 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
         code: 'LEASE_EXPIRED',
       },
       run.previousAttempt,
-    ).catch((error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message))
+    ).then(
+      () => announceEnding(host, { jobId: run.id, attempt: run.attempt }, run),
+      (error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message),
+    )
   }
 }
 
@@ -91,13 +112,21 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
  * the chat's model call, whose output only its own attempt can write): then the run is
  * released at once, and a killed worker's answer goes on within a second, not a 15 s lease.
  */
-async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness): Promise<number> {
+async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Liveness, suspects?: Map<number, number>): Promise<number> {
+  // A live process whose lock connection broke (a killed backend, a proxy's reset) takes its
+  // lock again within ~50 ms of the break when the store is up (store.ts): its key is missing
+  // for that long, and a drain that looked then would declare it dead. So a key must be seen
+  // missing twice, OWNER_GONE_CONFIRM_MS apart, before its runs are released; the first look
+  // is one statement whatever it finds, and a killed process is taken over that much later.
+  const confirmed = suspects ? await confirmedGone(db, consumers, liveness, suspects) : undefined
+  if (confirmed?.length === 0) return 0
   const released = await query(
     db,
     sql`with gone as (
           select id, attempt, owner from a2_jobs j
           where status in ${LEASED} and consumer in ${consumers}
             and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
+            and ${confirmed ? sql`owner_key in (select jsonb_array_elements_text(${JSON.stringify(confirmed.map(String))}::jsonb)::int)` : sql`true`}
             and ${liveness.ownerGone(sql`j.owner_key`)}
             and not exists (select 1 from a2_effects e where e.job_id = j.id and e.attempt = j.attempt and e.status = 'DISPATCHED'
                               and not e.overlap_safe)
@@ -117,6 +146,23 @@ async function releaseDeadOwners(db: Executor, consumers: string[], liveness: Li
   )
   if (released.length > 0) await wakeWorkers(db)
   return released.length
+}
+
+/** Owner keys seen gone now and at a look at least OWNER_GONE_CONFIRM_MS earlier. */
+async function confirmedGone(db: Executor, consumers: string[], liveness: Liveness, suspects: Map<number, number>): Promise<number[]> {
+  const gone = await query<{ owner_key: number }>(
+    db,
+    sql`select distinct owner_key from a2_jobs j
+        where status in ${LEASED} and consumer in ${consumers}
+          and owner_key is not null and owner_key <> ${liveness.key} and lease_until >= now()
+          and ${liveness.ownerGone(sql`j.owner_key`)}`,
+  )
+  const now = performance.now()
+  const seen = new Set(gone.map((row) => Number(row.owner_key)))
+  for (const key of suspects.keys()) if (!seen.has(key)) suspects.delete(key)
+  for (const key of seen) if (!suspects.has(key)) suspects.set(key, now)
+  const confirmed = [...seen].filter((key) => now - suspects.get(key)! >= OWNER_GONE_CONFIRM_MS)
+  return confirmed
 }
 
 interface DrainClaim {

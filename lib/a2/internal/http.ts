@@ -4,6 +4,7 @@
  */
 import type { A2Event } from './contract'
 import { A2Error } from './errors'
+import { isStoreUnreachable } from './outage'
 import { encodeSseEvent, errorBody, SSE_KEEP_ALIVE, SSE_OPEN } from './wire'
 
 /**
@@ -54,6 +55,15 @@ export async function readJsonBody(request: Request, maxBytes: number, options: 
 export function errorResponse(error: unknown, headers: HeadersInit = {}): Response {
   if (error instanceof A2Error) {
     return Response.json(error.toJSON(), { status: error.status, headers })
+  }
+  // The store is away (a Postgres restart): the request may be sent again in a moment, and a
+  // browser's outbox does (a 5xx is retried, a 4xx would end its intent): 503, never 500.
+  if (isStoreUnreachable(error)) {
+    const unavailable = new A2Error('unavailable', 'the database cannot be reached; try again', { cause: error })
+    return Response.json(unavailable.toJSON(), {
+      status: unavailable.status,
+      headers: { ...Object.fromEntries(new Headers(headers)), 'Retry-After': '1' },
+    })
   }
   console.error('[a2] unexpected error', error)
   return Response.json(errorBody('internal', 'internal error'), { status: 500, headers })

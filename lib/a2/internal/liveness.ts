@@ -24,6 +24,12 @@ export interface Liveness {
    * again — nobody must be declared dead meanwhile.
    */
   trusted(): boolean
+  /**
+   * Is this process's lock held now? Not while its connection is being taken again (a
+   * Postgres restart, a killed backend): a claim made then records a key others may find
+   * missing, so the worker claims nothing meanwhile.
+   */
+  held?(): boolean
   /** Gives this holder's share back; the lock is let go when the process's last worker on the store stops. */
   release(): Promise<void>
 }
@@ -68,6 +74,7 @@ export async function livenessFor(store: Store): Promise<Liveness | undefined> {
     key: taken.key,
     ownerGone,
     trusted: () => store.kind === 'pglite' || (taken.lock.heldForMs() ?? 0) >= LIVENESS_SETTLE_MS,
+    held: () => store.kind === 'pglite' || taken.lock.heldForMs() !== undefined,
     release,
   }
 }

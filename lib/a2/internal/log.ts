@@ -68,7 +68,10 @@ export async function append(
 ): Promise<AppendResult> {
   if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
   const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
-  if (!routed && options.owner === undefined && !options.within && inputs.every((input) => !input.id)) {
+  // A fenced batch may carry ids (an attempt names its events so that a try the outage lost
+  // the answer of is found in the log, not written twice: outage.ts); the events' unique
+  // (session, id) index refuses a second copy there (landedAlready reads the first).
+  if (!routed && options.owner === undefined && !options.within && (options.fence !== undefined || inputs.every((input) => !input.id))) {
     // The cap counts steps only: a run's other server events (its terminal one) always land, so it can end.
     const cap = inputs.some((input) => input.stepOf) ? options.stepCap : undefined
     return { events: await appendSteps(store, sessionId, inputs, options.fence, cap), duplicate: false }
@@ -168,6 +171,14 @@ async function insertEvents(
 }
 
 /** A client-supplied id makes a push idempotent: a repeat answers the original and writes nothing. */
+/**
+ * The events of `inputs` (every one with an id) if they are already in the log: a write whose
+ * answer an outage lost landed, or a second copy was refused by the unique (session, id) index.
+ */
+export function landedAlready(db: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<A2Event[] | undefined> {
+  return findDuplicates(db, sessionId, inputs)
+}
+
 async function findDuplicates(tx: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<A2Event[] | undefined> {
   const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
   if (ids.length === 0) return undefined

@@ -69,7 +69,7 @@ export function appendSteps(store: Store, sessionId: string, inputs: readonly Va
   if (!committer) committers.set(store, (committer = new StepCommitter(store)))
   return new Promise((resolve, reject) => {
     const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
-    const items = inputs.map((input) => ({ id: randomUUID(), type: input.type, payload: input.payload ?? null }))
+    const items = inputs.map((input) => ({ id: input.id ?? randomUUID(), type: input.type, payload: input.payload ?? null }))
     const json = encodeStepBatch({ sessionId, jobId: fence?.jobId ?? null, attempt: fence?.attempt ?? null, runs, events: items, maxEvents })
     committer.submit({ sessionId, fence, maxEvents, runs, items, json, resolve, reject })
   })

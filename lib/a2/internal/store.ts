@@ -38,8 +38,19 @@ export interface LifeLock {
 
 /** pg_advisory_lock(LIFE_LOCK_CLASS, key): the first half of every liveness lock's two-int key ("a2"). */
 export const LIFE_LOCK_CLASS = 0x6132
-/** How often a held liveness connection is checked, and a lost one re-taken. */
+/** How often a held liveness connection is checked. */
 const LIFE_LOCK_CHECK_MS = 500
+/** How often a lost one is taken again: the lock is back within ~250 ms of the store answering. */
+const LIFE_LOCK_RETAKE_MS = 250
+/** A check that has not answered by then counts as a lost lock (a hung connection is replaced). */
+const LIFE_LOCK_TIMEOUT_MS = 1_000
+
+/**
+ * Seconds before postgres-js connects again (see openPostgresStore): at once after a connection
+ * that closed cleanly (a killed backend: the liveness lock is back before anyone can look twice,
+ * drain.ts), 50–100 ms after each failed connect (a server still down).
+ */
+const reconnectBackoff = (failures: number) => (failures === 0 ? 0 : 0.05 + Math.random() * 0.05)
 
 /** Rows of a raw statement, whichever driver ran it (postgres-js returns an array, PGlite `{ rows }`). */
 export async function query<Row = Record<string, unknown>>(executor: Executor, statement: SQL): Promise<Row[]> {
@@ -58,6 +69,10 @@ export async function openPostgresStore(url: string, options: { max?: number; on
     // Fail a statement instead of hanging forever when the server is gone; the lease
     // clock, not this timeout, is what aborts runs.
     connect_timeout: 5,
+    // Between reconnects to a server that refused one: 50–100 ms. postgres-js's default grows
+    // 3× a failure to 20 s, so a pool that failed six times in a 3 s restart waited another ~7 s
+    // after Postgres answered again; a refused connect costs the server nothing.
+    backoff: reconnectBackoff,
   })
   const db = drizzle(preparedStatements(client)) as unknown as Db
   return {
@@ -72,7 +87,21 @@ export async function openPostgresStore(url: string, options: { max?: number; on
       })
       return () => request.unlisten()
     },
-    holdLifeLock: (key) => holdAdvisoryLock(client, key),
+    holdLifeLock: (key) =>
+      holdAdvisoryLock(
+        (onclose) =>
+          postgres(url, {
+            max: 1,
+            idle_timeout: 0,
+            max_lifetime: 0,
+            fetch_types: false,
+            connect_timeout: 2,
+            backoff: reconnectBackoff,
+            onnotice: () => {},
+            onclose,
+          }),
+        key,
+      ),
     // pg_locks shows an advisory lock's two int4 keys as classid and objid (objsubid 2).
     ownerGone: (ownerKey) =>
       sql`${ownerKey} not in (select objid::bigint from pg_locks
@@ -82,56 +111,81 @@ export async function openPostgresStore(url: string, options: { max?: number; on
 }
 
 /**
- * A session-level advisory lock on a connection reserved for it: Postgres releases it the
- * moment that connection closes — a killed process's socket closes with it. Checked every
- * 500 ms; a lost connection (a Postgres restart) is replaced and the lock taken again.
+ * A session-level advisory lock on a connection of its own (a one-connection client): Postgres
+ * releases it the moment that connection closes — a killed process's socket closes with it.
+ * Checked every 500 ms, and at once when the connection closes; each check is one statement
+ * that holds the lock or takes it again (a new connection after a restart or a killed
+ * backend), with a timeout: a check that does not answer in LIFE_LOCK_TIMEOUT_MS counts as
+ * a lost lock and its client is replaced (a reserved pool connection, as this was before,
+ * could wait forever for a connection during an outage, and the lock was never taken back).
  * Undefined when the key is taken by another live process (the caller picks another).
  */
-async function holdAdvisoryLock(client: Sql, key: number): Promise<LifeLock | undefined> {
-  let reserved: Awaited<ReturnType<Sql['reserve']>> | undefined
+async function holdAdvisoryLock(open: (onclose: () => void) => Sql, key: number): Promise<LifeLock | undefined> {
+  let client: Sql | undefined
   let since: number | undefined
   let released = false
+  let checking: Promise<boolean | undefined> | undefined
   let timer: ReturnType<typeof setTimeout> | undefined
-  const drop = () => {
+  const lost = () => {
     since = undefined
-    reserved?.release()
-    reserved = undefined
+    const old = client
+    client = undefined
+    void old?.end({ timeout: 0 }).catch(() => {})
   }
-  const take = async (): Promise<boolean | undefined> => {
-    try {
-      reserved = await client.reserve()
-      const [{ locked }] = await reserved<Array<{ locked: boolean }>>`select pg_try_advisory_lock(${LIFE_LOCK_CLASS}, ${key}) as locked`
-      if (!locked) {
-        drop()
-        return false
+  // One statement: true when this connection holds the key (it took it before) or takes it now.
+  const holdOrTake = (sql: Sql) =>
+    sql<Array<{ held: boolean }>>`select case when exists (
+        select 1 from pg_locks where pid = pg_backend_pid() and locktype = 'advisory'
+          and classid = ${LIFE_LOCK_CLASS} and objid = ${key} and objsubid = 2 and granted)
+      then true else pg_try_advisory_lock(${LIFE_LOCK_CLASS}, ${key}) end as held`
+  const check = (): Promise<boolean | undefined> =>
+    (checking ??= (async () => {
+      if (released) return undefined
+      const sql = (client ??= open(() => {
+        // The connection closed (a restart, pg_terminate_backend): the lock went with it.
+        if (client === sql) since = undefined
+        if (!released) schedule(0)
+      }))
+      let timeout: ReturnType<typeof setTimeout> | undefined
+      try {
+        const answer = await Promise.race([
+          holdOrTake(sql),
+          new Promise<never>((_, reject) => (timeout = setTimeout(() => reject(new Error('liveness check timed out')), LIFE_LOCK_TIMEOUT_MS))),
+        ])
+        const held = answer[0]?.held === true
+        if (held) since ??= performance.now()
+        else lost()
+        return held
+      } catch {
+        lost()
+        return undefined // unreachable: try again on the next check
+      } finally {
+        clearTimeout(timeout)
+        checking = undefined
       }
-      since = performance.now()
-      return true
-    } catch {
-      drop()
-      return undefined // unreachable: try again on the next check
-    }
-  }
-  const check = async () => {
+    })())
+  const schedule = (ms = since === undefined ? LIFE_LOCK_RETAKE_MS : LIFE_LOCK_CHECK_MS) => {
     if (released) return
-    if (since === undefined) await take()
-    else await reserved!`select 1`.catch(drop)
-    schedule()
-  }
-  const schedule = () => {
-    if (released) return
-    timer = setTimeout(check, LIFE_LOCK_CHECK_MS)
+    clearTimeout(timer)
+    timer = setTimeout(() => void check().finally(() => schedule()), ms)
     timer.unref?.() // the lock never keeps a process alive
   }
-  if ((await take()) === false) return undefined
+  if ((await check()) === false) {
+    released = true
+    return undefined
+  }
   schedule()
   return {
     heldForMs: () => (since === undefined ? undefined : performance.now() - since),
     async release() {
       released = true
       clearTimeout(timer)
-      if (reserved) await reserved`select pg_advisory_unlock(${LIFE_LOCK_CLASS}, ${key})`.catch(() => {})
-      drop()
+      await checking
+      const sql = client
+      client = undefined
+      since = undefined
+      // Closing the connection releases the lock.
+      await sql?.end({ timeout: 1 }).catch(() => {})
     },
   }
 }

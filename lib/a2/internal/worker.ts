@@ -8,10 +8,11 @@ import { randomUUID } from 'node:crypto'
 import { RunAborted } from './abort'
 import { Attempt } from './attempt'
 import { busFor, type Hint } from './bus'
-import { drainOnce } from './drain'
+import { drainOnce, OWNER_GONE_CONFIRM_MS } from './drain'
 import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
 import { claimJobs, describeError } from './jobs'
 import { livenessFor, type Liveness } from './liveness'
+import { isStoreUnreachable } from './outage'
 
 export type { WorkerHooks } from './host'
 
@@ -53,6 +54,13 @@ export class Worker {
   private lastDrain = 0
   private draining?: Promise<void>
   private liveness?: Liveness
+  /** Owner keys the drain found gone, and since when (drain.ts: seen twice before released). */
+  private readonly suspects = new Map<number, number>()
+  private confirming?: ReturnType<typeof setTimeout>
+  /** Whether the last tick found this process's liveness lock lost (logged once per loss). */
+  private lockLost = false
+  /** Whether a tick failed for an outage since the last claim that went through (logged once). */
+  private storeAway = false
   private startedAt = 0
   /** Claims sent whose jobs are not registered as attempts yet. */
   private claiming = 0
@@ -95,6 +103,7 @@ export class Worker {
     if (!this.started) return Promise.resolve()
     this.stopped ??= (async () => {
       this.stopping = true
+      clearTimeout(this.confirming)
       this.unsubscribe?.()
       this.wakeUp()
       await this.loopDone
@@ -173,22 +182,57 @@ export class Worker {
     this.draining = drainOnce(this.host, {
       owner: this.id,
       liveness: this.liveness,
+      suspects: this.suspects,
       graceMs: this.graceMs,
       forceOut: (jobId) => {
         for (const attempt of this.attemptsOf(jobId)) attempt.abort(new RunAborted('FENCED_OUT'))
       },
     })
       .catch((error) => this.tickFailed('drain', error))
-      .finally(() => (this.draining = undefined))
+      .finally(() => {
+        this.draining = undefined
+        this.confirmSuspectsSoon()
+      })
+  }
+
+  /**
+   * An owner first seen gone is looked at again OWNER_GONE_CONFIRM_MS later, not at the next
+   * tick (500 ms): a killed worker's answer then moves ~200 ms sooner (bench figure 7).
+   */
+  private confirmSuspectsSoon(): void {
+    const now = performance.now()
+    if (this.stopping || this.confirming || ![...this.suspects.values()].some((since) => now - since < OWNER_GONE_CONFIRM_MS)) return
+    this.confirming = setTimeout(() => {
+      this.confirming = undefined
+      this.lastDrain = 0 // due now
+      this.wakeUp()
+    }, OWNER_GONE_CONFIRM_MS)
+    this.confirming.unref?.()
   }
 
   private tickFailed(what: string, error: unknown): void {
-    if (!this.stopping) console.error(`[a2] worker ${what} failed`, describeError(error).message)
+    if (this.stopping) return
+    // An outage fails every tick (ten a second): said once, until a tick's claim goes through.
+    if (isStoreUnreachable(error)) {
+      if (!this.storeAway) console.warn(`[a2] worker ${this.id}: store unreachable; trying again every tick`)
+      this.storeAway = true
+      return
+    }
+    console.error(`[a2] worker ${what} failed`, describeError(error).message)
   }
 
   private async claimAndStart(): Promise<number> {
     const free = this.concurrency - this.running.size
     if (free <= 0) return 0
+    // Without its lock this process could be judged dead: it claims nothing until the lock is
+    // back (store.ts takes it again within ~1 s of the store answering), and says so once.
+    if (this.liveness?.held?.() === false) {
+      if (!this.lockLost) console.warn(`[a2] worker ${this.id}: liveness lock lost (store unreachable?); claiming nothing until it is held again`)
+      this.lockLost = true
+      return 0
+    }
+    if (this.lockLost) console.warn(`[a2] worker ${this.id}: liveness lock held again; claiming`)
+    this.lockLost = false
     const leaseMs: Record<string, number> = {}
     for (const [name, c] of this.host.consumers) leaseMs[name] = leaseMsOf(c)
     const claimStartedAt = performance.now()
@@ -202,6 +246,7 @@ export class Worker {
         leaseMs,
         limit: Math.min(free, 16),
       })
+      this.storeAway = false
       const started: Attempt[] = []
       for (const job of jobs) {
         const attempt = new Attempt(this.host, job, this.host.consumers.get(job.consumer)!, this.id, claimStartedAt, this.options.hooks)
