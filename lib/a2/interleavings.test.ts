@@ -1356,7 +1356,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
   })
 
   /**
-   * Invariant 13's three roads, as fixed sequences (each failed on main, the property's seed
+   * Invariant 13's roads, as fixed sequences (each failed on main, the property's seed
    * reaching them too seldom to show it): a handler throws while its call runs and the retry
    * dispatches the call again beside it; the same on the last attempt, the run FAILED over the
    * call put back to INTENT; a drain forces a stubborn run out and dies after its take, and the
@@ -1397,6 +1397,16 @@ describe.each(layers)('interleavings on %s', (kind) => {
         () => ({ model: world, real: world }),
         [claim(1), act(1, 'dispatch'), cancel(0, false), fx.drainDiesAfterTake(0), drains, completeEffect(1)],
       )
+    } finally {
+      await teardown(world)
+    }
+  })
+
+  it('a stalled owner’s lease lapses mid-call: the successor never takes "not done" for a call that may still run', async () => {
+    const world = await makeWorld(true, true) // stubborn: the call runs on past the lease; the receiver answers truthfully
+    try {
+      await appendJob.run(world, world)
+      await fc.asyncModelRun(() => ({ model: world, real: world }), [claim(0), act(0, 'dispatch'), lapse(0), claim(1), act(1, 'dispatch')])
     } finally {
       await teardown(world)
     }

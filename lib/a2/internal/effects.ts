@@ -373,8 +373,9 @@ async function reconcileDispatched<R>(
  * so (status unchanged: reconciling is an event in the run, not a change of its state)
  * together, or not at all — zero rows means a successor or an operator got there first.
  *
- * "Not done" is no proof for an effect whose attempt was released as dead (OWNER_DIED): that
- * owner may still be inside the call. The drain releases no run with an effect in flight
+ * "Not done" is no proof for an effect whose attempt was released as dead (OWNER_DIED) or
+ * lost its lease (LEASE_EXPIRED: a stalled owner, alive, whose handler ignores its signal):
+ * that owner may still be inside the call. The drain releases no run with an effect in flight
  * (drain.ts), but a dispatch that commits while the release's statement runs is not in its
  * snapshot; such an effect becomes UNKNOWN, as a forced-out attempt's does (settle.ts), and
  * its late outcome or an operator settles it. Nor is it for an effect of an attempt the drain
@@ -400,7 +401,8 @@ export async function applyVerdict(
         ), target as (
           select e.job_id, e.key,
                  ${to} = 'INTENT' and not e.overlap_safe and exists (select 1 from a2_job_transitions t
-                                              where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'OWNER_DIED') as owner_released,
+                                              where t.job_id = e.job_id and t.attempt = e.attempt
+                                                and t.reason in ('OWNER_DIED', 'LEASE_EXPIRED')) as owner_released,
                  ${to} = 'INTENT' and exists (select 1 from a2_job_transitions t
                                               where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'FORCED_AFTER_GRACE') as forced_out
           from a2_effects e join run on e.job_id = run.id

@@ -5,6 +5,10 @@
  * is frozen once shipped, and a changed constant must come with a new migration. The
  * schema test checks that these lists still equal LEASED_STATUSES and STOPPED_STATUSES.
  *
+ * A step batch carries the session's cap on events, and one that would take the session past it
+ * is refused 'session_full': the caps are the size of the log (chunks count), and a Stop is
+ * never refused by them (0005; ../session-caps.test.ts).
+ *
  * A chunk batch's admission check (the batch's runs are not stopped) finds each run's event by
  * (session_id, id) and its job by (session_id, event_index), one equality each, which every
  * plan takes as its index condition. Looking the runs up as `j.event_id in (…)` among the
@@ -48,9 +52,13 @@ $$;
 -- One NOTIFY per batch (a per-session hint; Postgres takes its queue lock once per
 -- transaction), never one per event.
 --
+-- A batch may carry the session's cap on events ('m'): steps count against the log's size,
+-- and a batch that would take the session past it is refused 'session_full' (its answer ends
+-- there: the run's terminal event is not a step and no cap refuses it).
+--
 -- One row answers each batch: where its events start, or its refusal (o_refused =
--- 'not_found', 'fenced' or 'run_cancelled'), which is that batch's alone: it writes nothing
--- and spends no index; the others go on.
+-- 'not_found', 'fenced', 'run_cancelled' or 'session_full'), which is that batch's alone: it
+-- writes nothing and spends no index; the others go on.
 create or replace function a2_append_steps_many(p_batches jsonb, p_channel text)
 returns table (o_batch integer, o_refused text, o_start integer, o_created_at timestamptz)
 language plpgsql as $$
@@ -64,7 +72,8 @@ declare
 begin
   for b in
     select o.ord::integer as ord, o.item ->> 's' as session, (o.item ->> 'j')::bigint as job,
-           (o.item ->> 'a')::integer as attempt, o.item -> 'r' as runs, o.item -> 'e' as events
+           (o.item ->> 'a')::integer as attempt, o.item -> 'r' as runs, o.item -> 'e' as events,
+           (o.item ->> 'm')::integer as max_events
     from jsonb_array_elements(p_batches) with ordinality as o(item, ord)
     order by o.item ->> 's', o.ord
   loop
@@ -97,6 +106,10 @@ begin
         continue;
       end if;
     end if;
+    if b.max_events is not null and v_start + v_count > b.max_events then
+      return query select b.ord, 'session_full'::text, null::integer, null::timestamptz;
+      continue;
+    end if;
     update a2_sessions s set head = s.head + v_count where s.id = b.session;
     insert into a2_events (session_id, index, id, type, payload)
     select b.session, v_start + (o.ord - 1)::integer, o.item ->> 'id', o.item ->> 'type', o.item -> 'payload'
@@ -113,4 +126,5 @@ begin
   end loop;
 end
 $$;
+
 `

@@ -8,6 +8,10 @@
  * semi-join whose generic plan (plpgsql caches one after five calls) read every event of the
  * session: 16–24 ms a push at 100k events until the next analyze (../session-length.test.ts:
  * two pushes into a 20k-event session read 40,001 rows that way, fewer than 20 by key).
+ *
+ * Past a cap (events, pushed bytes), a push still lands when each of its events is a cancel that
+ * moves an open run: a Stop is never refused for the size of the log its own answer filled
+ * (../session-caps.test.ts).
  */
 export default /* sql */ `
 -- ─── a2_push ─────────────────────────────────────────────────────────────────
@@ -32,6 +36,13 @@ export default /* sql */ `
 -- p_events: [{ id, type, payload }] in order (ids assigned by the caller); p_client_ids: the
 -- ids the client chose (duplicates are looked for only among those); p_jobs: [{ e: event
 -- ordinal, c: consumer, l: lane, m: max attempts }]; p_cancels: [{ e, c, s?, t? }].
+-- The caps (p_max_events, p_max_bytes) never refuse a Stop of an open run: past one, a push
+-- lands only if each of its events is a cancel that moves an open run (ACTIVE, or UNKNOWN
+-- with no cancel recorded). Each run is moved once, and no run opens past the cap (a push
+-- that starts one is refused), so the log outgrows its cap by at most one Stop and one
+-- terminal event per run opened before it. Checked after 'stale', so a cancel judged on a
+-- stale read goes to the transactional append, which makes the same check.
+--
 -- One row answers: o_refused null with where the events start, or 'not_found', 'duplicate'
 -- (o_existing: the stored events with those ids), 'session_full_events',
 -- 'session_full_bytes' or 'stale'.
@@ -52,6 +63,7 @@ declare
   v_moved jsonb := '[]'::jsonb;
   v_step jsonb;
   v_hint jsonb;
+  v_full text;
 begin
   select s.head, s.owner, s.pushed_bytes into v_head, v_owner, v_bytes
   from a2_sessions s where s.id = p_session for no key update;
@@ -71,14 +83,6 @@ begin
       return;
     end if;
   end if;
-  if p_max_events is not null and v_head + v_count > p_max_events then
-    return query select 'session_full_events'::text, null::integer, null::timestamptz, null::jsonb, null::jsonb;
-    return;
-  end if;
-  if p_max_bytes is not null and v_bytes + p_bytes > p_max_bytes then
-    return query select 'session_full_bytes'::text, null::integer, null::timestamptz, null::jsonb, null::jsonb;
-    return;
-  end if;
   if exists (
     select 1
     from jsonb_array_elements(p_cancels) c
@@ -89,6 +93,24 @@ begin
       and not (c.value -> 's') @> to_jsonb(j.id)
   ) then
     return query select 'stale'::text, null::integer, null::timestamptz, null::jsonb, null::jsonb;
+    return;
+  end if;
+  v_full := case
+    when p_max_events is not null and v_head + v_count > p_max_events then 'session_full_events'
+    when p_max_bytes is not null and v_bytes + p_bytes > p_max_bytes then 'session_full_bytes'
+  end;
+  if v_full is not null and exists (
+    select 1 from generate_series(0, v_count - 1) as g(e)
+    where not exists (
+      select 1
+      from jsonb_array_elements(p_cancels) c
+      join a2_jobs j on j.session_id = p_session and j.consumer = c.value ->> 'c'
+      where (c.value ->> 'e')::integer = g.e
+        and j.event_index < v_head + g.e
+        and (j.status = 'ACTIVE' or (j.status = 'UNKNOWN' and j.cancelled_by is null))
+        and (not c.value ? 's' or (c.value -> 't') @> to_jsonb(j.id)))
+  ) then
+    return query select v_full, null::integer, null::timestamptz, null::jsonb, null::jsonb;
     return;
   end if;
 
