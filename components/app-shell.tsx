@@ -7,6 +7,7 @@ import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
 import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
 import { ThemeToggle } from './theme-toggle'
+import { ShareMenu } from './chat/share-menu'
 import { useDocumentTitle } from './document-title'
 import { touchPrimary } from './chat/touch'
 
@@ -178,6 +179,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
           >
             <NewChatIcon className="size-[18px]" />
           </Link>
+          {activeId && activeSession && !notFound && <ShareMenu key={activeId} sessionId={activeId} />}
           <ThemeToggle />
         </header>
         <main id="main" tabIndex={-1} className="flex min-h-0 flex-1 flex-col outline-none">

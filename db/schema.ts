@@ -3,7 +3,8 @@
  * are the library's (lib/a2/sql, applied by `migrate` from @/lib/a2/server): app code that
  * reads them uses `schema` from @/lib/a2/server.
  */
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core'
+import { sql } from 'drizzle-orm'
+import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 /** The assistant's "save a note" tool writes here, through ctx.effect, keyed by its idempotency key. */
 export const notes = pgTable(
@@ -180,4 +181,25 @@ export const mailOutbox = pgTable(
     link: text('link').notNull(),
   },
   (t) => [index('mail_outbox_to').on(t.to, t.at)],
+)
+
+/**
+ * Read-only links to a chat (lib/chat/share.ts). The link carries a random token; only its
+ * SHA-256 is kept, so reading this table gives no one a working link. A chat has at most one
+ * live link; revoking it ends every open viewer's tail within a second.
+ */
+export const shareLinks = pgTable(
+  'share_links',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    sessionId: text('session_id').notNull(),
+    owner: text('owner').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('share_links_live')
+      .on(t.sessionId)
+      .where(sql`revoked_at is null`),
+  ],
 )

@@ -43,6 +43,10 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     notes: await import('@/app/api/notes/route'),
     auth: await import('@/app/api/auth/[...all]/route'),
     operator: await import('@/app/api/operator/route'),
+    share: await import('@/app/api/sessions/[id]/share/route'),
+    exported: await import('@/app/api/sessions/[id]/export/route'),
+    sharedSnapshot: await import('@/app/api/shared/[token]/snapshot/route'),
+    sharedEvents: await import('@/app/api/shared/[token]/sessions/[id]/events/route'),
     chatServer: await import('@/lib/chat/server'),
   }
   /** [pattern, module] in match order: the handler for a path, as Next's router picks it. */
@@ -51,6 +55,10 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     [/^\/api\/sessions\/([^/]+)$/, routes.session, ['id']],
     [/^\/api\/sessions\/([^/]+)\/events$/, routes.events, ['id']],
     [/^\/api\/sessions\/([^/]+)\/snapshot$/, routes.snapshot, ['id']],
+    [/^\/api\/sessions\/([^/]+)\/share$/, routes.share, ['id']],
+    [/^\/api\/sessions\/([^/]+)\/export$/, routes.exported, ['id']],
+    [/^\/api\/shared\/([^/]+)\/snapshot$/, routes.sharedSnapshot, ['token']],
+    [/^\/api\/shared\/([^/]+)\/sessions\/([^/]+)\/events$/, routes.sharedEvents, ['token', 'id']],
     [/^\/api\/runs$/, routes.runs, []],
     [/^\/api\/runs\/([^/]+)$/, routes.run, ['id']],
     [/^\/api\/runs\/([^/]+)\/effects\/([^/]+)$/, routes.effect, ['id', 'key']],

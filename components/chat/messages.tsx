@@ -23,6 +23,8 @@ interface MessagesProps {
   onSelectVersion: (slot: string, id: string, count: number) => void
   /** Shown when there are no turns. */
   empty?: React.ReactNode
+  /** A shared link's view: no edit, no regenerate. */
+  readOnly?: boolean
 }
 
 /** How close to the bottom (px) still counts as "at the bottom". */
@@ -41,7 +43,17 @@ const MORE_TURNS = 60
  * The conversation. Follows the bottom while an answer streams, unless the person scrolled
  * up to read; a "jump to latest" button brings them back.
  */
-export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerate, onEdit, onSelectVersion, empty }: MessagesProps) {
+export function Messages({
+  turns,
+  busy,
+  stopsUndelivered,
+  followKey,
+  onRegenerate,
+  onEdit,
+  onSelectVersion,
+  empty,
+  readOnly = false,
+}: MessagesProps) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const contentRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
@@ -174,12 +186,12 @@ export function Messages({ turns, busy, stopsUndelivered, followKey, onRegenerat
                     // the focus on its ‹ › buttons.
                     <li key={slot}>
                       {turn.kind === 'user' ? (
-                        <UserMessage turn={turn} canEdit={!busy} onEdit={onEdit} versions={switcher} />
+                        <UserMessage turn={turn} canEdit={!busy && !readOnly} onEdit={onEdit} versions={switcher} readOnly={readOnly} />
                       ) : (
                         <Answer
                           answer={turn}
                           isLast={i === lastAnswerIndex}
-                          busy={busy}
+                          busy={busy || readOnly}
                           stopUndelivered={stopsUndelivered.has(turn.id)}
                           onRegenerate={onRegenerate}
                           versions={switcher}
@@ -217,9 +229,12 @@ const UserMessage = memo(function UserMessage({
   canEdit,
   onEdit,
   versions,
+  readOnly = false,
 }: {
   turn: UserTurn
   canEdit: boolean
+  /** No edit at all (a shared link's view), not only not now. */
+  readOnly?: boolean
   onEdit: (messageId: string, text: string) => void
   /** The ‹ 1/2 › switcher (renders nothing for one version). */
   versions: React.ReactNode
@@ -342,21 +357,23 @@ const UserMessage = memo(function UserMessage({
       <div className="flex items-center gap-0.5 md:absolute md:top-full md:right-0 md:mt-0.5 md:has-[[data-testid=version-switcher]]:static md:has-[[data-testid=version-switcher]]:mt-0">
         <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
           <CopyButton text={turn.text} label="Copy message" />
-          <button
-            ref={editButtonRef}
-            type="button"
-            data-testid="edit-button"
-            onClick={() => {
-              setDraft(turn.text)
-              setEditing(true)
-            }}
-            disabled={!canEdit}
-            aria-label="Edit message"
-            title={canEdit ? 'Edit' : 'Wait for the answer to finish (or stop it) to edit'}
-            className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-not-allowed disabled:opacity-40 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          >
-            <PencilIcon className="size-4" />
-          </button>
+          {!readOnly && (
+            <button
+              ref={editButtonRef}
+              type="button"
+              data-testid="edit-button"
+              onClick={() => {
+                setDraft(turn.text)
+                setEditing(true)
+              }}
+              disabled={!canEdit}
+              aria-label="Edit message"
+              title={canEdit ? 'Edit' : 'Wait for the answer to finish (or stop it) to edit'}
+              className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 disabled:cursor-not-allowed disabled:opacity-40 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+            >
+              <PencilIcon className="size-4" />
+            </button>
+          )}
         </div>
         {versions}
       </div>

@@ -126,7 +126,11 @@ export interface AccountUser {
 export async function currentAccount(request: Request): Promise<AccountUser | undefined> {
   if (!SESSION_COOKIES.some((name) => readCookie(request, name))) return undefined
   const accounts = await getAccounts()
-  const session = await accounts.api.getSession({ headers: request.headers })
+  // better-auth resolves its base URL from the Host header; a Request made in code (the test
+  // suites', a server's own) has none, only its URL.
+  const headers = new Headers(request.headers)
+  if (!headers.has('host')) headers.set('host', new URL(request.url).host)
+  const session = await accounts.api.getSession({ headers })
   if (!session) return undefined
   return { id: session.user.id, email: session.user.email, emailVerified: session.user.emailVerified }
 }

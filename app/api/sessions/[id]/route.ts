@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { A2Error } from '@/lib/a2'
 import { keepSpentTokens } from '@/lib/chat/admission'
+import { deleteShareLinks } from '@/lib/chat/share'
 import { getChatServer } from '@/lib/chat/server'
 import { parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 
@@ -61,7 +62,12 @@ export async function DELETE(request: Request, { params }: Params) {
     while (running.length > 0 && Date.now() < until && (await server.sessions.openRuns([id])).length > 0) {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
-    await server.sessions.delete(id, userId, { within: (tx) => keepSpentTokens(tx, id, userId) })
+    await server.sessions.delete(id, userId, {
+      within: async (tx) => {
+        await keepSpentTokens(tx, id, userId)
+        await deleteShareLinks(tx, id)
+      },
+    })
     return new Response(null, { status: 204 })
   })
 }

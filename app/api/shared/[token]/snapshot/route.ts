@@ -1,0 +1,34 @@
+import { A2Error } from '@/lib/a2'
+import { getChatServer } from '@/lib/chat/server'
+import { chatFold } from '@/lib/chat/checkpoint'
+import { resolveShareLink } from '@/lib/chat/share'
+import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
+import { route } from '@/lib/http/route'
+import { foldingSnapshot } from '@/lib/http/snapshots'
+
+export const dynamic = 'force-dynamic'
+
+/**
+ * A shared chat's fold, for whoever holds its link: as the owner's snapshot, with only the
+ * session's id and title (not its owner). An unknown, malformed or revoked link is a 404.
+ * No identity is read or minted.
+ */
+export async function GET(request: Request, { params }: { params: Promise<{ token: string }> }) {
+  return route(
+    request,
+    async () => {
+      const shared = await resolveShareLink((await params).token)
+      if (!shared) throw new A2Error('not_found', 'this link is not shared (any more)')
+      const { server } = await getChatServer()
+      const release = foldingSnapshot()
+      try {
+        const { session, state, lastSeenIndex } = await server.fold(shared.sessionId, shared.owner, chatFold)
+        const body = snapshotChunks({ session: { id: session.id, title: session.title }, state, lastSeenIndex })
+        return new Response(chunksStream(body), { headers: { 'content-type': 'application/json' } })
+      } finally {
+        release()
+      }
+    },
+    { identity: 'optional' },
+  )
+}
