@@ -129,3 +129,125 @@ test('a passkey made on a virtual authenticator signs in, and the guest chat mad
   await expect(chat.userTexts).toHaveText([asGuest])
   await context.close()
 })
+
+/** A context at `localhost` (WebAuthn's relying party) with a virtual authenticator of its own. */
+async function withAuthenticator(browser: Browser, baseURL: string) {
+  const context = await browser.newContext({ baseURL: baseURL.replace('127.0.0.1', 'localhost') })
+  const page = await context.newPage()
+  const cdp = await context.newCDPSession(page)
+  await cdp.send('WebAuthn.enable')
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  })
+  return { context, page, cdp, authenticatorId }
+}
+
+test('the whole path: a guest signs up, a second browser signs in by passkey and stops the answer, a share link shows it, and deleting the account erases it', async ({
+  browser,
+  baseURL,
+}) => {
+  test.setTimeout(120_000)
+  const laptop = await withAuthenticator(browser, baseURL!)
+  const phone = await withAuthenticator(browser, baseURL!)
+  const email = `${nonce('path')}@example.com`.toLowerCase()
+
+  // 1–2. A guest chats, then signs up: the chat is kept. A passkey is added on the laptop.
+  const onLaptop = new ChatPage(laptop.page)
+  await onLaptop.goto('/')
+  const first = nonce('guest')
+  await onLaptop.send(first)
+  await onLaptop.waitForStreaming(5)
+  await onLaptop.stop()
+  const sessionId = onLaptop.sessionId()!
+  await fillAccountForm(laptop.page, 'Create account', email, 'a password for now')
+  await expect(onLaptop.sessionItems).toHaveCount(1)
+  await laptop.page.goto('/account')
+  await laptop.page.getByRole('button', { name: 'Add a passkey' }).click()
+  await expect(laptop.page.getByTestId('passkey-count')).toHaveText('1 passkey.')
+
+  // The passkey travels to the phone's authenticator, as a synced passkey does.
+  const [credential] = (await laptop.cdp.send('WebAuthn.getCredentials', { authenticatorId: laptop.authenticatorId })).credentials
+  await phone.cdp.send('WebAuthn.addCredential', { authenticatorId: phone.authenticatorId, credential })
+
+  // 3. The phone signs in with the passkey and sees the chat.
+  await phone.page.goto('/account')
+  await phone.page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+  await phone.page.waitForURL((url) => url.pathname === '/')
+  await expect(phone.page.getByTestId('account-name')).toHaveText(email)
+  const onPhone = new ChatPage(phone.page)
+  await expect(onPhone.sessionItems).toHaveCount(1)
+
+  // 4. An answer started on the laptop; the phone opens it and presses Stop: one cut on both, after reloads too, and the run CANCELLED.
+  await onLaptop.goto(`/c/${sessionId}`)
+  await onLaptop.send(nonce('laptop'))
+  await onLaptop.waitForStreaming(20)
+  const answerId = await onLaptop.lastAnswerId()
+  await onPhone.goto(`/c/${sessionId}`)
+  await expect(onPhone.answer(answerId)).toHaveAttribute('data-status', 'streaming')
+  const shown = await onPhone.stopAndReadShown()
+  for (const chat of [onPhone, onLaptop]) {
+    await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
+    expect(await chat.answerText(answerId)).toBe(shown)
+    await chat.page.reload()
+    await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    expect(await chat.answerText(answerId)).toBe(shown)
+  }
+  const runs = (await (await phone.page.request.get('/api/runs')).json()) as { runs: Array<{ eventId: string; status: string }> }
+  expect(runs.runs.find((r) => r.eventId === answerId)?.status).toBe('CANCELLED')
+
+  // 5. A share link shows the chat live to a signed-out browser; revoking it ends that view.
+  await laptop.page.getByTestId('share-button').click()
+  await laptop.page.getByTestId('share-create').click()
+  const link = await laptop.page.getByTestId('share-link').inputValue()
+  const viewerContext = await browser.newContext()
+  const viewer = new ChatPage(await viewerContext.newPage())
+  await viewer.page.goto(link)
+  expect(await viewer.answerText(answerId)).toBe(shown)
+  await onLaptop.send(nonce('live'))
+  await onLaptop.waitForStreaming(5)
+  const live = await onLaptop.lastAnswerId()
+  await expect(viewer.answer(live)).toHaveAttribute('data-status', 'streaming')
+  await onLaptop.stop()
+  await laptop.page.getByTestId('share-revoke').click()
+  await expect(viewer.page.getByTestId('shared-gone')).toBeVisible({ timeout: 5_000 })
+
+  // 6. Deleting the account: the phone is signed out, the chat and the link read nothing.
+  await laptop.page.goto('/account')
+  await laptop.page.getByRole('button', { name: 'Delete account…' }).click()
+  await laptop.page.getByRole('button', { name: 'Delete the account' }).click()
+  await laptop.page.waitForURL((url) => url.pathname === '/')
+  await expect(laptop.page.getByTestId('account-name')).toHaveText('Sign in')
+  await phone.page.reload()
+  await expect(phone.page.getByTestId('account-name')).toHaveText('Sign in')
+  // No identity yet (401) or a new guest's (404): either way the chat reads nothing.
+  expect([401, 404]).toContain((await phone.page.request.get(`/api/sessions/${sessionId}/snapshot`)).status())
+  const DATABASE_URL = process.env.E2E_DATABASE_URL
+  if (DATABASE_URL) {
+    // On Postgres (CI's run): no row of the account in any table.
+    const { default: postgres } = await import('postgres')
+    const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
+    try {
+      const columns = await sql<Array<{ table_name: string; column_name: string }>>`
+        select table_name, column_name from information_schema.columns
+        where table_schema = 'public' and data_type in ('text', 'jsonb', 'json', 'character varying')`
+      const found: string[] = []
+      for (const { table_name, column_name } of columns) {
+        const [{ n }] = await sql<
+          Array<{ n: number }>
+        >`select count(*)::int as n from ${sql(table_name)} where lower(${sql(column_name)}::text) like ${`%${email}%`} or ${sql(column_name)}::text like ${`%${sessionId}%`}`
+        if (n > 0) found.push(`${table_name}.${column_name}: ${n}`)
+      }
+      expect(found).toEqual([])
+    } finally {
+      await sql.end()
+    }
+  }
+  await Promise.all([laptop.context.close(), phone.context.close(), viewerContext.close()])
+})

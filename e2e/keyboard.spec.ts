@@ -108,7 +108,7 @@ test('‹ and › keep focus in the version switcher: at either end, on the butt
   await chat.waitForText(5)
   await chat.stop()
   const answer = chat.lastAnswer()
-  expect(await chat.versionOf(answer)).toBe('2/2')
+  await expect.poll(() => chat.versionOf(answer)).toBe('2/2')
 
   await answer.getByTestId('version-prev').focus()
   await page.keyboard.press('Enter')

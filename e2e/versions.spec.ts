@@ -18,14 +18,14 @@ test('regenerate twice, stopping each version: every version keeps its own cut, 
   const v1 = await chat.lastAnswerId()
   const cut1 = await chat.stopAndReadShown()
   await expect(chat.answer(v1)).toHaveAttribute('data-status', 'stopped')
-  expect(await chat.versionOf(chat.lastAnswer())).toBeNull()
+  await expect.poll(() => chat.versionOf(chat.lastAnswer())).toBeNull()
 
   // Version 2 (the first regenerate), stopped later on.
   await chat.regenerate()
   await expect.poll(() => chat.lastAnswerId()).not.toBe(v1)
   const v2 = await chat.lastAnswerId()
   await expect(chat.answers).toHaveCount(1)
-  expect(await chat.versionOf(chat.lastAnswer())).toBe('2/2')
+  await expect.poll(() => chat.versionOf(chat.lastAnswer())).toBe('2/2')
   await chat.waitForText(cut1.length + 40)
   const cut2 = await chat.stopAndReadShown()
   await expect(chat.answer(v2)).toHaveAttribute('data-status', 'stopped')
@@ -99,7 +99,7 @@ test('editing a message is a new version of it: the old branch is kept, and edit
 
   // The new branch: the edited message (2/2) and its own answer; the follow-up is in the old branch.
   await expect(chat.userTexts).toHaveText([edited])
-  expect(await chat.versionOf(chat.userMessages.first())).toBe('2/2')
+  await expect.poll(() => chat.versionOf(chat.userMessages.first())).toBe('2/2')
   await chat.waitForStreaming(10)
   await chat.stop()
   const [call] = await waitForCalls(edited, (c) => c.length === 1)
@@ -121,7 +121,7 @@ test('editing a message is a new version of it: the old branch is kept, and edit
     }
     await chat.previousVersion(chat.userMessages.first())
     await expect(chat.userTexts).toHaveText([first, followUp])
-    expect(await chat.versionOf(chat.userMessages.first())).toBe('1/2')
+    await expect.poll(() => chat.versionOf(chat.userMessages.first())).toBe('1/2')
     expect(await chat.lastAnswerText()).toBe(cutFollowUp)
   }
 })

@@ -61,6 +61,8 @@ const schema = z.object({
   // Rates, stored in the database so every app instance shares them (lib/http/limits.ts).
   /** Pushes per user per minute. */
   A2_RATE_PUSHES_PER_MIN: count(120),
+  /** Password sign-in attempts per account (by email) per minute, from any address (better-auth limits each address too). */
+  A2_RATE_SIGN_INS_PER_MIN_PER_ACCOUNT: count(10),
   /** Generations per user per minute. */
   A2_RATE_GENERATIONS_PER_MIN: count(20),
   /** New identities (cookie-less visitors) per client address per minute: identities are free, addresses are not. */

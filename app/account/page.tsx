@@ -65,6 +65,7 @@ function SignedIn({ email, verified }: { email: string; verified: boolean }) {
       {note && <p role="status">{note}</p>}
       <p className="text-sm text-neutral-600 dark:text-neutral-400">Your chats are listed on every device you sign in on.</p>
       <Passkeys />
+      <DeleteAccount />
       <button
         type="button"
         className={button}
@@ -107,6 +108,44 @@ function Passkeys() {
   )
 }
 
+/** Deleting the account: every chat and every row of it goes, after a second press that says so. */
+function DeleteAccount() {
+  const [asking, setAsking] = useState(false)
+  const [error, setError] = useState<string>()
+  if (!asking)
+    return (
+      <button type="button" className="text-sm text-red-700 underline dark:text-red-400" onClick={() => setAsking(true)}>
+        Delete account…
+      </button>
+    )
+  return (
+    <div role="group" aria-label="Delete account" className="space-y-2 rounded-lg border border-red-300 p-3 dark:border-red-800">
+      <p className="text-sm">This deletes the account and every chat in it, on every device. It cannot be undone.</p>
+      <div className="flex gap-2">
+        <button
+          type="button"
+          className="rounded-lg bg-red-700 px-3 py-1.5 text-sm font-medium text-white"
+          onClick={async () => {
+            const { error: failed } = await authClient.deleteUser()
+            if (failed) return setError(authMessage(failed))
+            window.location.assign('/')
+          }}
+        >
+          Delete the account
+        </button>
+        <button type="button" className="text-sm underline" onClick={() => setAsking(false)}>
+          Keep it
+        </button>
+      </div>
+      {error && (
+        <p role="alert" className="text-sm text-red-700 dark:text-red-400">
+          {error}
+        </p>
+      )}
+    </div>
+  )
+}
+
 function SignedOut() {
   const [mode, setMode] = useState<Mode>('sign-in')
   const [error, setError] = useState<string>()
@@ -119,12 +158,14 @@ function SignedOut() {
     setNote(undefined)
     const email = String(form.get('email') ?? '')
     const password = String(form.get('password') ?? '')
-    const result =
-      mode === 'sign-up'
-        ? await authClient.signUp.email({ email, password, name: String(form.get('name') ?? '') || email.split('@')[0] })
-        : mode === 'sign-in'
-          ? await authClient.signIn.email({ email, password })
-          : await authClient.requestPasswordReset({ email, redirectTo: '/account/reset' })
+    // A sign-up signs nobody in (it answers alike for a taken email): signing in follows it.
+    const signedUp =
+      mode === 'sign-up' ? await authClient.signUp.email({ email, password, name: String(form.get('name') ?? '') || email.split('@')[0] }) : undefined
+    const result = signedUp?.error
+      ? signedUp
+      : mode === 'forgot'
+        ? await authClient.requestPasswordReset({ email, redirectTo: '/account/reset' })
+        : await authClient.signIn.email({ email, password })
     setBusy(false)
     if (result.error) return setError(authMessage(result.error))
     if (mode === 'forgot') return setNote('If an account has this email, a link to reset its password was queued in the mail outbox.')

@@ -17,6 +17,7 @@ import { getStore } from '@/lib/store'
 import type { Store } from '@/lib/a2/server'
 import { readCookie } from '@/lib/http/cookies'
 import { adoptGuest } from './adopt-guest'
+import { eraseAccountData } from './erase-account'
 import { cookieName, currentUser as currentGuest, getSecret } from './guest'
 import { queueMail } from './mail'
 
@@ -30,12 +31,6 @@ export const CLIENT_IP_HEADER = 'x-a2-client-ip'
 /** better-auth's cookies are `a2.session_token` (and `__Secure-a2.…` over https). */
 const COOKIE_PREFIX = 'a2'
 const SESSION_COOKIES = [`${COOKIE_PREFIX}.session_token`, `__Secure-${COOKIE_PREFIX}.session_token`]
-/**
- * A session read from its signed cookie instead of the database for this long: every API
- * request of a signed-in user asks who they are, and a Stop's push should not wait on a
- * read. A session revoked elsewhere (sign out everywhere, a password reset) ends within it.
- */
-const SESSION_CACHE_S = 30
 /**
  * Without A2_PUBLIC_URL, accounts answer on loopback hosts only (development, the test
  * suites): the links in account mail are built from the request's host, and a host a client
@@ -63,18 +58,32 @@ function createAccounts(store: Store) {
     }),
     emailAndPassword: {
       enabled: true,
+      // A sign-up answers the same whether the email is new or taken (same body, a password hashed
+      // either way), so it tells no one which emails have accounts; the page then signs in.
+      autoSignIn: false,
+      onExistingUserSignUp: ({ user }) =>
+        queueMail({
+          to: user.email,
+          subject: 'Someone tried to create an a2 chat account with your email',
+          text: 'Your account is unchanged. If it was you, sign in instead (or reset your password).',
+          link: '/account',
+        }),
       minPasswordLength: MIN_PASSWORD,
       revokeSessionsOnPasswordReset: true,
       sendResetPassword: ({ user, url }) =>
         queueMail({ to: user.email, subject: 'Reset your a2 chat password', text: `Set a new password: ${url}`, link: url }),
     },
+    // Deleting the account erases every row of it first (erase-account.ts); a chat with an
+    // unsettled call refuses it, with nothing erased.
+    user: { deleteUser: { enabled: true, beforeDelete: (user) => eraseAccountData(user) } },
     emailVerification: {
       sendOnSignUp: true,
       autoSignInAfterVerification: true,
       sendVerificationEmail: ({ user, url }) =>
         queueMail({ to: user.email, subject: 'Verify your email for a2 chat', text: `Verify your email: ${url}`, link: url }),
     },
-    session: { cookieCache: { enabled: true, maxAge: SESSION_CACHE_S } },
+    // No cookie cache: each request reads its session (one indexed row), so a session revoked
+    // anywhere (sign-out, a password reset) refuses the very next request, not one 30 s later.
     rateLimit: {
       enabled: true,
       storage: 'database',

@@ -27,7 +27,7 @@ import type { Store } from '@/lib/a2/server'
 import { getStore } from '@/lib/store'
 import { env, type Env } from '@/lib/env'
 
-export type LimitName = 'identitiesByAddress' | 'pushesByAddress' | 'pushesByUser' | 'generationsByAddress' | 'generationsByUser'
+export type LimitName = 'identitiesByAddress' | 'pushesByAddress' | 'pushesByUser' | 'generationsByAddress' | 'generationsByUser' | 'signInsByAccount'
 
 /** One take: `points` from limit `name` for `key`. */
 export type Take = readonly [name: LimitName, key: string, points: number]
@@ -47,6 +47,12 @@ const LIMITS: Record<LimitName, { prefix: string; perMinute: (e: Env) => number;
     what: 'answers requested from your address',
   },
   generationsByUser: { prefix: 'generations:user', perMinute: (e) => e.A2_RATE_GENERATIONS_PER_MIN, what: 'answers requested' },
+  // Per account, whatever the address: guessing one account's password from many addresses stays slow.
+  signInsByAccount: {
+    prefix: 'sign-ins:account',
+    perMinute: (e) => e.A2_RATE_SIGN_INS_PER_MIN_PER_ACCOUNT,
+    what: 'sign-in attempts for this account',
+  },
 }
 
 const WINDOW_S = 60
