@@ -84,21 +84,8 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
 })
 
 test('a passkey made on a virtual authenticator signs in, and the guest chat made before it joins the account', async ({ browser, baseURL }) => {
-  // WebAuthn refuses an IP address as its relying party: this test addresses the app as localhost, the default RP id.
-  const context = await browser.newContext({ baseURL: baseURL!.replace('127.0.0.1', 'localhost') })
-  const page = await context.newPage()
-  const cdp = await context.newCDPSession(page)
-  await cdp.send('WebAuthn.enable')
-  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  })
+  // WebAuthn refuses an IP address as its relying party: the app is addressed as localhost, the default RP id.
+  const { context, page, cdp, authenticatorId } = await withAuthenticator(browser, baseURL!)
   const email = `${nonce('pk')}@example.com`.toLowerCase()
 
   await fillAccountForm(page, 'Create account', email, 'a password for now')
