@@ -163,6 +163,23 @@ describe.each(layers)('accounts on %s', (kind) => {
   )
 
   it(
+    'on a host that is not the app’s (no A2_PUBLIC_URL, not loopback) accounts answer a 4xx, never a 500',
+    async () => {
+      const cookie = await signUp('h@example.com', 'the real password')
+      const elsewhere = { base: 'http://chat.example', headers: { origin: 'http://chat.example' } }
+      const signIn = await routes.call('POST', '/api/auth/sign-in/email', {
+        ...elsewhere,
+        body: json({ email: 'h@example.com', password: 'the real password' }),
+      })
+      expect(signIn.status).toBe(400)
+      // A session cookie brought to that host is no account there (and no 500): the list mints a guest.
+      const listed = await routes.call('GET', '/api/sessions', { ...elsewhere, cookie })
+      expect(listed.status).toBe(200)
+    },
+    ACCOUNT_MS,
+  )
+
+  it(
     'keeps the CSRF rule of every route: a cross-site or non-JSON sign-in is refused and signs nobody in',
 
     async () => {

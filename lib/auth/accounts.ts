@@ -16,6 +16,7 @@ import { env } from '@/lib/env'
 import { getStore } from '@/lib/store'
 import type { Store } from '@/lib/a2/server'
 import { readCookie } from '@/lib/http/cookies'
+import { requestHost } from '@/lib/http/request-facts'
 import { adoptGuest } from './adopt-guest'
 import { eraseAccountData } from './erase-account'
 import { cookieName, currentUser as currentGuest, getSecret } from './guest'
@@ -37,6 +38,12 @@ const SESSION_COOKIES = [`${COOKIE_PREFIX}.session_token`, `__Secure-${COOKIE_PR
  * names (a Host header of evil.example) would put a reset token in a link to anywhere.
  */
 const LOOPBACK_HOSTS = ['localhost', 'localhost:*', '127.0.0.1', '127.0.0.1:*', '[::1]', '[::1]:*']
+const LOOPBACK = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/
+
+/** Whether accounts answer on this request's host: any with A2_PUBLIC_URL, loopback only without (better-auth would throw, a 500). */
+export function servesAccounts(request: Request): boolean {
+  return env().A2_PUBLIC_URL !== undefined || LOOPBACK.test(requestHost(request))
+}
 /** NIST SP 800-63B's floor for a memorized secret chosen by the user is 8; 10 with no composition rules. */
 const MIN_PASSWORD = 10
 
@@ -133,7 +140,7 @@ export interface AccountUser {
 
 /** The signed-in account of this request, or undefined (no session cookie: no call into better-auth at all). */
 export async function currentAccount(request: Request): Promise<AccountUser | undefined> {
-  if (!SESSION_COOKIES.some((name) => readCookie(request, name))) return undefined
+  if (!SESSION_COOKIES.some((name) => readCookie(request, name)) || !servesAccounts(request)) return undefined
   const accounts = await getAccounts()
   // better-auth resolves its base URL from the Host header; a Request made in code (the test
   // suites', a server's own) has none, only its URL.

@@ -1,4 +1,5 @@
-import { CLIENT_IP_HEADER, getAccounts } from '@/lib/auth/accounts'
+import { A2Error } from '@/lib/a2'
+import { CLIENT_IP_HEADER, getAccounts, servesAccounts } from '@/lib/auth/accounts'
 import { take } from '@/lib/http/limits'
 import { route } from '@/lib/http/route'
 import { clientIp } from '@/lib/http/request-facts'
@@ -14,6 +15,7 @@ async function handle(request: Request): Promise<Response> {
   return route(
     request,
     async () => {
+      if (!servesAccounts(request)) throw new A2Error('bad_request', 'accounts answer on the app’s own address (A2_PUBLIC_URL)')
       if (request.method === 'POST' && new URL(request.url).pathname.endsWith('/sign-in/email')) await limitSignIns(request)
       const accounts = await getAccounts()
       // The client's address as the app's own limits see it, over whatever a client sent under that name.
