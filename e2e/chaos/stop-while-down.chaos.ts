@@ -155,12 +155,11 @@ for (const topology of topologies) {
           'chunks the worker wrote while the app was down',
         ).toBeGreaterThan(0)
       }
-      // The standalone worker's attempt ends itself: `finished { reason: 'cancelled' }`. With the embedded
-      // worker no attempt is left to write one: the Stop landed before any successor started, and the
-      // drain settled the run (the Stop in the log is what the fold shows as stopped).
+      // Every answer's log ends with its one terminal event. The standalone worker's attempt writes
+      // it itself; with the embedded worker no attempt is left to (the Stop landed before any
+      // successor started, and the drain settled the run): the consumer's ending hook writes it.
       const finished = log.filter((e) => e.type === 'finished').map((e) => e.payload)
-      if (topology.embeddedWorker) expect(finished).toEqual([])
-      else expect(finished).toEqual([expect.objectContaining({ of: answerId, reason: 'cancelled' })])
+      expect(finished).toEqual([expect.objectContaining({ of: answerId, reason: 'cancelled' })])
 
       // The tab recovered by itself: cut where it was, no alert, no reconnecting pill.
       expect(normalize(await chat.lastAnswerText())).toBe(shown)
