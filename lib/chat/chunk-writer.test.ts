@@ -51,7 +51,8 @@ describe('chunkWriter while the store is away', () => {
     writer.push('ijkl') // 12 bytes unwritten
     let roomy = false
     const room = writer.room().then(() => (roomy = true))
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // Room could only come from a write settling, and the write is held: a turn of the loop lets any wrongly early one show.
+    await new Promise((resolve) => setImmediate(resolve))
     expect(roomy).toBe(false) // the model is not read meanwhile
     release()
     stalled = Promise.resolve()
@@ -66,7 +67,7 @@ describe('chunkWriter while the store is away', () => {
     writer.push('ü') // 8 bytes
     let roomy = false
     const room = writer.room().then(() => (roomy = true))
-    await new Promise((resolve) => setTimeout(resolve, 10))
+    await new Promise((resolve) => setImmediate(resolve)) // a turn: the write never settles, so no room may show
     expect(roomy).toBe(false)
     writer.drop()
     await room
