@@ -29,9 +29,17 @@ import { queueMail } from './mail'
  */
 export const CLIENT_IP_HEADER = 'x-a2-client-ip'
 
-/** better-auth's cookies are `a2.session_token` (and `__Secure-a2.…` over https). */
-const COOKIE_PREFIX = 'a2'
-const SESSION_COOKIES = [`${COOKIE_PREFIX}.session_token`, `__Secure-${COOKIE_PREFIX}.session_token`]
+/**
+ * better-auth's cookies: `__Host-a2.…` with Secure on an https deployment (A2_PUBLIC_URL), so
+ * neither a subdomain nor a plain-http page can set one for this origin (a planted session);
+ * better-auth's own choice there is `__Secure-`, which a subdomain can still set. `a2.…` on
+ * http (development, the test suites), where browsers refuse `__Host-`. Only this one name is
+ * read: a valid token under another name is no account.
+ */
+function cookieNames(): { prefix: string; secure: boolean } {
+  const secure = env().A2_PUBLIC_URL?.startsWith('https://') ?? false
+  return { prefix: secure ? '__Host-a2' : 'a2', secure }
+}
 /**
  * Without A2_PUBLIC_URL, accounts answer on loopback hosts only (development, the test
  * suites): the links in account mail are built from the request's host, and a host a client
@@ -104,7 +112,13 @@ function createAccounts(store: Store) {
     },
     // The relying party is A2_PUBLIC_URL's host, or `localhost` without it (WebAuthn refuses an IP address as one).
     plugins: [passkey({ rpName: 'a2 chat' })],
-    advanced: { cookiePrefix: COOKIE_PREFIX, ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] } },
+    advanced: {
+      cookiePrefix: cookieNames().prefix,
+      // The prefix above says it; better-auth's own would make it `__Secure-__Host-a2.…`.
+      useSecureCookies: false,
+      defaultCookieAttributes: { secure: cookieNames().secure },
+      ipAddress: { ipAddressHeaders: [CLIENT_IP_HEADER] },
+    },
     hooks: {
       after: createAuthMiddleware(async (ctx) => {
         const signedIn = ctx.context.newSession
@@ -140,7 +154,7 @@ export interface AccountUser {
 
 /** The signed-in account of this request, or undefined (no session cookie: no call into better-auth at all). */
 export async function currentAccount(request: Request): Promise<AccountUser | undefined> {
-  if (!SESSION_COOKIES.some((name) => readCookie(request, name)) || !servesAccounts(request)) return undefined
+  if (!readCookie(request, `${cookieNames().prefix}.session_token`) || !servesAccounts(request)) return undefined
   const accounts = await getAccounts()
   // better-auth resolves its base URL from the Host header; a Request made in code (the test
   // suites', a server's own) has none, only its URL.
