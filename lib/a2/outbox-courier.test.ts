@@ -156,4 +156,62 @@ describe('the outbox courier', () => {
     expect(sent.filter((id) => id === 'stop-fresh')).toHaveLength(4) // held while refused, then acknowledged
     expect(sent.filter((id) => id === 'stop-stale')).toHaveLength(1) // pressed over a minute ago: final
   })
+  it('keeps a Stop refused not_found (a chat of another identity of this browser) for a later page, sent once a page, until its own identity takes it', async () => {
+    const storage = memoryStorage()
+    // Account A pressed Stop in chat `a` while offline, then this browser signed into account B.
+    const pressed = { ...stop('stop-of-a', 'a'), createdAt: new Date().toISOString() }
+    const old = { ...stop('stop-old', 'old'), createdAt: new Date(Date.now() - 25 * 3_600_000).toISOString() }
+    storage.setItem(keyOf('a'), JSON.stringify([pressed]))
+    storage.setItem(keyOf('old'), JSON.stringify([old]))
+    let signedIn: 'A' | 'B' = 'B'
+    const owners: Record<string, 'A' | 'B'> = { a: 'A', old: 'A', b: 'B' }
+    const applied: Array<{ session: string; id: string; as: string }> = []
+    const sent: string[] = []
+    const listeners = new Set<() => void>()
+    const onSend = (listener: () => void) => (listeners.add(listener), () => void listeners.delete(listener))
+    // The server's rule: a push to a chat that is not the signed-in identity's is a 404 not_found, with nothing written.
+    const fn = (async (url: string, init: RequestInit) => {
+      const { id } = JSON.parse(String(init.body)) as { id: string }
+      const session = /\/sessions\/([^/]+)\//.exec(url)![1]
+      sent.push(id)
+      for (const listener of listeners) listener()
+      if (owners[session] !== signedIn) return Response.json({ error: { code: 'not_found', message: 'no such session' } }, { status: 404 })
+      applied.push({ session, id, as: signedIn })
+      return Response.json({ events: [{ ...pressed, id, index: 3 }] }, { status: 201 })
+    }) as unknown as typeof fetch
+
+    // B's page: A's Stop is refused and kept; B's own Stop, stored later, is delivered, and A's is not sent again meanwhile.
+    const asB = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
+    await until(() => sent.includes('stop-of-a') && sent.includes('stop-old'), 'the first sends', onSend)
+    storage.setItem(keyOf('b'), JSON.stringify([{ ...stop('stop-of-b', 'b'), createdAt: new Date().toISOString() }]))
+    asB() // a page of B's loads next (a reload, a second tab): it sends A's once more, and B's
+    const nextOfB = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
+    await until(() => !storage.items.has(keyOf('b')), 'B’s own Stop delivered', onSend)
+    nextOfB()
+    expect(sent.filter((id) => id === 'stop-of-a')).toHaveLength(2) // once a page, not every retry round
+    expect(storage.items.has(keyOf('a'))).toBe(true)
+    expect(storage.items.has(keyOf('old'))).toBe(false) // pressed over a day ago: its answer is long over, dropped
+    expect(applied).toEqual([{ session: 'b', id: 'stop-of-b', as: 'B' }])
+
+    // A signs in again on this browser: the page that loads delivers A's Stop to A's chat.
+    signedIn = 'A'
+    const asA = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
+    await until(() => !storage.items.has(keyOf('a')), 'A’s Stop delivered under A', onSend)
+    asA()
+    expect(applied).toEqual([
+      { session: 'b', id: 'stop-of-b', as: 'B' },
+      { session: 'a', id: 'stop-of-a', as: 'A' },
+    ])
+  })
+  it('an open chat’s store keeps its Stop refused not_found in storage too (shown no more), for a page of the identity it was pressed as', async () => {
+    const storage = memoryStorage()
+    const fn = (async () => Response.json({ error: { code: 'not_found', message: 'no such session' } }, { status: 404 })) as unknown as typeof fetch
+    const store = createSessionStore<string[]>({ sessionId: 'a', reducer: (s) => s, initial: [], fetch: fn, durableTypes: ['note'], storage })
+    store.connect()
+    const refused = store.push({ type: 'note', payload: { v: 1 } }).catch((error: { code: string }) => error.code)
+    expect(await refused).toBe('not_found')
+    expect(store.getSnapshot().pending).toEqual([])
+    expect(JSON.parse(storage.getItem(keyOf('a')) ?? '[]')).toHaveLength(1)
+    store.close()
+  })
 })

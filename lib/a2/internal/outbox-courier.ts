@@ -7,9 +7,10 @@
  * end. The app starts one courier a page: it sends every stored intent whose session has no
  * connected store here — at once, when a store of this page closes, when the browser comes
  * back online, when another tab stores one, and every second while any is refused for now —
- * and drops each once it is acknowledged or refused for good. Tabs may send the same intent at once: its id makes it one event.
+ * and drops each once it is acknowledged or refused for good (one refused `not_found`, another
+ * identity's chat, stays for a page of that identity: keptForItsIdentity). Tabs may send the same intent at once: its id makes it one event.
  */
-import { createOutbox, heldForReference, onOutboxReleased, OUTBOX_PREFIX, outboxClaimed, type OutboxStorage } from './outbox'
+import { createOutbox, heldForReference, keptForItsIdentity, onOutboxReleased, OUTBOX_PREFIX, outboxClaimed, type OutboxStorage } from './outbox'
 import { postPush } from './post-push'
 
 /** Web Storage with enumeration (localStorage fits; tests pass a map). */
@@ -40,6 +41,8 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
   let again = false
   let refusedRounds = 0
   let timer: ReturnType<typeof setTimeout> | undefined
+  /** Intents this page sent and the server refused as another identity's chat: kept in storage, not sent again by this page. */
+  const notOurs = new Set<string>()
 
   /** Outbox keys no connected store of this page delivers, naming a path of this origin. */
   const unclaimedKeys = (): string[] => {
@@ -61,11 +64,13 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
       for (const { event } of outbox.entries()) {
         // A store of this session connected meanwhile: it delivers from here on.
         if (stopped || outboxClaimed(key)) break
+        if (notOurs.has(event.id)) continue
         const outcome = await postPush(doFetch, key.slice(OUTBOX_PREFIX.length), [{ id: event.id, type: event.type, payload: event.payload }], {
           keepalive: true,
         })
         // A Stop that overtook the answer it names (still on its way from a tab) is held a while, not dropped.
         if (outcome.kind === 'retry' || (outcome.kind === 'final' && heldForReference(event, outcome.error.code))) refused = true
+        else if (outcome.kind === 'final' && keptForItsIdentity(event, outcome.error.code)) notOurs.add(event.id)
         else outbox.remove(event.id) // acknowledged, or refused for good
       }
     }

@@ -138,6 +138,22 @@ export function heldForReference(event: A2Event, code: string, now = Date.now())
   return Number.isFinite(age) && Math.abs(age) < UNSEEN_REFERENCE_HOLD_MS
 }
 
+/**
+ * How long a durable intent refused `not_found` is kept, counted from its press. Its chat is
+ * not the identity's this browser now sends as: another account signed in here (or it was
+ * deleted). The server wrote nothing, so the intent reached no one else's chat; kept, it is
+ * sent once by each page that loads, and lands when a page of its own identity does. An
+ * answer streams for minutes, so after 24 h the Stop has nothing left to stop.
+ */
+export const NOT_FOUND_HOLD_MS = 24 * 3_600_000
+
+/** A refusal that may be the browser's identity, not the intent: `not_found` within its hold. */
+export function keptForItsIdentity(event: A2Event, code: string, now = Date.now()): boolean {
+  if (code !== 'not_found') return false
+  const age = now - Date.parse(event.createdAt)
+  return Number.isFinite(age) && Math.abs(age) < NOT_FOUND_HOLD_MS
+}
+
 /** The prefix of every session's outbox key in storage (`a2.outbox:<the session's events URL>`). */
 export const OUTBOX_PREFIX = 'a2.outbox:'
 

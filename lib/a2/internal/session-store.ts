@@ -21,6 +21,7 @@ import {
   createOutbox,
   defaultOutboxStorage,
   heldForReference,
+  keptForItsIdentity,
   OUTBOX_PREFIX,
   UNSEEN_REFERENCE_HOLD_MS,
   type OutboxEntry,
@@ -305,7 +306,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         }
         // A Stop that overtook the answer it names (another tab's, or this page's still on its way) is held a while, not dropped.
         if (outcome.kind === 'final' && !heldForReference(entry.event, outcome.error.code)) {
-          outbox.remove(id)
+          // Another identity's chat (this browser switched accounts): kept for a page of that identity.
+          if (!keptForItsIdentity(entry.event, outcome.error.code)) outbox.remove(id)
           pending = pending.filter((p) => p.id !== id)
           error = outcome.error
           emit()
