@@ -77,6 +77,17 @@ function SignedIn({ email, verified }: { email: string; verified: boolean }) {
       >
         Sign out
       </button>
+      <button
+        type="button"
+        className="ml-3 text-sm underline"
+        onClick={async () => {
+          // Every session of the account, this one too: a lost phone's session refuses its next request.
+          await authClient.revokeSessions()
+          window.location.assign('/')
+        }}
+      >
+        Sign out on all devices
+      </button>
     </section>
   )
 }

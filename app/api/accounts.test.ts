@@ -268,6 +268,24 @@ describe.each(layers)('accounts on %s', (kind) => {
   )
 
   it(
+    'signing out on all devices revokes every session of the account: neither device reads its chats after',
+    async () => {
+      const guest = await routes.newUser()
+      await routes.push(guest.sessionId, guest.cookie, json({ events: [{ id: 'r1', type: 'message', payload: { text: 'mine' } }] }))
+      const laptop = await signUp('everywhere@example.com', 'the real password', guest.cookie)
+      const phone = cookiesFrom(await signIn('everywhere@example.com', 'the real password'))
+      expect(await titles(phone)).toEqual([guest.sessionId])
+      const revoked = await routes.call('POST', '/api/auth/revoke-sessions', { cookie: phone, body: '{}' })
+      expect(revoked.status, await revoked.clone().text()).toBe(200)
+      for (const cookie of [laptop, phone]) {
+        expect(await titles(cookie)).not.toContain(guest.sessionId)
+        expect((await routes.call('GET', `/api/sessions/${guest.sessionId}/snapshot`, { cookie })).status).toBe(401) // no identity: nobody
+      }
+    },
+    ACCOUNT_MS,
+  )
+
+  it(
     'deleting the account leaves no row of it in any table, on either store',
     async () => {
       const guest = await routes.newUser()
