@@ -10,6 +10,8 @@ import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 
 const OPERATOR_EMAIL = 'ops@example.com'
+/** The daily token budget per user: one test spends it as a guest. */
+const BUDGET = 1_000
 /** Each sign-up and sign-in hashes with scrypt (~0.1 s a core here) and the first opens the store: 21 s on PGlite at load 10. */
 const ACCOUNT_MS = 90_000
 
@@ -19,7 +21,10 @@ describe.each(layers)('accounts on %s', (kind) => {
 
   beforeAll(async () => {
     testDb = await createTestDb(kind)
-    routes = await loadRoutes({ databaseUrl: kind === 'postgres' ? testDb.url : undefined, env: { A2_OPERATOR_EMAILS: OPERATOR_EMAIL } })
+    routes = await loadRoutes({
+      databaseUrl: kind === 'postgres' ? testDb.url : undefined,
+      env: { A2_OPERATOR_EMAILS: OPERATOR_EMAIL, A2_DAILY_TOKENS_PER_USER: String(BUDGET) },
+    })
   })
   afterAll(async () => {
     await routes.chatServer.shutdownChatServer()
@@ -280,6 +285,48 @@ describe.each(layers)('accounts on %s', (kind) => {
       for (const cookie of [laptop, phone]) {
         expect(await titles(cookie)).not.toContain(guest.sessionId)
         expect((await routes.call('GET', `/api/sessions/${guest.sessionId}/snapshot`, { cookie })).status).toBe(401) // no identity: nobody
+      }
+    },
+    ACCOUNT_MS,
+  )
+
+  it(
+    'a guest who spent the day’s tokens and signs up gets no fresh allowance, on any device of the account',
+    async () => {
+      const guest = await routes.newUser()
+      const { server } = await routes.chatServer.getChatServer()
+      // 600 tokens in a chat the guest keeps, 400 in one they deleted: the budget counts both.
+      const spent = async (sessionId: string, n: number, tokens: number) =>
+        server.append(
+          sessionId,
+          { id: `spent-m${n}`, type: 'message', payload: { text: `question ${n}` } },
+          { id: `spent-g${n}`, type: 'generate', payload: { for: `spent-m${n}` } },
+          { type: 'finished', payload: { of: `spent-g${n}`, attempt: 1, reason: 'cancelled', usage: { inputTokens: tokens, counted: true } } },
+        )
+      await spent(guest.sessionId, 1, 600)
+      const deletedChat = await server.sessions.create(guest.userId)
+      await spent(deletedChat.id, 2, 400)
+      const deleted = await routes.call('DELETE', `/api/sessions/${deletedChat.id}`, {
+        cookie: guest.cookie,
+        headers: { 'content-type': 'application/json' },
+      })
+      expect(deleted.status).toBe(204)
+
+      const laptop = await signUp('spent@example.com', 'the real password', guest.cookie)
+      const phone = cookiesFrom(await signIn('spent@example.com', 'the real password'))
+      for (const [n, cookie] of [laptop, phone].entries()) {
+        const asked = await routes.push(
+          guest.sessionId,
+          cookie,
+          json({
+            events: [
+              { id: `more${n}`, type: 'message', payload: { text: 'one more' } },
+              { type: 'generate', payload: { for: `more${n}` } },
+            ],
+          }),
+        )
+        expect(asked.status).toBe(429)
+        expect(((await asked.json()) as { error: { message: string } }).error.message).toMatch(/model tokens \(1000\)/)
       }
     },
     ACCOUNT_MS,
