@@ -212,6 +212,42 @@ describe.each(layers)('accounts on %s', (kind) => {
   )
 
   it(
+    'every state-changing auth route refuses a cross-site or non-JSON request with the session cookie, and changes nothing',
+    async () => {
+      const cookie = await signUp('csrf@example.com', 'the real password')
+      const routesThatWrite = [
+        ['/api/auth/sign-out', {}],
+        ['/api/auth/revoke-sessions', {}],
+        ['/api/auth/delete-user', {}],
+        ['/api/auth/update-user', { name: 'Mallory' }],
+        ['/api/auth/change-password', { currentPassword: 'the real password', newPassword: 'chosen by the attacker', revokeOtherSessions: true }],
+        ['/api/auth/change-email', { newEmail: 'mallory@example.com' }],
+        ['/api/auth/sign-up/email', { name: 'M', email: 'csrf2@example.com', password: 'the attacker’s one' }],
+        ['/api/auth/request-password-reset', { email: 'csrf@example.com', redirectTo: '/account/reset' }],
+        ['/api/auth/passkey/delete-passkey', { id: 'any' }],
+      ] as const
+      for (const [path, body] of routesThatWrite) {
+        const crossSite = await routes.call('POST', path, {
+          cookie,
+          body: json(body),
+          headers: { ...peer(), origin: 'https://evil.example', 'sec-fetch-site': 'cross-site' },
+        })
+        expect(crossSite.status, path).toBe(403)
+        expect(crossSite.headers.getSetCookie(), path).toEqual([])
+        const form = await routes.call('POST', path, { cookie, body: json(body), headers: { ...peer(), 'content-type': 'text/plain' } })
+        expect(form.status, path).toBe(415)
+      }
+      // Still signed in, as before, with the same name, email and password; no account was made, no mail queued.
+      const me = (await (await routes.call('GET', '/api/auth/get-session', { cookie })).json()) as { user: { name: string; email: string } }
+      expect(me.user).toMatchObject({ name: 'Ada', email: 'csrf@example.com' })
+      expect((await signIn('csrf@example.com', 'the real password')).status).toBe(200)
+      expect((await signIn('csrf2@example.com', 'the attacker’s one')).status).toBe(401)
+      expect((await mail('csrf@example.com')).filter((m) => /reset/i.test(m.subject))).toEqual([])
+    },
+    ACCOUNT_MS,
+  )
+
+  it(
     'a taken email is not told apart from a new one at sign-up (same answer), and writes no account; a short password is a 400',
     async () => {
       const short = await routes.call('POST', '/api/auth/sign-up/email', { body: json({ name: 'B', email: 'b@example.com', password: 'short' }) })
