@@ -76,11 +76,34 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
 
   // Signing out on the phone leaves a new guest there, with none of the account's chats.
   await phone.page.goto('/account')
-  await phone.page.getByRole('button', { name: 'Sign out' }).click()
+  await phone.page.getByRole('button', { name: 'Sign out', exact: true }).click()
   await phone.page.waitForURL((url) => url.pathname === '/')
   await expect(phone.page.getByTestId('account-name')).toHaveText('Sign in')
   await expect(phone.page.getByText('No chats yet')).toBeVisible()
   expect((await phone.page.request.get(`/api/sessions/${sessionId}/snapshot`)).status()).toBe(404)
+})
+
+test('signing out on all devices signs the other browser out too, at its next request', async ({ browser }) => {
+  const email = `${nonce('everywhere')}@example.com`.toLowerCase()
+  const password = 'correct horse battery'
+  const laptop = new ChatPage(await device(browser))
+  await laptop.goto('/')
+  await laptop.send(nonce('kept'))
+  await laptop.waitForStreaming(5)
+  await laptop.stop()
+  await fillAccountForm(laptop.page, 'Create account', email, password)
+  const phone = new ChatPage(await device(browser))
+  await fillAccountForm(phone.page, 'Sign in', email, password)
+  await expect(phone.sessionItems).toHaveCount(1)
+
+  await laptop.page.goto('/account')
+  await laptop.page.getByRole('button', { name: 'Sign out on all devices' }).click()
+  await laptop.page.waitForURL((url) => url.pathname === '/')
+  for (const page of [laptop.page, phone.page]) {
+    await page.reload()
+    await expect(page.getByTestId('account-name')).toHaveText('Sign in')
+    await expect(page.getByText('No chats yet')).toBeVisible()
+  }
 })
 
 test('a passkey made on a virtual authenticator signs in, and the guest chat made before it joins the account', async ({ browser, baseURL }) => {
@@ -97,7 +120,7 @@ test('a passkey made on a virtual authenticator signs in, and the guest chat mad
   expect((await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials).toHaveLength(1)
 
   // Signed out, this browser is a guest again, and makes a chat.
-  await page.getByRole('button', { name: 'Sign out' }).click()
+  await page.getByRole('button', { name: 'Sign out', exact: true }).click()
   await page.waitForURL((url) => url.pathname === '/')
   const chat = new ChatPage(page)
   await chat.goto('/')
