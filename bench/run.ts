@@ -17,7 +17,7 @@
  *                                 process run from another checkout (A/B under one load).
  *
  * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
- * bench/results/latest.json (and latest-<store>.json). Loopback only; bounded in count
+ * bench/results/latest-<store>.json (postgres or pglite). Loopback only; bounded in count
  * and time (a watchdog ends the run at 480 s); child processes and the database are
  * cleaned up on every way out.
  */
@@ -316,7 +316,6 @@ function report(results: Results): void {
   results.durationS = Math.round((Date.now() - t0) / 1000)
   mkdirSync(RESULTS, { recursive: true })
   const json = JSON.stringify(results, null, 2)
-  writeFileSync(path.join(RESULTS, 'latest.json'), json)
   writeFileSync(path.join(RESULTS, `latest-${results.store}.json`), json)
 
   console.log('')
@@ -325,7 +324,7 @@ function report(results: Results): void {
   for (const note of notesOf(results)) console.log(note)
   if (results.profiles) printProfiles(results.profiles)
   for (const error of results.errors) console.log(`ERROR ${error.split('\n')[0]}`)
-  console.log(`\nwrote bench/results/latest.json (${results.durationS} s)`)
+  console.log(`\nwrote bench/results/latest-${results.store}.json (${results.durationS} s)`)
 }
 
 function rowsOf(r: Results): Row[] {
