@@ -18,8 +18,8 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { consumer, createServer, migrate, openPostgresStore, type Store } from '@/lib/a2/server'
 import { query } from '@/lib/a2/internal/store'
-import { testContract } from '@/test/contract'
-import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from '@/test/worker-process'
+import { testContract } from '@/lib/a2/test-kit/contract'
+import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from '@/lib/a2/test-kit/worker-process'
 
 const ADMIN_URL =
   process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test'
