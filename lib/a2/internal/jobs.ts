@@ -47,8 +47,8 @@ export interface ClaimArgs {
 const FREE_AT = sql`greatest(j.run_at, coalesce(j.lease_until, '-infinity'::timestamptz))`
 
 /**
- * The claim, as one statement (exported for bench/diagnostics/claim-plan.ts, which explains
- * this very text). `for update skip locked` so workers never wait on each other; attempt
+ * The claim, as one statement (exported for claim-plan.test.ts, which checks this very text's
+ * plan). `for update skip locked` so workers never wait on each other; attempt
  * bumped (the new fencing token), owner and lease set. Lanes cost the claim nothing: a laned
  * job waiting behind an earlier open job of its (session, consumer, lane) — ACTIVE,
  * CANCELLING or UNKNOWN — is `lane_blocked` and outside the index (sql/0004_lane_heads.ts keeps

@@ -77,9 +77,9 @@ export function appendSteps(store: Store, sessionId: string, inputs: readonly Va
 
 /**
  * On PGlite a statement runs synchronously on this process's event loop, so one started at
- * once is over before the next batch can arrive: every batch was its own statement (500 chats,
- * bench/diagnostics/pglite-statements.ts: 1.00 batches per statement, now 17–20) and a backlog
- * ran statement after statement in one loop turn, during which no connection was accepted.
+ * once is over before the next batch can arrive: every batch would be its own statement (at 500
+ * chats 1.00 batches per statement, against 17–20 when a turn's batches go together) and a backlog
+ * would run statement after statement in one loop turn, during which no connection would be accepted.
  * There the committer waits for the end of the loop turn (setImmediate, after the sockets
  * were read) and sends what the turn submitted as one statement. On Postgres the statement
  * runs elsewhere, and batches that arrive meanwhile already wait for the next one.
