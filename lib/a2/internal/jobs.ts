@@ -190,7 +190,7 @@ export interface FinishRequest {
  * last committed, not as this statement's snapshot had them: an effect's late outcome that
  * committed while this statement waited on a run's row (its own settle found the run not yet
  * UNKNOWN and left it) would otherwise leave the run UNKNOWN with nothing left to resolve
- * (unknown-settle.test.ts, seen on Postgres); only effects still open are locked, so an
+ * (unknown-settle.test.ts, on Postgres); only effects still open are locked, so an
  * ordinary ending locks nothing more (figure 4, 7 alternated pairs at load 1.2-2.5: 1.36× the
  * bare loop's throughput before, 1.45× after, medians within the noise). Rows are locked in
  * id order (the lock order of sql/0004_lane_heads.ts), job rows before effect rows, so two

@@ -61,7 +61,7 @@ export function operator(store: Store): A2Operator {
       return db.transaction(async (tx) => {
         // The run's row first, the order settleIfResolved locks in: otherwise this verdict holds
         // its effect's row while a late outcome's settle holds the run's and waits for that
-        // effect's (a deadlock; unknown-settle.test.ts, seen on Postgres).
+        // effect's (a deadlock; unknown-settle.test.ts, on Postgres).
         await query(tx, sql`select id from a2_jobs where id = ${jobId} for update`)
         const updated = await query(
           tx,
