@@ -12,9 +12,9 @@
  *
  *   A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS=5 … npx tsx scripts/abuse-check.ts http://127.0.0.1:3000
  *
- * Give it the limits the app runs with (the same A2_* variables; see README "Deploying it
- * publicly"). It needs a fresh minute of the address's generation budget, and a few
- * dozen identities from the address's identity budget. e2e/abuse-check.spec.ts runs it
+ * Give it the limits the app runs with (the same A2_* variables; see docs/deploying.md). It
+ * needs a fresh minute of the address's generation budget, and a few dozen identities from the
+ * address's identity budget. e2e/abuse-check.spec.ts runs it
  * against a built app of its own.
  */
 import http from 'node:http'
