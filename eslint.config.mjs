@@ -10,7 +10,7 @@
 // - lib/ is the ground floor: its code imports nothing from the folders above it (app/, components/, scripts/,
 //   bench/, e2e/, test/), so every arrow between top-level folders points down.
 // - Tooling that measures or drives the library's internals on purpose may reach them: test/ (the test
-//   helpers shared by every suite) and bench/ (benchmarks and diagnostics of internal queries). scripts/ is
+//   helpers shared by every suite) and bench/ (benchmarks of internal queries). scripts/ is
 //   app entry points and tools (the worker, the upstream stand-in), held to the app's rule.
 // - No import cycles anywhere (import-x/no-cycle, resolving the @/ alias through tsconfig).
 import js from '@eslint/js'
@@ -19,9 +19,9 @@ import { importX } from 'eslint-plugin-import-x'
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript'
 import reactHooks from 'eslint-plugin-react-hooks'
 
-/** `@/lib/a2/internal/x`, `../../lib/a2/internal/x`: any path into the library's internals. */
+/** `@/lib/a2/internal/x`, `../../lib/a2/test-kit/x`: any path into the library's internals or its own test kit. */
 const INTERNALS = {
-  regex: '(^|/)a2/internal(/|$)',
+  regex: '(^|/)a2/(internal|test-kit)(/|$)',
   message: 'Import the library through its doors: @/lib/a2, @/lib/a2/server, @/lib/a2/react (@/lib/a2/testing in tests).',
 }
 /** The test kit: for tests, never for code that ships. */
@@ -76,7 +76,7 @@ export default tseslint.config(
   {
     // Tooling parses JSON and IPC messages of no declared shape (child processes, upstream request bodies,
     // raw rows): `any` is the honest type there. The library and the app are held to the rule.
-    files: ['bench/**', 'test/**', 'e2e/**', 'scripts/**'],
+    files: ['bench/**', 'test/**', 'e2e/**', 'scripts/**', 'lib/a2/test-kit/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
@@ -114,9 +114,8 @@ export default tseslint.config(
     },
   },
   {
-    // The library's own code imports nothing outside lib/a2 but packages (its tests may use test/).
+    // The library, its tests and its test kit import nothing outside lib/a2 but packages (a forker copies it alone).
     files: ['lib/a2/**/*.{ts,tsx}'],
-    ignores: ['lib/a2/**/*.test.{ts,tsx}'],
     rules: {
       'import-x/no-restricted-paths': [
         'error',

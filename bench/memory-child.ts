@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { createServer } from '@/lib/a2/server'
-import { countingStore } from '@/test/counting-store'
+import { countingStore } from '@/lib/a2/test-kit/counting-store'
 import { chat } from '@/lib/chat/contract'
 import { serveParent, tellParent } from './lib/children'
 import { openBenchStore } from './lib/db'

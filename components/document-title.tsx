@@ -6,8 +6,8 @@ import { useEffect } from 'react'
  * possibly after this effect ran, so a change to <head> puts ours back. Every page that
  * leaves the chat shell sets its own title this way too: Next may write the next page's
  * title while the shell is still mounted (the shell then puts the chat's back), so a page
- * that relied on its metadata alone could keep the chat's title (seen in the tab-title e2e
- * test, about one run in ten).
+ * that relied on its metadata alone could keep the chat's title (the tab-title e2e test would
+ * fail about one run in ten).
  */
 export function useDocumentTitle(title: string | undefined) {
   useEffect(() => {

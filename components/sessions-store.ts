@@ -193,10 +193,10 @@ function identitySettled(): Promise<void> {
 
 /**
  * Runs a tab's first list under a lock the browser's tabs of this origin share (Web Locks). Two
- * fresh tabs opened at once each minted an identity, and the last Set-Cookie won: a chat one of
- * them created belonged to the identity that lost (first-visit.spec, seen failing: two mints).
- * The second tab's list now waits for the first's answer, and its cookie. Uncontended the lock
- * costs a task; where a browser has no Web Locks the list goes at once, as before.
+ * fresh tabs opened at once would each mint an identity, and the last Set-Cookie wins: a chat one
+ * of them created would belong to the identity that lost (first-visit.spec counts the mints).
+ * The second tab's list waits for the first's answer, and its cookie. Uncontended the lock
+ * costs a task; where a browser has no Web Locks the list goes at once.
  */
 function oneTabAtATime<T>(work: () => Promise<T>): Promise<T> {
   const locks = typeof navigator === 'undefined' ? undefined : (navigator as { locks?: LockManager }).locks

@@ -240,7 +240,7 @@ test('the whole path: a guest signs up, a second browser signs in by passkey and
   expect([401, 404]).toContain((await phone.page.request.get(`/api/sessions/${sessionId}/snapshot`)).status())
   const DATABASE_URL = process.env.E2E_DATABASE_URL
   if (DATABASE_URL) {
-    // On Postgres (CI's run): no row of the account in any table.
+    // On Postgres (E2E_DATABASE_URL, which npm test sets when TEST_DATABASE_URL is): no row of the account in any table.
     const { default: postgres } = await import('postgres')
     const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} })
     try {

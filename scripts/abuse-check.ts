@@ -4,7 +4,7 @@
  *
  *   - one address cannot start more than A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS generations
  *     a minute, however many identities it mints;
- *   - every request of findings 2–4 (CSRF and cookie tossing, input that used to be a 500,
+ *   - every request of findings 2–4 (CSRF and cookie tossing, input a server could answer with a 500,
  *     caps) answers a 4xx, and nothing is written (checked through the API: session heads,
  *     titles and the session list do not move);
  *   - the security headers are on `/` and on API answers;
@@ -12,9 +12,9 @@
  *
  *   A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS=5 … npx tsx scripts/abuse-check.ts http://127.0.0.1:3000
  *
- * Give it the limits the app runs with (the same A2_* variables; see README "Deploying it
- * publicly"). It needs a fresh minute of the address's generation budget, and a few
- * dozen identities from the address's identity budget. e2e/abuse-check.spec.ts runs it
+ * Give it the limits the app runs with (the same A2_* variables; see docs/deploying.md). It
+ * needs a fresh minute of the address's generation budget, and a few dozen identities from the
+ * address's identity budget. e2e/abuse-check.spec.ts runs it
  * against a built app of its own.
  */
 import http from 'node:http'
@@ -210,7 +210,7 @@ export async function abuseCheck(base: string, limits: AbuseCheckLimits): Promis
     push(`${attacker.cookie}; ${victim.cookie}`, victim.sessionId, message),
   )
 
-  // Finding 3: what used to be a 500.
+  // Finding 3: input that must answer a typed 4xx, never a 500.
   let deep = '"x"'
   for (let i = 0; i < 5_000; i++) deep = `[${deep}]`
   const target = await visitor()

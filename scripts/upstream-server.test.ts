@@ -175,7 +175,7 @@ describe('upstream server', () => {
       expect(await streamText({ model: modelFor(upstream), prompt }).text).toBe('tok0 tok1 ')
     }
     expect(upstream.refused.map((r) => r.status)).toEqual([400, 401, 429, 503])
-    // `[[fail N]]` alone is a 503, as before.
+    // `[[fail N]]` alone is a 503.
     expect(await streamError(upstream, { prompt: 'plain [[fail 1]]' })).toMatchObject({ statusCode: 503 })
   })
 

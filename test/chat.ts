@@ -5,7 +5,7 @@
 import type { A2Server } from '@/lib/a2/server'
 import type { Chat, ChatEvent } from '@/lib/chat/contract'
 export { useTestStore } from './db'
-import { waitUntil } from './runtime'
+import { waitUntil } from '@/lib/a2/testing'
 
 /** A new session of `owner` with `text` asked in one push: message `m1`, its generate `g1`. */
 export async function ask(server: A2Server<Chat>, owner: string, text: string): Promise<string> {

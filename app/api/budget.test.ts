@@ -10,7 +10,7 @@ import { offlineAnswer } from '@/lib/ai/offline-model'
 import type { ChatEvent } from '@/lib/chat/contract'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { loadRoutes } from '@/test/routes'
-import { waitUntil } from '@/test/runtime'
+import { waitUntil } from '@/lib/a2/testing'
 
 const QUESTION = 'How do leases let another worker take over a dead one?'
 /** Room for about three finished answers of QUESTION (each ~200 tokens with its prompt). */

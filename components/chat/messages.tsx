@@ -32,8 +32,7 @@ const STICK_THRESHOLD = 64
 /**
  * Turns rendered when a chat opens: the latest 60 (30 exchanges), whatever its length. A chat
  * of 4,500 answers (9,000 turns, 99k events) rendered whole took 21–30 s to show its newest
- * answer in Chromium, and re-rendered every turn's element at each chunk
- * (bench/diagnostics/long-chat-browser.ts).
+ * answer in Chromium, and re-rendered every turn's element at each chunk.
  */
 const FIRST_TURNS = 60
 /** Turns each "Show earlier messages" adds above. */

@@ -25,7 +25,7 @@ import { chaosSuiteHooks, createRig, gapProblem, generateJobs, normalize, sessio
 const TOKENS = 600
 const TOKEN_MS = 100
 const FULL = normalize(upstreamText(TOKENS))
-/** How long the app stays down after the Stop: more than twice the ~4 s a push used to retry before rolling back. */
+/** How long the app stays down after the Stop: more than twice the ~4 s an ordinary push retries before rolling back (250 ms, 1 s, 3 s), so only the durable outbox can deliver it. */
 const DOWN_MS = 10_000
 
 /**

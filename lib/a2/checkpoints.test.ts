@@ -5,9 +5,9 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, isA2Error, type A2Event, type Fold, type Store } from '@/lib/a2/server'
-import { layers, useTestStore } from '@/test/db'
-import { testContract } from '@/test/contract'
-import { waitUntil } from '@/test/runtime'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract } from './test-kit/contract'
+import { waitUntil } from './test-kit/runtime'
 import { query } from './internal/store'
 import { forgetFolds, SLICE_CHARS } from './internal/checkpoints'
 

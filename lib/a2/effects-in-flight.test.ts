@@ -12,9 +12,9 @@ import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
 import { drainOnce } from './internal/drain'
 import { query } from './internal/store'
-import { layers } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { aborted, claimTicks, historyOf, interceptStore, isClaim, useRuntimeWorld, waitForJob, waitUntil } from '@/test/runtime'
+import { layers } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { aborted, claimTicks, historyOf, interceptStore, isClaim, useRuntimeWorld, waitForJob, waitUntil } from './test-kit/runtime'
 
 type Chat = typeof chat
 type Handler = Parameters<ReturnType<typeof consumer<Chat, 'generate'>>['run']>[0]

@@ -22,9 +22,9 @@ import { Attempt } from './internal/attempt'
 import type { RuntimeHost } from './internal/host'
 import { claimJobs } from './internal/jobs'
 import { query } from './internal/store'
-import { layers, useTestStore } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { gate, interceptStore, waitUntil, type Gate } from '@/test/runtime'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { gate, interceptStore, waitUntil, type Gate } from './test-kit/runtime'
 
 const RUNS = Number(process.env.FC_RUNS ?? 30)
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261202

@@ -17,9 +17,9 @@ import { drainOnce } from './internal/drain'
 import type { RuntimeHost } from './internal/host'
 import { append } from './internal/log'
 import { query } from './internal/store'
-import { layers } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from '@/test/runtime'
+import { layers } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from './test-kit/runtime'
 
 type Chat = typeof chat
 type Handler = Parameters<ReturnType<typeof consumer<Chat, 'generate'>>['run']>[0]

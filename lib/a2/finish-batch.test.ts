@@ -17,9 +17,9 @@ import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/serv
 import { finishRuns, type Ending, type FinishRequest } from './internal/jobs'
 import { query } from './internal/store'
 import type { RunStatus } from './internal/transitions'
-import { createTestDb, layers, type TestDb } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUntil } from '@/test/runtime'
+import { createTestDb, layers, type TestDb } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUntil } from './test-kit/runtime'
 
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261201
 const RUNS = Number(process.env.FC_RUNS ?? 40)

@@ -13,11 +13,11 @@ import postgres from 'postgres'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
 import { claimJobs, completeJob, finishRun, scheduleRetry, type ClaimedJob } from './internal/jobs'
 import { query } from './internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { MIGRATIONS } from './sql'
 import { splitStatements } from './internal/split-sql'
-import { testContract as chat } from '@/test/contract'
-import { quarantineOpenJobs, waitUntil } from '@/test/runtime'
+import { testContract as chat } from './test-kit/contract'
+import { quarantineOpenJobs, waitUntil } from './test-kit/runtime'
 
 const OPEN = new Set(['ACTIVE', 'CANCELLING', 'UNKNOWN'])
 

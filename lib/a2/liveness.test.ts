@@ -10,9 +10,9 @@ import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
 import { LIVENESS_SETTLE_MS } from './internal/liveness'
 import { query } from './internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { historyOf, quarantineOpenJobs, waitForJob } from '@/test/runtime'
+import { createTestDb, layers, type TestDb } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { historyOf, quarantineOpenJobs, waitForJob } from './test-kit/runtime'
 
 describe.each(layers)('liveness on %s', (kind) => {
   let testDb: TestDb

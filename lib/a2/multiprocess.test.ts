@@ -1,6 +1,6 @@
 /**
  * The runtime across real processes on one Postgres : workers run
- * in child processes (`test/worker-process.ts`), the test process appends and watches the
+ * in child processes (`test-kit/worker-process.ts`), the test process appends and watches the
  * tables. A cancel appended here aborts a run over there; `kill -9` of a worker mid-run is
  * taken over as soon as its liveness lock is gone (or after the lease, before anyone trusts
  * liveness); SIGTERM hands runs over at once; a live worker stalled for less than its lease
@@ -9,12 +9,12 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { createServer, type A2Server, type Store } from '@/lib/a2/server'
-import { createTestDb, POSTGRES_URL, type TestDb } from '@/test/db'
-import { testContract } from '@/test/contract'
-import { createLeakGuard, type LeakGuard } from '@/test/guard'
-import { eventsOf, historyOf, jobOf, quarantineOpenJobs, waitForJob, waitUntil } from '@/test/runtime'
+import { createTestDb, POSTGRES_URL, type TestDb } from './test-kit/db'
+import { testContract } from './test-kit/contract'
+import { createLeakGuard, type LeakGuard } from './test-kit/guard'
+import { eventsOf, historyOf, jobOf, quarantineOpenJobs, waitForJob, waitUntil } from './test-kit/runtime'
 import { LIVENESS_SETTLE_MS } from './internal/liveness'
-import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from '@/test/worker-process'
+import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from './test-kit/worker-process'
 
 const LEASE_MS = 1_000
 

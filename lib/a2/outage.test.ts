@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { createServer, errorResponse, isStoreUnreachable } from '@/lib/a2/server'
-import { layers, useTestStore } from '@/test/db'
-import { testContract } from '@/test/contract'
-import { eventsOf, historyOf, interceptStore, waitForJob } from '@/test/runtime'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract } from './test-kit/contract'
+import { eventsOf, historyOf, interceptStore, waitForJob } from './test-kit/runtime'
 import { consumer } from './internal/consumer'
 import { throughOutage } from './internal/outage'
 

@@ -9,7 +9,7 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import postgres from 'postgres'
-import { POSTGRES_URL } from '@/test/db'
+import { POSTGRES_URL } from './test-kit/db'
 
 describe.runIf(POSTGRES_URL)('the Postgres driver', () => {
   const servers: net.Server[] = []

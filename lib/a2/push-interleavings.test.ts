@@ -33,8 +33,8 @@ import { z } from 'zod'
 import { defineContract, isA2Error } from '@/lib/a2'
 import { consumer, createServer, type Store } from '@/lib/a2/server'
 import { query } from './internal/store'
-import { createTestDb, layers, type TestDb } from '@/test/db'
-import { interceptStore } from '@/test/runtime'
+import { createTestDb, layers, type TestDb } from './test-kit/db'
+import { interceptStore } from './test-kit/runtime'
 import { OutageSwitch, outageStore, type Fault } from './model/outage'
 
 const RUNS = Number(process.env.FC_RUNS ?? 60)

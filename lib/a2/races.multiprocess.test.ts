@@ -11,9 +11,9 @@ import type { AddressInfo } from 'node:net'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
 import { query } from './internal/store'
-import { createTestDb, POSTGRES_URL, type TestDb } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { gate, historyOf, quarantineOpenJobs, waitForJob } from '@/test/runtime'
+import { createTestDb, POSTGRES_URL, type TestDb } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { gate, historyOf, quarantineOpenJobs, waitForJob } from './test-kit/runtime'
 
 describe.skipIf(!POSTGRES_URL)('the race table with real processes (Postgres)', () => {
   let testDb: TestDb
@@ -57,7 +57,7 @@ describe.skipIf(!POSTGRES_URL)('the race table with real processes (Postgres)', 
 
   /** Starts a worker child and resolves once it is ready; `started` resolves when its handler begins. */
   async function spawnChild(env: Record<string, string>) {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/race-child.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'lib/a2/test-kit/race-child.ts'], {
       env: { ...process.env, DB_URL: testDb.url!, PROVIDER_URL: providerUrl, LEASE_MS: '1000', ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     })

@@ -14,9 +14,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
 import { query } from './internal/store'
-import { layers } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { claimTicks, freezableStore, gate, historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from '@/test/runtime'
+import { layers } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { claimTicks, freezableStore, gate, historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from './test-kit/runtime'
 
 type Handler = Parameters<ReturnType<typeof consumer<typeof chat, 'generate'>>['run']>[0]
 

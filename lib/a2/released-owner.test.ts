@@ -25,9 +25,9 @@ import { append } from './internal/log'
 import { settleAttempt } from './internal/settle'
 import { query } from './internal/store'
 import type { ReconcileResult } from './internal/types'
-import { layers, useTestStore } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { gate } from '@/test/runtime'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { gate } from './test-kit/runtime'
 
 const RUNS = Number(process.env.FC_RUNS ?? 30)
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261202

@@ -7,9 +7,9 @@ import { sql } from 'drizzle-orm'
 import { consumer, createServer, type Store } from '@/lib/a2/server'
 import { RENAMED_TYPE, isA2Error } from '@/lib/a2'
 import { query, waitForRun } from '@/lib/a2/testing'
-import { layers, useTestStore } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { aborted, gate } from '@/test/runtime'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { aborted, gate } from './test-kit/runtime'
 
 describe.each(layers)('renaming a session on %s', (kind) => {
   const testStore = useTestStore(kind)

@@ -22,10 +22,10 @@ import { isA2Error } from '@/lib/a2'
 import { completeJob } from './internal/jobs'
 import { query } from './internal/store'
 import { decodeHint } from './internal/wire'
-import { createTestDb, layers, POSTGRES_URL, type TestDb } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { createLeakGuard, type LeakGuard } from '@/test/guard'
-import { startTcpProxy } from '@/test/tcp-proxy'
+import { createTestDb, layers, POSTGRES_URL, type TestDb } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { createLeakGuard, type LeakGuard } from './test-kit/guard'
+import { startTcpProxy } from './test-kit/tcp-proxy'
 import {
   Recorder,
   abortableWork,
@@ -46,7 +46,7 @@ import {
   waitUntil,
   type ClaimTicks,
   type Interceptor,
-} from '@/test/runtime'
+} from './test-kit/runtime'
 
 describe.each(layers)('consumer runtime on %s', (kind) => {
   let testDb: TestDb

@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, isA2Error, type Store } from '@/lib/a2/server'
 import { query } from '@/lib/a2/testing'
-import { layers, useTestStore } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
 
 describe.each(layers)('deleting a session with an unresolved run on %s', (kind) => {
   const testStore = useTestStore(kind)

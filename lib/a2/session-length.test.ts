@@ -19,7 +19,7 @@ import type { Store } from '@/lib/a2/server'
 import { query, type Executor } from './internal/store'
 import { readPushContext } from './internal/push-context'
 import { append } from './internal/log'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { createTestDb, layers, type TestDb } from './test-kit/db'
 
 const EVENTS = 20_000
 /** A run (a job) every 20 events: 1,000 runs in the session, as 1,000 answers of 19 chunks make. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { createTestDb, POSTGRES_URL, useTestStore, type TestDb } from '@/test/db'
+import { createTestDb, POSTGRES_URL, useTestStore, type TestDb } from './test-kit/db'
 import { query, sqlState } from './internal/store'
 
 // Prepared statements are a postgres-js matter: PGlite has no such layer.

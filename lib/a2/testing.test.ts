@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { streamText } from 'ai'
 import { consumer, createServer, isStop, type Store } from '@/lib/a2/server'
 import { hangingModel, listRuns, waitForRun } from '@/lib/a2/testing'
-import { createTestDb, type TestDb } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
+import { createTestDb, type TestDb } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
 
 describe('the test kit', () => {
   let testDb: TestDb

@@ -11,6 +11,10 @@ import { jobs } from './schema'
 import type { Store } from './internal/store'
 
 export { query } from './internal/store'
+/** A small contract shaped like a chat's, a store that counts its statements, a poll, a statement interceptor. */
+export { testContract } from './test-kit/contract'
+export { countingStore } from './test-kit/counting-store'
+export { interceptStore, waitUntil, type Interceptor } from './test-kit/runtime'
 
 /** A run (job) row as the store holds it. */
 export type Run = typeof jobs.$inferSelect

@@ -8,8 +8,8 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { createServer, type Store } from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
-import { layers, useTestStore } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
 
 describe.each(layers)('transferring sessions on %s', (kind) => {
   const testStore = useTestStore(kind)

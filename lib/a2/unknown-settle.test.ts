@@ -23,9 +23,9 @@ import type { RuntimeHost } from './internal/host'
 import { claimJobs } from './internal/jobs'
 import { operator } from './internal/operator'
 import { query, type Executor } from './internal/store'
-import { layers, useTestStore } from '@/test/db'
-import { testContract as chat } from '@/test/contract'
-import { gate, interceptStore, waitUntil, type Gate } from '@/test/runtime'
+import { layers, useTestStore } from './test-kit/db'
+import { testContract as chat } from './test-kit/contract'
+import { gate, interceptStore, waitUntil, type Gate } from './test-kit/runtime'
 
 /** Before the fix, Postgres left the run UNKNOWN at run 8 of these 40 (an operator verdict and a late outcome); FC_RUNS=… explores more. */
 const RUNS = Number(process.env.FC_RUNS ?? 40)

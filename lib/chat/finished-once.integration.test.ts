@@ -9,8 +9,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { layers } from '@/test/db'
 import { ask, useTestStore } from '@/test/chat'
-import { waitUntil } from '@/test/runtime'
-import { runOf, waitForRun } from '@/lib/a2/testing'
+import { waitUntil, runOf, waitForRun } from '@/lib/a2/testing'
 import { buildChatServer } from './server'
 import { finishedId } from './ending'
 

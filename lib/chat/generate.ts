@@ -61,8 +61,8 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
     // now: streaming the rest of the answer to nowhere would cost tokens and freeze the view.
     // So does a refused one (run_cancelled): a Stop is recorded that this attempt has not heard
-    // of yet (its NOTIFY lost or on its way); the model streamed on to its end and the answer
-    // finished 'stop' under a CANCELLED run (refused-chunk.integration.test.ts, seen failing).
+    // of yet (its NOTIFY lost or on its way); otherwise the model would stream on to its end and
+    // the answer finish 'stop' under a CANCELLED run (refused-chunk.integration.test.ts).
     const writeFailed = new AbortController()
     const writer = chunkWriter(
       async (deltas) => {

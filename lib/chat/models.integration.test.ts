@@ -7,11 +7,10 @@
  */
 import { inspect } from 'node:util'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest'
-import { waitForRun } from '@/lib/a2/testing'
+import { waitForRun, waitUntil } from '@/lib/a2/testing'
 import type { ModelEntry } from '@/lib/ai/model-list'
 import { layers } from '@/test/db'
 import { ask, useTestStore } from '@/test/chat'
-import { waitUntil } from '@/test/runtime'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { buildChatServer } from './server'
 import type { ChatEvent } from './contract'

@@ -8,12 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgresStore, type Store } from '@/lib/a2/server'
-import { runOf, waitForRun } from '@/lib/a2/testing'
+import { runOf, waitForRun, waitUntil } from '@/lib/a2/testing'
 import { migrateDatabase } from '@/lib/store/migrate'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { ask } from '@/test/chat'
 import { clusterAvailable, startCluster, type Cluster } from '@/test/pg-cluster'
-import { waitUntil } from '@/test/runtime'
 import { isStoreUnreachable } from '@/lib/a2/server'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, type AnswerTurn } from './reducer'

@@ -8,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { layers } from '@/test/db'
 import { ask, useTestStore } from '@/test/chat'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
-import { interceptStore, waitUntil } from '@/test/runtime'
-import { waitForRun } from '@/lib/a2/testing'
+import { interceptStore, waitUntil, waitForRun } from '@/lib/a2/testing'
 import { buildChatServer } from './server'
 
 describe.each(layers)('a refused chunk on %s', (kind) => {

@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'
 import type { Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from '@/test/db'
-import { countingStore } from '@/test/counting-store'
+import { countingStore } from '@/lib/a2/testing'
 import { takeLimits, type LimitName, type Take } from './limits'
 
 async function rows<T>(store: Store, statement: ReturnType<typeof sql>): Promise<T[]> {

@@ -9,9 +9,8 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { createServer, migrate, type Store } from '@/lib/a2/server'
-import { query } from '@/lib/a2/testing'
+import { query, testContract } from '@/lib/a2/testing'
 import { createTestDb, layers, type TestDb } from '@/test/db'
-import { testContract } from '@/test/contract'
 import { migrateApp, migrateDatabase } from './migrate'
 
 const APP = path.join(process.cwd(), 'db', 'migrations')

@@ -106,7 +106,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
  * lock connection dropped runs on, inside that call), and whoever took the run next would put
  * the effect to the reconcile hook, whose "not done" is no proof while the call may still be
  * running — a second dispatch beside it, or a run ended CANCELLED/FAILED under it
- * (released-owner.test.ts, seen failing both ways). Such a run keeps its lease, the proof the
+ * (released-owner.test.ts checks both). Such a run keeps its lease, the proof the
  * library already takes over on: by its end the owner's own clock has aborted the attempt.
  * Unless the effect is overlapSafe (its call may run twice at once under its key with no harm:
  * the chat's model call, whose output only its own attempt can write): then the run is
@@ -215,15 +215,15 @@ function takeExhausted(db: Executor, claim: DrainClaim): Promise<TakenRun[]> {
  * name for a lease, and give each a new attempt number when someone held it before —
  * including an owner released as dead (OWNER_DIED), which leaves no owner on the row: liveness
  * can be wrong (an owner whose lock connection dropped still runs its attempt), and without a
- * new number a run on its last attempt, or one stopped before the next claim, ended under the
- * old one with that attempt's writes still admitted (fault-paths.test.ts 12, seen failing). A
+ * new number a run on its last attempt, or one stopped before the next claim, would end under
+ * the old one with that attempt's writes still admitted (fault-paths.test.ts 12). A
  * run that ended its own attempt (a retry waiting, a surrender) has nobody to fence.
  *
  * Forcing a run out is recorded by the same statement (FORCED_AFTER_GRACE, CANCELLING →
  * CANCELLING, at the forced-out attempt): that attempt may still be inside a call, and a drain
- * that died before its verdict left only the database to say so. The next drain computed "live"
- * from the dead drain's lapsed lease and called the call "not done" under a CANCELLED run
- * (effects-in-flight.test.ts, seen failing): the record is what it now reads.
+ * that died before its verdict leaves only the database to say so. Computed from the dead
+ * drain's lapsed lease, "live" would be false and the next drain would call the call "not done"
+ * under a CANCELLED run (effects-in-flight.test.ts): the record is what it reads instead.
  */
 async function take(db: Executor, claim: DrainClaim, where: ReturnType<typeof sql>, order: ReturnType<typeof sql>): Promise<TakenRun[]> {
   const rows = await query<Record<string, unknown>>(

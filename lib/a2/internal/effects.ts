@@ -54,15 +54,15 @@ export class EffectSettledMeanwhile extends A2Error {
  * The dispatch: `finishRuns` decides from the effects as its statement's snapshot has them (and
  * as last committed for the effects that were open in it): a dispatch that commits after that
  * snapshot is taken — a handler that did not await its `ctx.effect` ends while the dispatch
- * compare-and-set is in flight — is not seen, and the run ended COMPLETED over a DISPATCHED
- * effect (ending-dispatch.test.ts, seen failing on Postgres).
+ * compare-and-set is in flight — is not seen, and the run would end COMPLETED over a DISPATCHED
+ * effect (ending-dispatch.test.ts, on Postgres, where the two statements can interleave).
  *
  * The call: a handler that throws while one of its calls runs (`Promise.all` of a slow call and
- * one that fails) ended the run at once — FAILED, or a retry or a surrender another worker claimed
- * at once — with the call still running: the ending put it to the reconcile hook, whose "not done"
- * moved it back to INTENT under a terminal run and refused its late outcome, or let the next
- * attempt dispatch it a second time beside the first (effects-in-flight.test.ts, seen failing
- * both ways). Only the attempt knows its call still runs, so it waits: the attempt is not over,
+ * one that fails) must not end the run at once — FAILED, or a retry or a surrender another worker
+ * claims at once — with the call still running: the ending would put it to the reconcile hook,
+ * whose "not done" moves it back to INTENT under a terminal run and refuses its late outcome, or
+ * lets the next attempt dispatch it a second time beside the first (effects-in-flight.test.ts
+ * checks both). Only the attempt knows its call still runs, so it waits: the attempt is not over,
  * and keeps its lease, until each of its calls returned and its outcome was recorded. A call that
  * ignores its signal holds its attempt as a handler awaiting it would; a Stop's grace period
  * (§5) still forces the run out, and its calls are then UNKNOWN (FORCED_OUT, drain.ts).
@@ -238,7 +238,7 @@ async function callAndRecord<R>(
     const aborted = abortReason(run.signal)?.code
     if (aborted && !options.overlapSafe) {
       // An aborted request may already have reached its receiver: FAILED would be a guess, and
-      // a guess that forgets a charge (effects-in-flight.test.ts, seen failing). The receiver is
+      // a guess that forgets a charge (effects-in-flight.test.ts). The receiver is
       // asked; without its answer the call is UNKNOWN and its run waits for an operator.
       await recordAbortedCall(db, fence, key, await askReceiver(stableKey, key, fence, options.reconcile ?? run.reconcile), { message, aborted })
       throw error
@@ -325,7 +325,7 @@ async function recordOutcome(
  * resolutions of one run's effects at once (an operator's verdict, a late outcome) each
  * settle after their own change; the one that waited on the run's row must see the other's
  * change, which committed while it waited, or the run stays UNKNOWN with nothing left to
- * resolve (unknown-settle.test.ts, seen on Postgres). The operator locks the run's row
+ * resolve (unknown-settle.test.ts, on Postgres, where the two commit concurrently). The operator locks the run's row
  * before its effect's (operator.ts), so the two locks are always taken in that order.
  */
 export async function settleIfResolved(db: Executor, jobId: number, reason: TransitionReason, detail: unknown): Promise<RunStatus | undefined> {
@@ -428,8 +428,8 @@ export async function applyVerdict(
     // Nothing moved: either this attempt holds the run no more (fenced), or it does and the
     // effect left DISPATCHED meanwhile — its late outcome (recordOutcome) committed between
     // the caller's read and this verdict. The stored state already says what happened, so the
-    // caller goes on from it; taken for a lost claim, it left the run held under the drain's
-    // lease, unsettled, for a whole lease (unknown-settle.test.ts, seen failing).
+    // caller goes on from it; taken for a lost claim, it would leave the run held under the
+    // drain's lease, unsettled, for a whole lease (unknown-settle.test.ts).
     const [state] = await query<{ held: boolean; effect: EffectStatus | null }>(
       db,
       sql`select j.attempt = ${attempt} and j.status in ${LEASED} as held, e.status as effect

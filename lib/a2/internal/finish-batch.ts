@@ -8,8 +8,8 @@
  *
  * Why: a no-op job ended in a statement (and a commit) of its own, so a worker sent one
  * statement per job on top of its share of a claim. Ended together, ~17 runs share one
- * statement: 1.07 → 0.12 statements per job (bench/diagnostics/claim-statements.ts), CPU per
- * job 1.6× → 1.2× the bare SKIP LOCKED loop's on a loaded box (claim-cpu.ts), and figure 4's
+ * statement: 1.07 → 0.12 statements per job, CPU per
+ * job 1.6× → 1.2× the bare SKIP LOCKED loop's on a loaded box, and figure 4's
  * no-lane jobs/s 0.68× → 1.20× the bare loop (medians of ten alternated runs each, load 6–10
  * on 2 cores); on PGlite 0.26–0.34× → 1.43–1.51×.
  *

@@ -47,8 +47,8 @@ export interface ClaimArgs {
 const FREE_AT = sql`greatest(j.run_at, coalesce(j.lease_until, '-infinity'::timestamptz))`
 
 /**
- * The claim, as one statement (exported for bench/diagnostics/claim-plan.ts, which explains
- * this very text). `for update skip locked` so workers never wait on each other; attempt
+ * The claim, as one statement (exported for claim-plan.test.ts, which checks this very text's
+ * plan). `for update skip locked` so workers never wait on each other; attempt
  * bumped (the new fencing token), owner and lease set. Lanes cost the claim nothing: a laned
  * job waiting behind an earlier open job of its (session, consumer, lane) — ACTIVE,
  * CANCELLING or UNKNOWN — is `lane_blocked` and outside the index (sql/0004_lane_heads.ts keeps
@@ -190,7 +190,7 @@ export interface FinishRequest {
  * last committed, not as this statement's snapshot had them: an effect's late outcome that
  * committed while this statement waited on a run's row (its own settle found the run not yet
  * UNKNOWN and left it) would otherwise leave the run UNKNOWN with nothing left to resolve
- * (unknown-settle.test.ts, seen on Postgres); only effects still open are locked, so an
+ * (unknown-settle.test.ts, on Postgres); only effects still open are locked, so an
  * ordinary ending locks nothing more (figure 4, 7 alternated pairs at load 1.2-2.5: 1.36× the
  * bare loop's throughput before, 1.45× after, medians within the noise). Rows are locked in
  * id order (the lock order of sql/0004_lane_heads.ts), job rows before effect rows, so two

@@ -3,12 +3,23 @@
  * history and effects; and the one manual action, settling an UNKNOWN effect.
  */
 import { desc, eq, sql, asc } from 'drizzle-orm'
-import { effects, jobTransitions, jobs } from '../schema'
+import { effects, jobTransitions, jobs, type EffectRow, type JobRow, type JobTransitionRow } from '../schema'
 import { A2Error } from './errors'
 import { query, type Store } from './store'
 import { settleIfResolved } from './effects'
+import type { RunStatus } from './transitions'
 
-export function operator(store: Store) {
+/** `server.operator`: every user's runs, and the verdict on an UNKNOWN effect. */
+export interface A2Operator {
+  /** Runs, newest first: of some sessions, or of every session an owner holds. */
+  listRuns(options?: { sessionIds?: string[]; owner?: string; limit?: number }): Promise<JobRow[]>
+  /** A run with its history and effects; with `owner`, only if that owner holds its session. */
+  runDetail(jobId: number, owner?: string): Promise<{ job: JobRow; history: JobTransitionRow[]; effects: EffectRow[] }>
+  /** Settles an UNKNOWN effect: done (with the result) or not done; the run's status after, when it settled. */
+  resolveEffect(jobId: number, key: string, verdict: { done: boolean; result?: unknown }, by: string): Promise<{ status: RunStatus | undefined }>
+}
+
+export function operator(store: Store): A2Operator {
   const db = store.db
   return {
     /** Runs, newest first: of some sessions, or of every session an owner holds. */
@@ -50,7 +61,7 @@ export function operator(store: Store) {
       return db.transaction(async (tx) => {
         // The run's row first, the order settleIfResolved locks in: otherwise this verdict holds
         // its effect's row while a late outcome's settle holds the run's and waits for that
-        // effect's (a deadlock; unknown-settle.test.ts, seen on Postgres).
+        // effect's (a deadlock; unknown-settle.test.ts, on Postgres).
         await query(tx, sql`select id from a2_jobs where id = ${jobId} for update`)
         const updated = await query(
           tx,

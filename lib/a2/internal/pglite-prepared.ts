@@ -3,8 +3,7 @@
  * parses and plans its text on every call, and sends Parse, Describe, Bind, Describe, Execute
  * and Sync as six entries into the WASM, each awaited. Here a text is parsed once as a named
  * statement (its parameter types kept), and each call after sends Bind, Describe, Execute and
- * Sync as one entry. In-process, PGlite with a2's tables (bench/diagnostics/pglite-query-cost.ts,
- * five runs on a shared machine): the worker's claim 1.9–4.1 ms → 0.2–0.5 ms a call (planning
+ * Sync as one entry. In-process, PGlite with a2's tables (five runs on a shared machine): the worker's claim 1.9–4.1 ms → 0.2–0.5 ms a call (planning
  * it was 1.4–3.2 ms of WASM every time), a one-row select as drizzle sends it 0.5–1.4 → 0.15–0.21 ms.
  * PGlite runs on the process's one event loop, so that was loop time every other request waited for.
  *

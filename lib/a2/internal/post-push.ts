@@ -1,5 +1,5 @@
 /**
- * One push over HTTP, as the browser sends it (PROTOCOL.md §2), and what its answer means for
+ * One push over HTTP, as the browser sends it (PROTOCOL.md §9.1, §11), and what its answer means for
  * a retry: the session store's pushes and the outbox courier's both go through here.
  */
 import type { A2Event } from './contract'

@@ -6,7 +6,7 @@
 import { LEASED } from './transitions'
 import { sql } from 'drizzle-orm'
 import type { Consumer } from './consumer'
-import { checkJsonValue, validateInput, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
+import { checkJsonValue, validateInput, type A2Event, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
 import { A2Error } from './errors'
 import {
   append,
@@ -24,8 +24,11 @@ import {
   type CancelRoute,
   type Fence,
   type JobRoute,
+  type OpenRun,
   type Routing,
   type SessionCaps,
+  type SessionMatch,
+  type SessionSummary,
   type ValidInput,
 } from './log'
 import { query, type Executor, type Store } from './store'
@@ -35,7 +38,7 @@ import { Worker, type WorkerOptions } from './worker'
 import { DEFAULT_MAX_ATTEMPTS } from './host'
 import { busFor } from './bus'
 import { pushedEvents } from './wire'
-import { operator } from './operator'
+import { operator, type A2Operator } from './operator'
 import { readPushContext, type PushContext } from './push-context'
 
 /** Most events one push may carry: a message and its generate request fit many times over. */
@@ -90,7 +93,75 @@ export interface PushFound<C extends Contract = Contract> {
   running: Array<{ jobId: number; consumer: string; eventId: string; payload: unknown }>
 }
 
-export function createServer<C extends Contract>(options: ServerOptions<C>) {
+/** A push's own options (`server.push(…, options)`). */
+export interface PushOptions<C extends Contract = Contract> {
+  caps?: SessionCaps
+  /** Ids of other events the admission needs to see (what the pushed events refer to). */
+  refersTo?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>) => readonly string[]
+  /**
+   * The app's own admission, after validation and before the append: a throw refuses
+   * the push with nothing written (references to other events, concurrency caps). It is
+   * handed what one read of the session found: the events with the pushed ids and the
+   * `refersTo` ids, and the runs still running (queued, streaming or being cancelled).
+   */
+  admit?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>, found: PushFound<C>) => Promise<void>
+}
+
+/** What `createServer` returns: the one object an app holds for its contract, store and consumers. */
+export interface A2Server<C extends Contract = Contract> {
+  readonly contract: C
+  readonly store: Store
+  /** Which jobs an event starts and which runs it cancels, from the consumers' `types` and `abortOn`. */
+  readonly routing: Routing
+  /** Server-side append (consumers, seeds, tests): any type of the contract. */
+  append(sessionId: string, ...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>>
+  /**
+   * A browser's push: one event or `{ events: [...] }`, validated against the contract
+   * (browser-pushable types only), into a session the owner holds. All or nothing.
+   */
+  push(sessionId: string, owner: string, body: unknown, options?: PushOptions<C>): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }>
+  /** Events after `after`, for the session's owner. */
+  read(sessionId: string, owner: string, options?: { after?: number; before?: number; limit?: number }): Promise<Array<EventOf<C>>>
+  /** The owner's session folded by `reducer` up to `before` (default: its head), from the newest checkpoint, with the session row. */
+  fold<S>(sessionId: string, owner: string, reducer: Fold<S>, options?: { before?: number }): Promise<Folded<S> & { session: SessionSummary }>
+  runs: {
+    /** How many runs of `consumer` are running, of one owner or of everyone: what a concurrency cap counts. */
+    countOpen(filter: { consumer: string; owner?: string }): Promise<number>
+  }
+  /** A live tail for the session's owner; ends when `signal` aborts. */
+  tail(sessionId: string, owner: string, options: { after: number; signal: AbortSignal; pollMs?: number }): Promise<AsyncGenerator<Array<EventOf<C>>>>
+  sessions: A2Sessions
+  /** Starts a worker in this process for the server's consumers. */
+  startWorker(options?: WorkerOptions): Promise<Worker>
+  operator: A2Operator
+  /** Live bus subscriptions: a test guard that SSE clients leave nothing behind. */
+  subscriptions(): Promise<number>
+  /** Stops every worker this server started (in-flight attempts finish or are surrendered). */
+  stopWorkers(options?: { graceMs?: number }): Promise<void>
+}
+
+/** `server.sessions`: an owner's sessions. */
+export interface A2Sessions {
+  create(owner: string, init?: { id?: string; title?: string }): Promise<SessionSummary>
+  get(sessionId: string, owner: string): Promise<SessionSummary>
+  list(owner: string, page?: { limit?: number; before?: string }): Promise<{ sessions: SessionSummary[]; nextBefore?: string }>
+  /** How many sessions an owner holds: what a per-user cap counts. */
+  count(owner: string): Promise<number>
+  /** Sets the title and appends `a2.renamed` in one transaction; `{ event: false }`: the row only. */
+  rename(sessionId: string, owner: string, title: string, options?: { event?: boolean }): Promise<A2Event | undefined>
+  /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
+  delete(sessionId: string, owner: string, options?: { within?: (tx: Executor) => Promise<void> }): Promise<void>
+  /** Gives every session of `from` to `to`, with the app's own rows (`within`) in the same transaction; returns how many moved. */
+  transfer(from: string, to: string, options?: { within?: (tx: Executor) => Promise<void> }): Promise<number>
+  /** The owner's sessions whose title or `in` events' text contains `text`. */
+  search(owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }): Promise<SessionMatch[]>
+  /** Those of these sessions with a run an operator has yet to settle (what `delete` refuses as `unresolved`). Pass only sessions the caller owns. */
+  unresolved(sessionIds: readonly string[]): Promise<string[]>
+  /** Runs of these sessions not yet settled. Pass only sessions the caller owns. */
+  openRuns(sessionIds: readonly string[]): Promise<OpenRun[]>
+}
+
+export function createServer<C extends Contract>(options: ServerOptions<C>): A2Server<C> {
   const { contract, store } = options
   const consumers = new Map<string, Consumer>()
   for (const c of options.consumers as unknown as ReadonlyArray<Consumer>) {
@@ -140,18 +211,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       sessionId: string,
       owner: string,
       body: unknown,
-      pushOptions: {
-        caps?: SessionCaps
-        /** Ids of other events the admission needs to see (what the pushed events refer to). */
-        refersTo?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>) => readonly string[]
-        /**
-         * The app's own admission, after validation and before the append: a throw refuses
-         * the push with nothing written (references to other events, concurrency caps). It is
-         * handed what one read of the session found: the events with the pushed ids and the
-         * `refersTo` ids, and the runs still running (queued, streaming or being cancelled).
-         */
-        admit?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>, found: PushFound<C>) => Promise<void>
-      } = {},
+      pushOptions: PushOptions<C> = {},
     ): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
       checkJsonValue(body)
       const list = pushedEvents(body)
@@ -192,7 +252,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
       owner: string,
       reducer: Fold<S>,
       options: { before?: number } = {},
-    ): Promise<Folded<S> & { session: Awaited<ReturnType<typeof getOwnedSession>> }> {
+    ): Promise<Folded<S> & { session: SessionSummary }> {
       const session = await getOwnedSession(store, sessionId, owner)
       const folded = await foldSession(store, sessionId, reducer, { before: Math.min(options.before ?? session.head, session.head) })
       return { ...folded, session }
@@ -264,5 +324,3 @@ export function createServer<C extends Contract>(options: ServerOptions<C>) {
     },
   }
 }
-
-export type A2Server<C extends Contract = Contract> = ReturnType<typeof createServer<C>>

@@ -89,7 +89,7 @@ export async function failRun(
   const ending: Ending = {
     ACTIVE: { to: 'FAILED', reason },
     // Out of attempts, no retry was waiting to revoke: a Stop that landed during the last one
-    // stopped it (interleavings.test.ts, found by the property: it said RETRY_REVOKED).
+    // stopped it, so the reason is STOPPED_BY_CANCEL, not RETRY_REVOKED (interleavings.test.ts).
     CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' },
   }
   let ended: RunStatus | undefined

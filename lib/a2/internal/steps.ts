@@ -22,14 +22,14 @@ import { query, type Store } from './store'
 /**
  * Four statements at once. Throughput needs two (one commits — WAL flush, NOTIFY — while the
  * next runs), but a batch that finds every slot taken waits for one, and under load that wait
- * was most of a token's time before its append began. Bench figure 2 at 100 streams, alternated
- * runs of two and four: at load 7-10 (6 each) token → append began p50 116-135 → 79-102 ms,
- * token latency p50 187-255 → 94-209 ms; at load 2-3.5 (3 each) p50 95-243 → 71-100 ms, 4.4-12.2×
- * → 2.9-5.5× the direct route's; after merging main (load 3.5-6, 3 each) p50 89-299 → 50-79 ms,
- * p99 309-1,116 → 186-250 ms. CPU per token: +0-15% (more, smaller statements and batches;
- * 1.45-1.50× → 1.57-1.78× the direct route's in the last three pairs). Eight went
- * further (p50 72-87 ms, 3.3-4.4×) for more CPU (1.47-1.68× the direct route's against
- * 1.31-1.59×) and would leave the worker's other statements two of its pool's ten connections.
+ * is most of a token's time before its append begins. Bench figure 2 at 100 streams on 2
+ * cores, two slots against four in alternated runs: under load 7-10 (6 pairs) token → append
+ * began p50 116-135 → 79-102 ms, token latency p50 187-255 → 94-209 ms; under load 2-3.5
+ * (3 pairs) p50 95-243 → 71-100 ms, 4.4-12.2× → 2.9-5.5× the direct route's; under load 3.5-6
+ * (3 pairs) p50 89-299 → 50-79 ms, p99 309-1,116 → 186-250 ms. CPU per token: +0-15% (more,
+ * smaller statements and batches; 1.45-1.50× → 1.57-1.78× the direct route's in the last three
+ * pairs). Eight go further (p50 72-87 ms, 3.3-4.4×) for more CPU (1.47-1.68× the direct route's
+ * against 1.31-1.59×) and would leave the worker's other statements two of its pool's ten connections.
  * Each statement still takes its sessions' locks in id order.
  */
 const MAX_IN_FLIGHT = 4
@@ -77,9 +77,9 @@ export function appendSteps(store: Store, sessionId: string, inputs: readonly Va
 
 /**
  * On PGlite a statement runs synchronously on this process's event loop, so one started at
- * once is over before the next batch can arrive: every batch was its own statement (500 chats,
- * bench/diagnostics/pglite-statements.ts: 1.00 batches per statement, now 17–20) and a backlog
- * ran statement after statement in one loop turn, during which no connection was accepted.
+ * once is over before the next batch can arrive: every batch would be its own statement (at 500
+ * chats 1.00 batches per statement, against 17–20 when a turn's batches go together) and a backlog
+ * would run statement after statement in one loop turn, during which no connection would be accepted.
  * There the committer waits for the end of the loop turn (setImmediate, after the sockets
  * were read) and sends what the turn submitted as one statement. On Postgres the statement
  * runs elsewhere, and batches that arrive meanwhile already wait for the next one.

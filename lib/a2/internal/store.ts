@@ -195,7 +195,7 @@ async function holdAdvisoryLock(open: (onclose: () => void) => Sql, key: number)
  * statement that has parameters in two round trips (Parse + Describe, wait, then Bind +
  * Execute), holding the connection out of its pipeline meanwhile. Named statements take
  * one round trip after a connection's first use and pipeline. 2,000 parameterised selects
- * on one connection (bench/diagnostics/prepared-statements.ts): 0.18 → 0.09 ms each in
+ * on one connection: 0.18 → 0.09 ms each in
  * sequence, 0.14 → 0.012 ms each when concurrent; at 100 streams the two round trips left
  * every connection waiting on the worker's event loop and chunk appends queued ~100 ms.
  *

@@ -21,7 +21,7 @@ export const STOPPED = statusList(STOPPED_STATUSES)
 
 /**
  * Why a run changed (or why its history gained a line), one word an operator can search
- * for. The README's state-machine table explains each.
+ * for. PROTOCOL.md §3 gives the transitions they explain.
  */
 export type TransitionReason =
   /** an appended event matched the run's abortOn */

@@ -134,8 +134,8 @@ export class Worker {
    * be for a job that claim took: the claim committed before the Stop did, so neither its answer
    * nor the start (which starts from the claim's read, attempt.ts) knows of it, and the attempt
    * is not registered yet. Such hints are held and handed to the claim's attempts as they
-   * register; dropped, the run streamed on until its next renewal — 10 s with a 30 s lease
-   * (effects-in-flight.test.ts, seen failing).
+   * register; dropped, the run would stream on until its next renewal — 10 s with a 30 s lease
+   * (effects-in-flight.test.ts).
    */
   private onHint(hint: Hint): void {
     for (const cancel of hint.cancels ?? []) {

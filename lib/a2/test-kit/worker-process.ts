@@ -2,7 +2,7 @@
  * A worker in a child process, for the multi-process tests and the claim benchmark.
  *
  *   A2_URL=postgres://… A2_MODE=hang|quick [A2_LEASE_MS=1000] [A2_POLL_MS=500] \
- *     node --import tsx test/worker-process.ts
+ *     node --import tsx lib/a2/test-kit/worker-process.ts
  *
  * It opens a Postgres store, creates a server with the test consumers and starts a worker,
  * then reports on stdout, one JSON object a line:
@@ -25,7 +25,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { abortReason, consumer, createServer, openPostgresStore, type Consumer, type RunContext } from '@/lib/a2/server'
-import { testContract } from '@/test/contract'
+import { testContract } from './contract'
 
 export type Report =
   | { t: 'ready'; pid: number; worker: string; at: number }
@@ -76,7 +76,7 @@ export interface WorkerChild {
   kill(signal?: NodeJS.Signals): Promise<void>
 }
 
-/** Parent side: starts `test/worker-process.ts` in a child process and collects its reports. */
+/** Parent side: starts `lib/a2/test-kit/worker-process.ts` in a child process and collects its reports. */
 export function spawnWorker(env: {
   url: string
   mode: 'quick' | 'hang' | 'hang-first' | 'freeze'
@@ -84,7 +84,7 @@ export function spawnWorker(env: {
   pollMs?: number
   freezeMs?: number
 }): WorkerChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(process.cwd(), 'test', 'worker-process.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(process.cwd(), 'lib', 'a2', 'test-kit', 'worker-process.ts')], {
     cwd: process.cwd(),
     env: {
       ...process.env,

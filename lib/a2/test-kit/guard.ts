@@ -14,7 +14,7 @@
 import type { ChildProcess } from 'node:child_process'
 import postgres from 'postgres'
 import type { Store } from '@/lib/a2/server'
-import { pollUntil } from './poll'
+import { waitUntil } from './runtime'
 
 interface Tracked {
   kind: 'timeout' | 'interval'
@@ -181,7 +181,7 @@ export function createLeakGuard(): LeakGuard {
           }
           // A closed socket leaves the active resources a moment later, with no event to wait on: polled.
           const extraSockets = () => countResources().TCPSocketWrap - baseline.TCPSocketWrap
-          await pollUntil('sockets to close', () => extraSockets() <= 0, { timeoutMs: 2_000, everyMs: 20 }).catch(() => {})
+          await waitUntil(() => extraSockets() <= 0, 'sockets to close', 2_000, 20).catch(() => {})
           if (extraSockets() > 0) leaks.push(`${extraSockets()} TCP socket(s) left open by this file`)
         }
       } finally {
@@ -209,7 +209,7 @@ export async function connectionsTo(postgresUrl: string, database: string): Prom
       return n
     }
     let n = await count()
-    await pollUntil(`the backends connected to ${database} to go`, async () => (n = await count()) === 0, { timeoutMs: 3_000 }).catch(() => {})
+    await waitUntil(async () => (n = await count()) === 0, `the backends connected to ${database} to go`, 3_000, 50).catch(() => {})
     return n
   } finally {
     await admin.end({ timeout: 2 })

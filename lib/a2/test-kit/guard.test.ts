@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, openPostgresStore } from '@/lib/a2/server'
-import { createTestDb, POSTGRES_URL } from '@/test/db'
-import { testContract } from '@/test/contract'
-import { createLeakGuard } from '@/test/guard'
+import { createTestDb, POSTGRES_URL } from './db'
+import { testContract } from './contract'
+import { createLeakGuard } from './guard'
 
 describe('the leak guard', () => {
   it('reports a worker left running (its bus subscription and its poll timer), and passes once it is stopped', async () => {
