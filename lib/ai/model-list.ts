@@ -42,6 +42,8 @@ const offline = z
     label: z.string().trim().min(1).max(80),
     /** The built-in model (lib/ai/offline-model.ts): no network, paced like a reader reads. */
     provider: z.literal('offline'),
+    /** 'full' (unset): the whole answer; 'brief': its opening and first paragraph (lib/ai/offline-model.ts). */
+    style: z.enum(['full', 'brief']).optional(),
     ...capabilities,
   })
   .strict()
