@@ -65,7 +65,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           </button>
         )}
         {modelLabel && (
-          <span data-testid="answer-model" title="The model that wrote this answer" className="ml-1.5 text-xs text-neutral-400 dark:text-neutral-500">
+          <span data-testid="answer-model" title="The model that wrote this answer" className="ml-1.5 text-xs text-neutral-500 dark:text-neutral-400">
             {modelLabel}
           </span>
         )}
