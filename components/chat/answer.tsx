@@ -34,7 +34,8 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
   const waiting = status === 'waiting'
   const terminal = isTerminal(status)
   const canRegenerate = isLast && !busy && (status === 'done' || status === 'stopped')
-  const canContinue = onContinue !== undefined && isLast && !busy && status === 'stopped' && text !== ''
+  // Once the run has ended (its `finished` folded in, ms after the Stop): until then the server holds it open and would refuse a new answer to the message (409).
+  const canContinue = onContinue !== undefined && isLast && !busy && status === 'stopped' && text !== '' && answer.finishReason !== undefined
   const actions = (className: string) =>
     terminal && (text || canRegenerate) ? (
       <div className={`flex items-center gap-0.5 transition-opacity ${className}`}>
