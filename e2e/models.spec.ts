@@ -71,7 +71,10 @@ test('the picked model answers and its label shows; regenerating with the other 
   expect(await browse(chat)).toEqual([DEFAULT_MODEL.label, OTHER_MODEL.label])
 })
 
-test('Stop, then Continue: the continuation streams on from the cut; a Stop on it cuts it exactly, the same after a reload', async ({ page }) => {
+test('Stop, then Continue: the continuation streams on from the cut; a Stop on it cuts it exactly, the same in another tab and after a reload', async ({
+  page,
+  context,
+}) => {
   test.setTimeout(90_000)
   const chat = new ChatPage(page)
   const question = nonce('continue')
@@ -105,6 +108,15 @@ test('Stop, then Continue: the continuation streams on from the cut; a Stop on i
   // The Stop on the continuation is exact: what the reader saw, and nothing that landed after.
   await expect.poll(() => chat.answerText(continuedId)).toBe(cutOfContinuation)
   await expect(chat.lastAnswer().getByTestId('continue-button')).toBeVisible()
+
+  // Another tab reads the same: both versions, each with its own cut.
+  const other = new ChatPage(await context.newPage())
+  await other.goto(page.url())
+  await expect.poll(() => other.versionOf(other.lastAnswer())).toBe('2/2')
+  await expect.poll(() => other.lastAnswerText()).toBe(cutOfContinuation)
+  await other.previousVersion(other.lastAnswer())
+  await expect.poll(() => other.lastAnswerText()).toBe(cut)
+  await other.page.close()
 
   await page.reload()
   await chat.input.waitFor()
