@@ -75,8 +75,9 @@ export async function admitChatPush(server: A2Server<Chat>, owner: string, input
     if (input.type === 'cancelled') running.delete((input.payload as { of: string }).of)
     if (input.type === 'generate') {
       const { for: message, model, continues } = input.payload as { for: string; model?: string; continues?: string }
-      if (model !== undefined && !offered.has(model))
+      if (model !== undefined && !offered.has(model)) {
         throw new A2Error('invalid_payload', 'generate.model must name one of the models this server offers')
+      }
       if (continues !== undefined && answers.get(continues) !== message) {
         throw new A2Error('invalid_reference', 'generate.continues must name an answer to the same message')
       }
