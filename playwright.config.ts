@@ -12,6 +12,12 @@ const APP_PORT = Number(process.env.E2E_APP_PORT || 3100)
 const UPSTREAM_PORT = Number(process.env.E2E_UPSTREAM_PORT || 4110)
 const dataDir = `/tmp/a2-e2e-${process.pid}`
 
+/** The app's models in the suite: id (also the name sent upstream) and label. */
+export const E2E_MODELS = [
+  { id: 'upstream-e2e', label: 'openai/upstream-e2e' },
+  { id: 'upstream-e2e-b', label: 'Upstream B' },
+]
+
 export default defineConfig({
   testDir: './e2e',
   // The chaos suite manages its own processes: playwright.chaos.config.ts.
@@ -43,9 +49,17 @@ export default defineConfig({
         NEXT_MANUAL_SIG_HANDLE: 'true',
         A2_DATA_DIR: dataDir,
         ...(process.env.E2E_DATABASE_URL ? { DATABASE_URL: process.env.E2E_DATABASE_URL } : {}),
-        OPENAI_API_KEY: 'e2e',
-        OPENAI_BASE_URL: `http://127.0.0.1:${UPSTREAM_PORT}/v1`,
-        OPENAI_MODEL: 'upstream-e2e',
+        // Two models on the one upstream, told apart by the name each request sends (models.spec.ts); the first is the default.
+        A2_MODELS: JSON.stringify(
+          E2E_MODELS.map((m) => ({
+            ...m,
+            provider: 'openai',
+            baseURL: `http://127.0.0.1:${UPSTREAM_PORT}/v1`,
+            apiKey: 'e2e',
+            reasoning: false,
+            tools: true,
+          })),
+        ),
         // `next start` is production: the secret is required (one fixed for the suite).
         AUTH_SECRET: 'e2e-suite-secret-0123456789abcdef0123456789',
         // Every spec comes from 127.0.0.1 and makes many identities: limits far above what the suite uses.

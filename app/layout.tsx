@@ -2,6 +2,9 @@ import type { Metadata, Viewport } from 'next'
 import { headers } from 'next/headers'
 import { AppShell } from '@/components/app-shell'
 import { THEME_SCRIPT } from '@/components/theme-script'
+import { ModelsProvider } from '@/components/models'
+import { modelList } from '@/lib/ai/model'
+import { publicModels } from '@/lib/ai/model-list'
 import './globals.css'
 
 export const metadata: Metadata = {
@@ -35,7 +38,10 @@ export default async function RootLayout({ children }: { children: React.ReactNo
         <script nonce={nonce} dangerouslySetInnerHTML={{ __html: THEME_SCRIPT }} />
       </head>
       <body>
-        <AppShell>{children}</AppShell>
+        {/* The picker's list, read per request (the layout is dynamic): ids, labels and capabilities only. */}
+        <ModelsProvider models={publicModels(modelList())}>
+          <AppShell>{children}</AppShell>
+        </ModelsProvider>
       </body>
     </html>
   )

@@ -1,7 +1,8 @@
 'use client'
 import { memo, useEffect, useState } from 'react'
 import { answerRest, answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
-import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
+import { AlertIcon, ArrowRightIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
+import { useModels } from '../models'
 import { Markdown } from '../markdown'
 import { CopyButton } from './copy-button'
 import { FinishedBeforeStop } from './finished-before-stop'
@@ -15,12 +16,15 @@ interface AnswerProps {
   /** This answer's Stop has not reached the server yet (it is kept and retried). */
   stopUndelivered?: boolean
   onRegenerate: (answerId: string) => void
+  /** Continue after Stop: offered on the last answer once it is stopped with text (unset: never). */
+  onContinue?: (answerId: string) => void
   /** The ‹ 1/2 › switcher (renders nothing for one version). */
   versions?: React.ReactNode
 }
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
-export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, versions }: AnswerProps) {
+export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, onContinue, versions }: AnswerProps) {
+  const modelLabel = useModels().labelOf(answer.model)
   // Offered, not shown: what was written after the reader's Stop, when it landed after the end.
   const [showingRest, setShowingRest] = useState(false)
   const text = answerText(answer) + (showingRest ? answerRest(answer) : '')
@@ -30,6 +34,8 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
   const waiting = status === 'waiting'
   const terminal = isTerminal(status)
   const canRegenerate = isLast && !busy && (status === 'done' || status === 'stopped')
+  // Once the run has ended (its `finished` folded in, ms after the Stop): until then the server holds it open and would refuse a new answer to the message (409).
+  const canContinue = onContinue !== undefined && isLast && !busy && status === 'stopped' && text !== '' && answer.finishReason !== undefined
   const actions = (className: string) =>
     terminal && (text || canRegenerate) ? (
       <div className={`flex items-center gap-0.5 transition-opacity ${className}`}>
@@ -45,6 +51,24 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           >
             <RefreshIcon className="size-4" />
           </button>
+        )}
+        {canContinue && (
+          <button
+            type="button"
+            data-testid="continue-button"
+            onClick={() => onContinue(answer.id)}
+            aria-label="Continue the answer from where it stopped"
+            title="Continue"
+            className="inline-flex h-8 items-center gap-1 rounded-lg px-2 text-xs font-medium text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+          >
+            <ArrowRightIcon className="size-3.5" />
+            Continue
+          </button>
+        )}
+        {modelLabel && (
+          <span data-testid="answer-model" title="The model that wrote this answer" className="ml-1.5 text-xs text-neutral-500 dark:text-neutral-400">
+            {modelLabel}
+          </span>
         )}
         {answer.usage?.outputTokens !== undefined && (
           <span

@@ -11,10 +11,14 @@ import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 import { OfflineNotice } from './offline-notice'
 import { focusAnswer, focusMessage, touchPrimary } from './touch'
+import { chosenModel, useModels } from '../models'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId }: { sessionId: string }) {
-  const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, edit, push, store, events } = useChat(sessionId)
+  const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, continueAnswer, edit, push, store, events } =
+    useChat(sessionId)
+  // The picker's model answers what this page asks next: read at each ask, so the "/" page's pick reaches the first message.
+  const { models } = useModels()
   const { sessions, missing } = useSessions()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
@@ -32,10 +36,10 @@ export function Chat({ sessionId }: { sessionId: string }) {
     const text = takeFirstMessage(sessionId)
     if (text === undefined) return
     follow()
-    void send(text)
+    void send(text, { model: chosenModel(models) })
       .then(() => sessionsStore.changed()) // titled from it: the other tabs' lists too
       .catch(() => {}) // a failure shows in the error alert, with Retry
-  }, [sessionId, send, follow])
+  }, [sessionId, send, follow, models])
 
   // A message was confirmed: the server titles the session from its first one, and the
   // session moves to the top of the list.
@@ -83,11 +87,11 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onSend = useCallback(
     (text: string) => {
       follow()
-      void send(text, { after: lastVisibleAnswer.current })
+      void send(text, { after: lastVisibleAnswer.current, model: chosenModel(models) })
         .then(() => sessionsStore.changed()) // generating, and first in the list: in the other tabs too
         .catch(() => {})
     },
-    [send, follow],
+    [send, follow, models],
   )
   // Stop's and Regenerate's buttons go away as they act: focus goes to the composer, where Esc
   // stops an answer and typing goes on, instead of to <body>. On a touch screen focusing the
@@ -104,13 +108,23 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const onRegenerate = useCallback(
     (answerId: string) => {
       follow()
-      void regenerate(answerId)
+      void regenerate(answerId, chosenModel(models))
         .then(() => sessionsStore.changed())
         .catch(() => {})
       // The new version takes the old one's place (and element): focus on it stays on the slot.
       focusAfterAction(answerId)
     },
-    [regenerate, follow, focusAfterAction],
+    [regenerate, follow, focusAfterAction, models],
+  )
+  const onContinue = useCallback(
+    (answerId: string) => {
+      follow()
+      void continueAnswer(answerId, chosenModel(models))
+        .then(() => sessionsStore.changed())
+        .catch(() => {})
+      focusAfterAction(answerId)
+    },
+    [continueAnswer, follow, focusAfterAction, models],
   )
   const onEdit = useCallback(
     (messageId: string, text: string) => {
@@ -120,12 +134,12 @@ export function Chat({ sessionId }: { sessionId: string }) {
       else composerRef.current?.focus()
       const edited = store.getSnapshot().state.turns.find((t) => t.id === messageId)
       const first = edited?.kind === 'user' && edited.parent === null
-      void edit(messageId, text)
+      void edit(messageId, text, chosenModel(models))
         // The chat is titled from its first message: a new version of it retitles the chat.
         .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : sessionsStore.changed()))
         .catch(() => {})
     },
-    [edit, follow, store, sessionId],
+    [edit, follow, store, sessionId, models],
   )
 
   const title = sessionTitle(sessions.find((s) => s.id === sessionId))
@@ -148,6 +162,7 @@ export function Chat({ sessionId }: { sessionId: string }) {
         stopsUndelivered={stopsUndelivered}
         followKey={followKey}
         onRegenerate={onRegenerate}
+        onContinue={onContinue}
         onEdit={onEdit}
         onSelectVersion={onSelectVersion}
         empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}

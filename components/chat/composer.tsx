@@ -4,6 +4,7 @@ import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
 import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
 import { touchPrimary } from './touch'
 import { clearDraftIf, readDraft, writeDraft } from './drafts'
+import { ModelPicker } from './model-picker'
 
 export interface ComposerHandle {
   focus(): void
@@ -170,6 +171,8 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
           {tooLong && <span className="sr-only"> — too long, shorten your message to send it</span>}
         </span>
       )}
+
+      <ModelPicker disabled={disabled} />
 
       {active ? (
         <button

@@ -18,6 +18,8 @@ interface MessagesProps {
   /** Bumped when this browser sends: scrolls to the bottom and follows again. */
   followKey: number
   onRegenerate: (answerId: string) => void
+  /** Continue after Stop (unset: no Continue, as on a shared link's view). */
+  onContinue?: (answerId: string) => void
   onEdit: (messageId: string, text: string) => void
   /** Shows version `id` of `slot` (which then had `count` versions). */
   onSelectVersion: (slot: string, id: string, count: number) => void
@@ -48,6 +50,7 @@ export function Messages({
   stopsUndelivered,
   followKey,
   onRegenerate,
+  onContinue,
   onEdit,
   onSelectVersion,
   empty,
@@ -193,6 +196,7 @@ export function Messages({
                           busy={busy || readOnly}
                           stopUndelivered={stopsUndelivered.has(turn.id)}
                           onRegenerate={onRegenerate}
+                          onContinue={readOnly ? undefined : onContinue}
                           versions={switcher}
                         />
                       )}

@@ -128,6 +128,21 @@ export class ChatPage {
     await this.lastAnswer().getByTestId('regenerate-button').click()
   }
 
+  /** Picks the model that answers what is asked next (the composer's picker). */
+  async pickModel(id: string): Promise<void> {
+    await this.page.getByTestId('model-picker').selectOption(id)
+  }
+
+  /** Continue after Stop, on the last (stopped) answer. */
+  async continueAnswer(): Promise<void> {
+    await this.lastAnswer().getByTestId('continue-button').click()
+  }
+
+  /** The label of the model an answer shows it was written by. */
+  async modelOf(turn: Locator): Promise<string> {
+    return (await turn.getByTestId('answer-model').innerText()).trim()
+  }
+
   /** The ‹ n/m › label of a message or answer ("2/3"), or null when it has one version. */
   async versionOf(turn: Locator): Promise<string | null> {
     const label = turn.getByTestId('version-label')

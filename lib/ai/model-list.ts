@@ -42,12 +42,22 @@ const offline = z
     label: z.string().trim().min(1).max(80),
     /** The built-in model (lib/ai/offline-model.ts): no network, paced like a reader reads. */
     provider: z.literal('offline'),
+    /** 'full' (unset): the whole answer; 'brief': its opening and first paragraph (lib/ai/offline-model.ts). */
+    style: z.enum(['full', 'brief']).optional(),
     ...capabilities,
   })
   .strict()
 
 export const modelEntry = z.discriminatedUnion('provider', [openai, offline])
 export type ModelEntry = z.infer<typeof modelEntry>
+
+/** What the page is told of a model: never its baseURL, apiKey or upstream name. */
+export type ModelInfo = Pick<ModelEntry, 'id' | 'label' | 'reasoning' | 'tools'>
+
+/** The list as the page gets it (the picker, each answer's label). */
+export function publicModels(entries: readonly ModelEntry[]): ModelInfo[] {
+  return entries.map(({ id, label, reasoning, tools }) => ({ id, label, reasoning, tools }))
+}
 
 /** `A2_MODELS`: JSON text → at least one entry, ids unique. */
 export const modelListText = z

@@ -56,7 +56,21 @@ describe('selectModel', () => {
     expect(modelList({ OPENAI_API_KEY: 'sk', OPENAI_MODEL: 'gpt-4o' })).toEqual([
       { id: 'gpt-4o', label: 'openai/gpt-4o', provider: 'openai', baseURL: undefined, apiKey: 'sk', reasoning: false, tools: true },
     ])
-    expect(modelList({})).toEqual([{ id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true }])
+  })
+
+  it('with nothing configured: two offline models, the full one first, so the picker offers a choice with no network', async () => {
+    expect(modelList({})).toEqual([
+      { id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true },
+      { id: 'offline-brief', label: 'a2-offline/brief', provider: 'offline', style: 'brief', reasoning: false, tools: true },
+    ])
+    const [full, brief] = selectModels({ OFFLINE_MS_PER_TOKEN: 0 })
+    const prompt = 'How do leases work?'
+    const fullText = await streamText({ model: full.model, prompt }).text
+    const briefText = await streamText({ model: brief.model, prompt }).text
+    // The brief model says the full answer's opening and first paragraph, and stops there.
+    expect(briefText.length).toBeGreaterThan(0)
+    expect(briefText.length).toBeLessThan(fullText.length)
+    expect(fullText.startsWith(briefText)).toBe(true)
   })
 
   it('reads the configuration through env(), where empty values are unset', () => {

@@ -26,8 +26,8 @@ export const KEYLESS_API_KEY = 'keyless'
 /**
  * The models on offer, the default first: `A2_MODELS` when set; otherwise the one model today's
  * variables name — OpenAI, or any OpenAI-compatible server at OPENAI_BASE_URL (with or without a
- * key), sent tools as before — or, with neither, the built-in offline model, so the app works
- * with no setup.
+ * key), sent tools as before — or, with neither, the built-in offline models (full and brief),
+ * so the app works, and offers a choice, with no setup.
  */
 export function modelList(config: ModelConfig = env()): ModelEntry[] {
   if (config.A2_MODELS) return config.A2_MODELS
@@ -45,7 +45,11 @@ export function modelList(config: ModelConfig = env()): ModelEntry[] {
       },
     ]
   }
-  return [{ id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true }]
+  // Two, so the picker offers a real choice with no network: each answers in its own way.
+  return [
+    { id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true },
+    { id: 'offline-brief', label: 'a2-offline/brief', provider: 'offline', style: 'brief', reasoning: false, tools: true },
+  ]
 }
 
 /** Every configured model, built; the default first. The configuration is a parameter so tests can pass their own. */
@@ -67,7 +71,7 @@ export function selectModel(config: ModelConfig = env()): ChatModel {
 function build(entry: ModelEntry, config: ModelConfig): LanguageModel {
   if (entry.provider === 'offline') {
     const msPerToken = config.OFFLINE_MS_PER_TOKEN
-    return createOfflineModel(msPerToken === undefined ? {} : { msPerToken })
+    return createOfflineModel({ style: entry.style, ...(msPerToken === undefined ? {} : { msPerToken }) })
   }
   // OpenAI's own key goes only to OpenAI: a server at baseURL gets its entry's key or none.
   const apiKey = entry.apiKey ?? (entry.baseURL ? KEYLESS_API_KEY : config.OPENAI_API_KEY)

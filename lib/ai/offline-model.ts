@@ -363,11 +363,26 @@ function continuation(prompt: LanguageModelV4Prompt, tokens: string[]): string[]
   return tokens.slice(tokenize(soFar).length)
 }
 
-function answerTokens(options: LanguageModelV4CallOptions): {
+/**
+ * How the offline model answers. 'full': the whole answer (120–250 words). 'brief': its first
+ * two blocks only (the opening and the first paragraph, ~60 words), so a second offline model
+ * in the picker answers visibly differently with no network.
+ */
+export type OfflineStyle = 'full' | 'brief'
+
+/** The answer in `style`: 'brief' keeps its first two blocks. */
+export function styledAnswer(answer: string, style: OfflineStyle): string {
+  return style === 'brief' ? answer.split('\n\n').slice(0, 2).join('\n\n') : answer
+}
+
+function answerTokens(
+  options: LanguageModelV4CallOptions,
+  style: OfflineStyle,
+): {
   tokens: string[]
   finishReason: LanguageModelV4FinishReason
 } {
-  const all = continuation(options.prompt, tokenize(afterToolText(options) ?? offlineAnswer(lastUserText(options.prompt))))
+  const all = continuation(options.prompt, tokenize(afterToolText(options) ?? styledAnswer(offlineAnswer(lastUserText(options.prompt)), style)))
   const limit = options.maxOutputTokens
   if (limit !== undefined && limit < all.length) {
     return { tokens: all.slice(0, limit), finishReason: { unified: 'length', raw: 'length' } }
@@ -375,19 +390,21 @@ function answerTokens(options: LanguageModelV4CallOptions): {
   return { tokens: all, finishReason: { unified: 'stop', raw: 'stop' } }
 }
 
-export function createOfflineModel(options: { msPerToken?: number } = {}): LanguageModelV4 {
+export function createOfflineModel(options: { msPerToken?: number; style?: OfflineStyle } = {}): LanguageModelV4 {
   const msPerToken = options.msPerToken ?? 35
+  const style = options.style ?? 'full'
+  const modelId = style === 'full' ? 'offline' : `offline-${style}`
 
   return {
     specificationVersion: 'v4',
     provider: 'a2-offline',
-    modelId: 'offline',
+    modelId,
     supportedUrls: {},
 
     async doGenerate(callOptions) {
       const signal = callOptions.abortSignal
       if (signal?.aborted) throw abortReason(signal)
-      const { tokens, finishReason } = answerTokens(callOptions)
+      const { tokens, finishReason } = answerTokens(callOptions, style)
       return {
         content: [{ type: 'text', text: tokens.join('') }],
         finishReason,
@@ -412,7 +429,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
         ]
         return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) }
       }
-      const { tokens, finishReason } = answerTokens(callOptions)
+      const { tokens, finishReason } = answerTokens(callOptions, style)
       const id = 'text-0'
       let controller!: ReadableStreamDefaultController<LanguageModelV4StreamPart>
       let timer: ReturnType<typeof setTimeout> | undefined
@@ -444,7 +461,7 @@ export function createOfflineModel(options: { msPerToken?: number } = {}): Langu
           controller = c
           signal?.addEventListener('abort', onAbort, { once: true })
           controller.enqueue({ type: 'stream-start', warnings: [] })
-          controller.enqueue({ type: 'response-metadata', modelId: 'offline', timestamp: new Date() })
+          controller.enqueue({ type: 'response-metadata', modelId, timestamp: new Date() })
           controller.enqueue({ type: 'text-start', id })
           timer = setTimeout(emit, msPerToken)
         },

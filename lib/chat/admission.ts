@@ -12,6 +12,7 @@ import { A2Error } from '@/lib/a2'
 import type { A2Server, Executor, PushFound } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'
+import { modelList } from '@/lib/ai/model'
 import type { Chat } from './contract'
 
 type Input = { id?: string; type: string; payload: unknown }
@@ -22,6 +23,7 @@ const REFERENCES: Record<string, Array<[field: string, type: string]>> = {
   generate: [
     ['for', 'message'],
     ['replaces', 'generate'],
+    ['continues', 'generate'],
   ],
   cancelled: [['of', 'generate']],
 }
@@ -54,6 +56,13 @@ export async function admitChatPush(server: A2Server<Chat>, owner: string, input
     found.running.filter((run) => run.consumer === 'generate').map((run) => [run.eventId, (run.payload as { for: string }).for]),
   )
   const known = new Map(inLog)
+  const offered = new Set(modelList().map((entry) => entry.id))
+  /** Each answer's message, for `continues` (a version of the answer to the same message). */
+  const answers = new Map(
+    [...found.events, ...inputs].flatMap((event) =>
+      event.type === 'generate' && event.id ? [[event.id, (event.payload as { for: string }).for]] : [],
+    ),
+  )
   let generations = 0
   for (const input of inputs) {
     for (const [field, type] of REFERENCES[input.type] ?? []) {
@@ -65,7 +74,13 @@ export async function admitChatPush(server: A2Server<Chat>, owner: string, input
     }
     if (input.type === 'cancelled') running.delete((input.payload as { of: string }).of)
     if (input.type === 'generate') {
-      const message = (input.payload as { for: string }).for
+      const { for: message, model, continues } = input.payload as { for: string; model?: string; continues?: string }
+      if (model !== undefined && !offered.has(model)) {
+        throw new A2Error('invalid_payload', 'generate.model must name one of the models this server offers')
+      }
+      if (continues !== undefined && answers.get(continues) !== message) {
+        throw new A2Error('invalid_reference', 'generate.continues must name an answer to the same message')
+      }
       if ([...running.values()].includes(message)) throw new A2Error('conflict', 'an answer to that message is already running: stop it first')
       running.set(input.id ?? `pending-${generations}`, message)
       generations++

@@ -31,9 +31,23 @@ export const chat = defineContract({
         .strict(),
       push: true,
     },
-    /** Asks for an answer to message `for`. `replaces` names the version a regenerate follows (kept, browsable). */
+    /**
+     * Asks for an answer to message `for`: one more version of the answer to it (the others kept,
+     * browsable). `replaces` names the version a regenerate follows. `model` is the configured
+     * model's id that answers (admission refuses an id the server does not offer); unset, the
+     * default (the list's first). `continues` names a stopped answer to the same message: this
+     * version starts with the text that answer shows (its cut) and the model is asked to go on
+     * from there (Continue after Stop).
+     */
     generate: {
-      schema: z.object({ for: z.string().max(64), replaces: z.string().max(64).optional() }).strict(),
+      schema: z
+        .object({
+          for: z.string().max(64),
+          replaces: z.string().max(64).optional(),
+          model: z.string().max(64).optional(),
+          continues: z.string().max(64).optional(),
+        })
+        .strict(),
       push: true,
     },
     /**

@@ -14,7 +14,8 @@ import { isStepCount, streamText, tool, type LanguageModel, type ModelMessage } 
 import { z } from 'zod'
 import { answerUsage, type Usage } from '@/lib/ai/usage'
 import { isA2Error } from '@/lib/a2'
-import { consumer, isStop, readAll, type RunContext } from '@/lib/a2/server'
+import { consumer, isStop, NotRetryable, readAll, type RunContext } from '@/lib/a2/server'
+import type { ChatModel } from '@/lib/ai/model'
 import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
 import { chunkWriter, joinDeltas } from './chunk-writer'
 import { restatementFilter } from './restatement'
@@ -26,16 +27,20 @@ import { modelErrorLine, modelFailure } from './model-failure'
 import type { NoteRow } from '@/db/schema'
 
 export interface GenerateOptions {
+  /** Answers a generate that names no model. */
   model: LanguageModel
   notes: NoteOutbox
   /** The model's configured capability (lib/ai/model-list.ts): false sends no tools, for a server that refuses them. Default true. */
   takesTools?: boolean
+  /** Every configured model, built once (lib/ai/model.ts selectModels): a generate's `model` names the one that answers it. */
+  models?: readonly ChatModel[]
 }
 
 /** Effect keys of saved notes start with this; the model call's key is `model`. */
 const NOTE_EFFECT = 'note:'
 
-export function generateConsumer({ model, notes, takesTools = true }: GenerateOptions) {
+export function generateConsumer({ model: defaultModel, notes, takesTools: defaultTakesTools = true, models = [] }: GenerateOptions) {
+  const byId = new Map(models.map((m) => [m.id, m]))
   return consumer({
     contract: chat,
     name: 'generate',
@@ -58,6 +63,11 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
     ending: writeMissingFinished,
   }).run(async (ctx) => {
     const of = ctx.event.id
+    const chosen = ctx.event.payload.model
+    const choice = chosen === undefined ? { model: defaultModel, tools: defaultTakesTools } : byId.get(chosen)
+    // Admission checked the id against the list; a list changed since (a restart with another A2_MODELS) fails it plainly, once.
+    if (!choice) throw new NotRetryable(`The model "${chosen}" is no longer offered by this server`, { code: 'model_not_offered' })
+    const { model, tools: takesTools } = choice
     // A failed chunk write (the store went away, the attempt was fenced) stops the model
     // now: streaming the rest of the answer to nowhere would cost tokens and freeze the view.
     // So does a refused one (run_cancelled): a Stop is recorded that this attempt has not heard
@@ -94,7 +104,8 @@ export function generateConsumer({ model, notes, takesTools = true }: GenerateOp
       // session of 100k events costs what a short one does (folding them all held the
       // worker's loop past the 15 s lease).
       const { state: history } = await ctx.fold(chatFold)
-      const soFar = ctx.attempt > 1 ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
+      // A successor attempt, or a Continue (which starts from the stopped answer's cut, as the fold shows it).
+      const soFar = ctx.attempt > 1 || ctx.event.payload.continues ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
       const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
       const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
       const outcome = await ctx.effect(

@@ -41,7 +41,16 @@ const drafts: Draft[] = [
   },
   {
     type: 'generate',
-    pick: (ids) => fc.record({ for: reference(ids), replaces: fc.option(reference(ids), { nil: undefined }) }, { requiredKeys: ['for'] }),
+    pick: (ids) =>
+      fc.record(
+        {
+          for: reference(ids),
+          replaces: fc.option(reference(ids), { nil: undefined }),
+          model: fc.option(fc.constantFrom('offline', 'offline-brief'), { nil: undefined }),
+          continues: fc.option(reference(ids), { nil: undefined }),
+        },
+        { requiredKeys: ['for'] },
+      ),
   },
   { type: 'chunk', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },
   { type: 'chunk', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },

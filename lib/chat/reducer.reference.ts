@@ -4,7 +4,7 @@
  * is checked against (reducer.property.test.ts). Test-only.
  */
 import type { ChatEvent } from './contract'
-import { isTerminal, latestBranch, type AnswerTurn, type ChatState } from './reducer'
+import { answerText, isTerminal, latestBranch, type AnswerTurn, type ChatState } from './reducer'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
@@ -23,6 +23,13 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         text: '',
         attempt: 0,
         notes: [],
+      }
+      if (event.payload.model !== undefined) answer.model = event.payload.model
+      if (event.payload.continues !== undefined) {
+        // A Continue starts with the text the answer it continues shows now (its cut).
+        const continued = state.turns.find((t): t is AnswerTurn => t.kind === 'assistant' && t.id === event.payload.continues)
+        answer.continues = event.payload.continues
+        answer.prefix = continued ? answerText(continued) : ''
       }
       return { turns: [...movedOn(state.turns), answer] }
     }

@@ -21,6 +21,43 @@ function conversation() {
 }
 
 describe('the chat fold', () => {
+  it('a Continue starts with the cut of the answer it continues; a Stop on it cuts only its own text, the optimistic fold and the refold alike', () => {
+    const stopped = [
+      ...conversation(),
+      ev('cancelled', { of: 'g1', lastSeenIndex: 3 }), // 5: the reader saw "Hello "
+      ev('finished', { of: 'g1', attempt: 1, reason: 'cancelled' }), // 6
+    ]
+    const asked = ev('generate', { for: 'm1', continues: 'g1', model: 'offline-brief' }, 'g2') // 7
+    const continued = [
+      ...stopped,
+      asked,
+      ev('chunk', { of: 'g2', attempt: 1, delta: 'there, ' }), // 8
+      ev('chunk', { of: 'g2', attempt: 1, delta: 'friend' }), // 9
+    ]
+    const streaming = answers(foldChat(continued))[1]
+    expect(streaming).toMatchObject({ id: 'g2', continues: 'g1', prefix: 'Hello ', model: 'offline-brief', status: 'streaming' })
+    expect(answerText(streaming)).toBe('Hello there, friend')
+    // A Stop whose reader saw up to the continuation's first chunk; one before its generate (pressed before the push echoed) keeps the prefix all the same.
+    for (const [lastSeenIndex, shown] of [
+      [8, 'Hello there, '],
+      [-1, 'Hello '],
+    ] as const) {
+      const cut = [...continued, ev('cancelled', { of: 'g2', lastSeenIndex }), ev('finished', { of: 'g2', attempt: 1, reason: 'cancelled' })]
+      const refold = answers(foldChat(cut))[1]
+      expect(refold.status).toBe('stopped')
+      expect(answerText(refold)).toBe(shown)
+      // The browser's optimistic fold: its generate had index -1 when it was folded.
+      const optimistic = answers(foldChat([...stopped, { ...asked, index: -1 }, ...cut.slice(stopped.length + 1)]))[1]
+      expect(answerText(optimistic)).toBe(shown)
+      // Both versions stay: the stopped one with its own cut.
+      expect(answerText(answers(foldChat(cut))[0])).toBe('Hello ')
+      expect(visibleTurns(foldChat(cut))[1].versions).toEqual(['g1', 'g2'])
+    }
+    // As history, the continuation is the whole answer the reader saw.
+    const later = [...continued, ev('finished', { of: 'g2', attempt: 1, reason: 'stop' }), ev('message', { text: 'and?', after: 'g2' }, 'm2')]
+    expect(toModelMessages(foldChat(later), 'm2', { budgetTokens: 10_000 }).map((m) => m.content)).toEqual(['hello', 'Hello there, friend', 'and?'])
+  })
+
   it('streams chunks, then compacts them into one string at the terminal event', () => {
     const log = [...conversation(), ev('finished', { of: 'g1', attempt: 1, reason: 'stop' })]
     const streaming = foldChat(log.slice(0, 5))

@@ -33,6 +33,12 @@ export interface AnswerTurn {
   id: string
   /** The user message it answers. */
   for: string
+  /** The configured model's id its generate named (unset: the server's default). */
+  model?: string
+  /** The stopped answer this version continues (Continue after Stop). */
+  continues?: string
+  /** That answer's text as the fold showed it when this one was asked for (its cut): shown before this one's own text, never cut. */
+  prefix?: string
   status: AnswerStatus
   /** Per-chunk until the terminal event, so a cut can be exact. */
   chunks: Chunk[]
@@ -133,9 +139,17 @@ class ChatDraft {
         const parent = this.parentOf(event.payload)
         return this.add({ kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent })
       }
-      case 'generate':
-        // A regenerate is one more version of the answer to `for`; the one it follows is kept.
-        return this.add({ kind: 'assistant', id: event.id, for: event.payload.for, status: 'waiting', chunks: [], text: '', attempt: 0, notes: [] })
+      case 'generate': {
+        // A regenerate or a Continue is one more version of the answer to `for`; the one it follows is kept.
+        const { for: message, model, continues } = event.payload
+        const answer: AnswerTurn = { kind: 'assistant', id: event.id, for: message, status: 'waiting', chunks: [], text: '', attempt: 0, notes: [] }
+        if (model !== undefined) answer.model = model
+        if (continues !== undefined) {
+          answer.continues = continues
+          answer.prefix = this.shownText(continues)
+        }
+        return this.add(answer)
+      }
       case 'chunk':
         return this.updateAnswers(event.payload.of, (answer, own) => {
           // Stragglers that land after the cut, or after the end, vanish.
@@ -189,6 +203,12 @@ class ChatDraft {
       default:
         return assertNever(event)
     }
+  }
+
+  /** The text answer `id` shows now ('' when it is not in the state). */
+  private shownText(id: string): string {
+    const [position] = this.layer.answerPositions(id)
+    return position === undefined ? '' : answerText(this.turnAt(position) as AnswerTurn)
   }
 
   private length(): number {
@@ -285,9 +305,9 @@ function compact(answer: AnswerTurn): void {
   answer.chunks = []
 }
 
-/** The text an answer shows: compacted at its end, joined from its chunks before. */
+/** The text an answer shows: what it continues, then its own, compacted at its end, joined from its chunks before. */
 export function answerText(answer: AnswerTurn): string {
-  return answer.chunks.length > 0 ? answer.chunks.map((c) => c.delta).join('') : answer.text
+  return (answer.prefix ?? '') + (answer.chunks.length > 0 ? answer.chunks.map((c) => c.delta).join('') : answer.text)
 }
 
 /** What was written after the reader's Stop, when the answer had finished before it landed (offered, not shown): else ''. */

@@ -7,7 +7,7 @@
 import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
 import { getStore, closeStore } from '@/lib/store'
 import { env } from '@/lib/env'
-import { selectModel, type ModelConfig } from '@/lib/ai/model'
+import { selectModels, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from './contract'
 import { generateConsumer } from './generate'
 import { noteOutbox, type NoteOutbox } from './notes'
@@ -30,12 +30,13 @@ export function getChatServer(options: { worker?: boolean } = {}): Promise<ChatS
 }
 
 export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, modelConfig: ModelConfig = env()) {
-  // The default model answers every generate (a picker sending another model's id is a later step).
-  const { model, label, tools } = selectModel(modelConfig)
+  // Every configured model is built once, at boot; a generate names the one that answers it (the first when it names none).
+  const models = selectModels(modelConfig)
+  const { model, label, tools } = models[0]
   const notes = noteOutbox(store)
   // The session's caps count the answers' chunks too: an answer that fills the chat ends there ('session_full').
   const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
-  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes, takesTools: tools })], store, caps })
+  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes, takesTools: tools, models })], store, caps })
   return { server, notes, modelLabel: label }
 }
 

@@ -39,15 +39,15 @@ export function useChat(sessionId: string) {
     [outbox],
   )
 
-  /** Sends a message and asks for its answer, in one push (one transaction). */
+  /** Sends a message and asks for its answer from `model` (unset: the server's default), in one push (one transaction). */
   const send = useCallback(
-    (text: string, options: { edits?: string; after?: string } = {}) => {
+    (text: string, options: { edits?: string; after?: string; model?: string } = {}) => {
       const messageId = clientEventId()
       // An edit sits beside the message it edits; a new message follows the answer on screen.
       const payload = options.edits ? { text, edits: options.edits } : options.after ? { text, after: options.after } : { text }
       return push([
         { id: messageId, type: 'message', payload },
-        { type: 'generate', payload: { for: messageId } },
+        { type: 'generate', payload: withModel({ for: messageId }, options.model) },
       ])
     },
     [push],
@@ -60,18 +60,33 @@ export function useChat(sessionId: string) {
     return push({ type: 'cancelled', payload: { of: answer.id, lastSeenIndex: store.getSnapshot().lastSeenIndex } })
   }, [push, store])
 
-  /** Asks again for the answer to the same message: a new version, the old one kept. */
+  /** Asks again for the answer to the same message, from `model`: a new version, the old one kept. */
   const regenerate = useCallback(
-    (answerId: string) => {
+    (answerId: string, model?: string) => {
       const answer = store.getSnapshot().state.turns.find((t) => t.kind === 'assistant' && t.id === answerId)
       if (!answer || answer.kind !== 'assistant') return Promise.resolve([])
-      return push({ type: 'generate', payload: { for: answer.for, replaces: answer.id } })
+      return push({ type: 'generate', payload: withModel({ for: answer.for, replaces: answer.id }, model) })
+    },
+    [push, store],
+  )
+
+  /** Continue after Stop: a new version that starts with what the stopped answer shows and goes on from there, from `model`. */
+  const continueAnswer = useCallback(
+    (answerId: string, model?: string) => {
+      const answer = store.getSnapshot().state.turns.find((t) => t.kind === 'assistant' && t.id === answerId)
+      if (!answer || answer.kind !== 'assistant') return Promise.resolve([])
+      return push({ type: 'generate', payload: withModel({ for: answer.for, continues: answer.id }, model) })
     },
     [push, store],
   )
 
   /** Edit-and-resend: a new version of message `messageId`, and its answer; the old branch is kept. */
-  const edit = useCallback((messageId: string, text: string) => send(text, { edits: messageId }), [send])
+  const edit = useCallback((messageId: string, text: string, model?: string) => send(text, { edits: messageId, model }), [send])
 
-  return { ...session, active, stopsUndelivered, send, stop, regenerate, edit }
+  return { ...session, active, stopsUndelivered, send, stop, regenerate, continueAnswer, edit }
+}
+
+/** A generate's payload naming `model`, or none (the server's default). */
+function withModel<P extends object>(payload: P, model: string | undefined): P & { model?: string } {
+  return model === undefined ? payload : { ...payload, model }
 }
