@@ -9,7 +9,7 @@ import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { modelList } from '@/lib/ai/model'
 import { publicModels } from '@/lib/ai/model-list'
-import { waitUntil } from '@/test/runtime'
+import { waitUntil } from '@/lib/a2/testing'
 
 /** Two offered models; the second has a key and a server the page must never see. */
 const MODELS = JSON.stringify([
