@@ -132,7 +132,7 @@ describe.each(layers)('schema.ts and the migrated database on %s', (kind) => {
 
   it("keeps the status lists of its SQL equal to transitions.ts's (a changed constant needs a new migration)", async () => {
     const inList = (statuses: readonly string[]) => `(${statuses.map((s) => `'${s}'`).join(', ')})`
-    const [{ body }] = await rows<{ body: string }>(store, sql`select pg_get_functiondef('a2_append_steps_many'::regproc) as body`)
+    const [{ body }] = await rows<{ body: string }>(store, sql`select pg_get_functiondef('a2_step_refusal'::regproc) as body`)
     expect(body).toContain(`j.status in ${inList(LEASED_STATUSES)}`)
     expect(body).toContain(`j.status in ${inList(STOPPED_STATUSES)}`)
     const [{ predicate }] = await rows<{ predicate: string }>(

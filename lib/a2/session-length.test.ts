@@ -96,13 +96,13 @@ describe.each(layers)('a long session on %s', (kind) => {
       const [answer] = await query<{ o_refused: string | null; o_start: number }>(
         tx,
         sql`select * from a2_push('long', 'u', '[{"id":"fresh","type":"note","payload":{}}]'::jsonb, '["fresh"]'::jsonb, 2,
-                                  null, null, '[]'::jsonb, '[]'::jsonb, 'a2_plan_test', 16)`,
+                                  null, null, '[]'::jsonb, '[]'::jsonb, null, null, '[]'::jsonb, null, 'a2_plan_test', 16)`,
       )
       expect(answer).toMatchObject({ o_refused: null, o_start: EVENTS })
       const [again] = await query<{ o_refused: string | null }>(
         tx,
         sql`select * from a2_push('long', 'u', '[{"id":"e7","type":"note","payload":{}}]'::jsonb, '["e7"]'::jsonb, 2,
-                                  null, null, '[]'::jsonb, '[]'::jsonb, 'a2_plan_test', 16)`,
+                                  null, null, '[]'::jsonb, '[]'::jsonb, null, null, '[]'::jsonb, null, 'a2_plan_test', 16)`,
       )
       expect(again?.o_refused).toBe('duplicate')
       // The read a push makes first (its admission's and abortOn's) looks for the same ids.

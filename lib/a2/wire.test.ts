@@ -6,7 +6,6 @@ import {
   decodePushAnswer,
   decodeSseEvent,
   encodeHint,
-  encodeHintEvents,
   encodePushBody,
   encodeSseEvent,
   encodeStepBatch,
@@ -25,7 +24,7 @@ const event = (index: number, payload: unknown = { text: 'hi' }): A2Event => ({
 
 /** What a2_notify sends: the hint with its events under `e` (migration 0002). */
 const notified = (hint: Parameters<typeof encodeHint>[0], events: A2Event[]) =>
-  JSON.stringify({ ...JSON.parse(encodeHint(hint)), e: JSON.parse(encodeHintEvents(events)) })
+  JSON.stringify({ ...JSON.parse(encodeHint(hint)), e: events.map((e) => ({ i: e.index, d: e.id, t: e.type, p: e.payload, c: e.createdAt })) })
 
 const failure = (fn: () => unknown): string => {
   try {

@@ -1,6 +1,6 @@
 /**
  * The checks every kind of append makes the same way, whichever statement carries it (the
- * transactional append in log.ts, the one-statement append): what a push adds to the
+ * push's statement or its transaction, push.ts): what a push adds to the
  * session's pushed bytes, the session's caps, and whether ids already in the log are a
  * retry of the same events or a different request.
  */
@@ -11,13 +11,6 @@ import type { SessionCaps, ValidInput } from './types'
 /** What a push adds to the session's pushed bytes: its payloads as JSON. */
 export function pushedBytes(inputs: readonly ValidInput[]): number {
   return inputs.reduce((sum, input) => sum + Buffer.byteLength(JSON.stringify(input.payload ?? null)), 0)
-}
-
-/** The 413 `session_full` an append earns when the session would hold more than its caps (head and bytes after it); undefined within them. */
-export function capExceeded(caps: SessionCaps, head: number, bytes: number): A2Error | undefined {
-  if (head > caps.maxEvents) return sessionFull('events', caps)
-  if (bytes > caps.maxPushedBytes) return sessionFull('bytes', caps)
-  return undefined
 }
 
 export function sessionFull(what: 'events' | 'bytes', caps: SessionCaps): A2Error {

@@ -1,71 +1,41 @@
 /**
- * The log: sessions, append and read. An append is one transaction that takes the
- * session's row lock, assigns contiguous indexes (so commit order equals index order and
- * a tail reading `index > cursor` never skips), writes one job per matching consumer,
- * applies cancellation as a compare-and-set, and NOTIFYs once.
+ * The log: sessions, append and read. Every append takes the session's row lock and assigns
+ * contiguous indexes under it (so commit order equals index order and a tail reading
+ * `index > cursor` never skips); a push also writes one job per matching consumer and
+ * records each cancel as a compare-and-set (push.ts), and each append NOTIFYs once.
  */
 import { randomUUID } from 'node:crypto'
 import { and, eq, sql } from 'drizzle-orm'
-import { jobs, sessions } from '../schema'
+import { sessions } from '../schema'
 import { RENAMED_TYPE, type A2Event } from './contract'
 import { A2Error } from './errors'
-import { encodeHint, encodeHintEvents, hintEventsSql, JOBS_CHANNEL, MAX_CANCELS_PER_HINT, TAIL_CHANNEL, type CancelNotice, type Hint } from './wire'
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
-import { query, type Db, type Executor, type Store } from './store'
+import { query, type Executor, type Store } from './store'
 import { appendSteps } from './steps'
-import { capExceeded, pushedBytes, sameEventsAgain, sessionFull } from './append-checks'
-import { appendInOneStatement } from './one-statement-append'
-import type { PushContext } from './push-context'
-import { LEASED, STOPPED, recordTransitions, type RunStatus, type Transition } from './transitions'
+import { sameEventsAgain } from './append-checks'
+import { push, type PushOptions, type PushResult } from './push'
+import { LEASED } from './transitions'
 
-import type { Fence, Routing, SessionCaps, ValidInput } from './types'
+import type { Routing, ValidInput } from './types'
 export type { CancelRoute, Fence, JobRoute, Routing, SessionCaps, ValidInput } from './types'
 
-export interface AppendOptions {
-  /** Set for pushes: the session must belong to this owner. */
-  owner?: string
-  /**
-   * Set for pushes: the session's caps (a 413 `session_full` past them), which never refuse a
-   * Stop of an open run: past a cap, an append lands only if each of its events moves an open run.
-   */
-  caps?: SessionCaps
-  /** The session's cap on events for steps (a consumer's chunks count against the log's size). */
-  stepCap?: number
-  fence?: Fence
-  /**
-   * Runs inside the append's transaction, after the session lock and before the insert;
-   * a throw rolls the whole append back. How a status change and the event that reports
-   * it commit together (a job's FAILED status and its `a2.failed` event).
-   */
-  within?: (tx: Executor) => Promise<void>
-  /** The session as a push read it before its admission (push-context.ts): the one-statement append reuses it. */
-  context?: PushContext
-}
-
-export interface AppendResult {
-  events: A2Event[]
-  /** Every input carried an id that was already in the log: nothing was written. */
-  duplicate: boolean
-}
+export type { PushOptions as AppendOptions, PushResult as AppendResult } from './push'
 
 /**
- * Three ways in, by what the append carries:
- * - a server's step batch (no ids, nothing to start or cancel, no `within`) goes to the
+ * Two ways in, by what the append carries:
+ * - a server's batch that starts and cancels nothing, for no owner and with nothing of the
+ *   caller's to commit with it (a consumer's chunks, its other events) goes to the
  *   cross-session group commit (steps.ts);
- * - pushes and other appends without a fence or `within` go in one statement
- *   (one-statement-append.ts): a Stop is one round trip;
- * - the rest (a fenced append, a status change that commits with its event, and whatever the
- *   one statement sends back as stale) is one transaction, where round trips matter most: the
- *   session's row lock is held from the first statement to the commit, so every round trip is
- *   a wait for the next append in that session.
+ * - everything else is a push (push.ts): one statement, or a transaction when the caller's own
+ *   rows commit with the events (`within`).
  */
 export async function append(
   store: Store,
   routing: Routing,
   sessionId: string,
   inputs: readonly ValidInput[],
-  options: AppendOptions = {},
-): Promise<AppendResult> {
+  options: PushOptions = {},
+): Promise<PushResult> {
   if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
   const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
   // A fenced batch may carry ids (an attempt names its events so that a try the outage lost
@@ -76,110 +46,14 @@ export async function append(
     const cap = inputs.some((input) => input.stepOf) ? options.stepCap : undefined
     return { events: await appendSteps(store, sessionId, inputs, options.fence, cap), duplicate: false }
   }
-  if (!options.fence && !options.within && inputs.every((input) => !input.stepOf)) {
-    const done = await appendInOneStatement(store, routing, sessionId, inputs, options)
-    if (done !== 'unsupported' && done !== 'stale') return done
-  }
-  try {
-    return await store.db.transaction(async (tx) => {
-      // Takes the session's row lock and reserves the indexes in one statement. Only a
-      // person's push marks the session active (the list's order); a server append leaves
-      // updated_at alone, so a chunk's update stays a heap-only (HOT) update.
-      const bytes = options.caps ? pushedBytes(inputs) : 0
-      const [session] = await query<{ start: number; owner: string; head: number; pushed_bytes: number | string }>(
-        tx,
-        sql`update a2_sessions
-            set head = head + ${inputs.length}, updated_at = ${options.owner !== undefined ? sql`now()` : sql`updated_at`},
-                pushed_bytes = pushed_bytes + ${bytes}
-            where id = ${sessionId}
-            returning head - ${inputs.length} as start, owner, head, pushed_bytes`,
-      )
-      // Someone else's session answers like a missing one: no existence oracle.
-      if (!session || (options.owner !== undefined && session.owner !== options.owner)) throw new A2Error('not_found', 'no such session')
-      const duplicate = await findDuplicates(tx, sessionId, inputs)
-      if (duplicate) throw new DuplicatePush(duplicate) // rolls the reserved indexes back
-      // After the duplicate check: a retry of a push that landed is still answered, even in a full session.
-      // Past a cap only Stops of open runs land: known once the cancels are applied, below.
-      const full = options.caps ? capExceeded(options.caps, session.head, Number(session.pushed_bytes)) : undefined
-      if (full && !inputs.every((input) => routing.cancelsFor(input.type).length > 0)) throw full // rolls the reservation back
-      if (options.stepCap !== undefined && inputs.some((input) => input.stepOf) && session.head > options.stepCap) {
-        throw sessionFull('events', { maxEvents: options.stepCap, maxPushedBytes: 0 })
-      }
-      await checkFenceAndAdmission(tx, sessionId, inputs, options.fence)
-      await options.within?.(tx)
-
-      const rows = inputs.map((input, i) => ({
-        index: session.start + i,
-        id: input.id ?? randomUUID(),
-        type: input.type,
-        payload: input.payload ?? null,
-      }))
-      const head = session.start + inputs.length
-      if (!routed) {
-        // The common case (chunks): nothing to start or cancel, so the hint is known now
-        // and rides in the insert's own statement, on the tail channel (no worker needs it).
-        return { events: await insertEvents(tx, sessionId, rows, { sessionId, head }), duplicate: false }
-      }
-      const appended = await insertEvents(tx, sessionId, rows)
-      const newJobs = await insertJobs(tx, routing, appended)
-      const cancelled = await applyCancellation(tx, routing, appended)
-      // Each moved one open run (once: it is CANCELLING now), so a full log grows by at most a Stop per run.
-      if (full && !appended.every((event) => cancelled.some((c) => c.eventId === event.id))) throw full
-      const hint: Hint = { sessionId, head }
-      if (newJobs > 0) hint.newJobs = true
-      if (cancelled.length > MAX_CANCELS_PER_HINT) hint.recheckCancels = true
-      else if (cancelled.length > 0) hint.cancels = cancelled
-      await tx.execute(sql`select a2_notify(${JOBS_CHANNEL}, ${encodeHint(hint)}::jsonb, ${encodeHintEvents(appended)}::jsonb)`)
-      return { events: appended, duplicate: false }
-    })
-  } catch (error) {
-    if (error instanceof DuplicatePush) return { events: error.events, duplicate: true }
-    throw error
-  }
+  return push(store, routing, sessionId, inputs, options)
 }
 
-/** Thrown inside the transaction to roll back a push whose ids were all already in the log. */
-class DuplicatePush extends Error {
-  constructor(readonly events: A2Event[]) {
-    super('duplicate push')
-  }
-}
-
-/** Inserts the events; with a hint, NOTIFYs the tail channel in the same statement (once, as an InitPlan), the events riding along. */
-async function insertEvents(
-  tx: Executor,
-  sessionId: string,
-  rows: Array<{ index: number; id: string; type: string; payload: unknown }>,
-  hint?: Hint,
-): Promise<A2Event[]> {
-  const values = sql.join(
-    rows.map((r) => sql`(${sessionId}, ${r.index}, ${r.id}, ${r.type}, ${JSON.stringify(r.payload)}::jsonb)`),
-    sql`, `,
-  )
-  const notify = hint
-    ? sql`, (select a2_notify(${TAIL_CHANNEL}, ${encodeHint(hint)}::jsonb, ${sql.raw(hintEventsSql('inserted'))})) as notified`
-    : sql``
-  const inserted = await query<EventRow>(
-    tx,
-    sql`with inserted as (
-          insert into a2_events (session_id, index, id, type, payload) values ${values}
-          returning ${EVENT_COLUMNS}
-        )
-        select ${EVENT_COLUMNS}${notify} from inserted order by index`,
-  )
-  return inserted.map(eventFromRow)
-}
-
-/** A client-supplied id makes a push idempotent: a repeat answers the original and writes nothing. */
 /**
  * The events of `inputs` (every one with an id) if they are already in the log: a write whose
  * answer an outage lost landed, or a second copy was refused by the unique (session, id) index.
  */
-export function landedAlready(db: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<A2Event[] | undefined> {
-  return findDuplicates(db, sessionId, inputs)
-}
-
-async function findDuplicates(tx: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<A2Event[] | undefined> {
+export async function landedAlready(tx: Executor, sessionId: string, inputs: readonly ValidInput[]): Promise<A2Event[] | undefined> {
   const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
   if (ids.length === 0) return undefined
   const existing = await query<EventRow>(
@@ -188,131 +62,6 @@ async function findDuplicates(tx: Executor, sessionId: string, inputs: readonly 
   )
   if (existing.length === 0) return undefined
   return sameEventsAgain(existing.map(eventFromRow), inputs)
-}
-
-/**
- * The fence (this attempt still holds its job: share-locked until commit, so it cannot be
- * settled under us) and the admission boundary (a step of a run that is cancelling or
- * cancelled is refused), in one round trip. Admission needs no job lock: a cancel of this
- * session's runs is itself an append, serialized behind the session lock we hold.
- */
-async function checkFenceAndAdmission(tx: Executor, sessionId: string, inputs: readonly ValidInput[], fence?: Fence): Promise<void> {
-  const runs = [...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))]
-  if (!fence && runs.length === 0) return
-  const [check] = await query<{ held: number; refused: string | null }>(
-    tx,
-    sql`with fence as (
-          select id from a2_jobs
-          where ${fence ? sql`id = ${fence.jobId} and attempt = ${fence.attempt} and status in ${LEASED}` : sql`false`}
-          for share
-        )
-        select (select count(*)::int from fence) as held,
-               ${
-                 runs.length > 0
-                   ? sql`coalesce(${sql.join(
-                       runs.map((run) => stoppedRun(sessionId, run)),
-                       sql`, `,
-                     )})`
-                   : sql`null::text`
-               } as refused`,
-  )
-  if (fence && check.held !== 1) {
-    throw new A2Error('fenced', `attempt ${fence.attempt} of job ${fence.jobId} no longer holds the job`)
-  }
-  if (check.refused) throw new A2Error('run_cancelled', `run ${check.refused}`)
-}
-
-/**
- * `run`'s job if it is stopped, as '<id> is <status>': its event found by (session_id, id),
- * its jobs by (session_id, event_index), each an equality a plan keeps as its index condition.
- * By `event_id`, which no index leads with, every run of the session was read
- * (session-length.test.ts).
- */
-function stoppedRun(sessionId: string, run: string) {
-  return sql`(select j.event_id || ' is ' || lower(j.status) from a2_jobs j
-              where j.session_id = ${sessionId} and j.status in ${STOPPED}
-                and j.event_index = (select e.index from a2_events e where e.session_id = ${sessionId} and e.id = ${run})
-              limit 1)`
-}
-
-async function insertJobs(tx: Executor, routing: Routing, appended: A2Event[]): Promise<number> {
-  const rows = appended.flatMap((event) =>
-    routing.jobsFor(event.type).map((route) => ({
-      sessionId: event.sessionId,
-      eventIndex: event.index,
-      eventId: event.id,
-      consumer: route.consumer,
-      lane: route.lane,
-      maxAttempts: route.maxAttempts,
-    })),
-  )
-  if (rows.length === 0) return 0
-  await (tx as unknown as Db).insert(jobs).values(rows)
-  return rows.length
-}
-
-interface OpenJob extends EventRow {
-  job_id: number
-  consumer: string
-  attempt: number
-}
-
-/**
- * Records a cancel against every open job an appended event matches (abortOn): ACTIVE moves
- * to CANCELLING; an UNKNOWN run stays UNKNOWN (its effect is still undecided) with the cancel
- * recorded, so resolving it ends the run CANCELLED. Either way cancel_version is bumped and
- * cancelled_by set — a compare-and-set on status, in the append's transaction.
- */
-async function applyCancellation(tx: Executor, routing: Routing, appended: A2Event[]): Promise<CancelNotice[]> {
-  const out: CancelNotice[] = []
-  for (const event of appended) {
-    const routes = routing.cancelsFor(event.type)
-    if (routes.length === 0) continue
-    const consumers = routes.map((r) => r.consumer)
-    const open = await query<OpenJob>(
-      tx,
-      sql`select j.id as job_id, j.consumer, j.attempt, e.id, e.session_id, e.index, e.type, e.payload, e.created_at
-          from a2_jobs j join a2_events e on e.session_id = j.session_id and e.index = j.event_index
-          where j.session_id = ${event.sessionId} and j.consumer in ${consumers} and j.event_index < ${event.index}
-            and (j.status = 'ACTIVE' or (j.status = 'UNKNOWN' and j.cancelled_by is null))`,
-    )
-    const targets = open.filter((job) => {
-      const route = routes.find((r) => r.consumer === job.consumer)!
-      return !route.predicate || route.predicate(event, eventFromRow(job))
-    })
-    if (targets.length === 0) continue
-    const ids = targets.map((t) => t.job_id)
-    const cancelledBy = { id: event.id, index: event.index, type: event.type }
-    // Locked in id order first, as everywhere (sql/0004_lane_heads.ts): a lane head that closes
-    // now holds its row and then locks the lane's next job, which a Stop may also be cancelling.
-    const moved = await query<{ id: number; attempt: number; cancel_version: number; status: RunStatus }>(
-      tx,
-      sql`with locked as (
-            select id from a2_jobs
-            where id in ${ids} and (status = 'ACTIVE' or (status = 'UNKNOWN' and cancelled_by is null))
-            order by id
-            for no key update
-          )
-          update a2_jobs j
-          set status = case when j.status = 'ACTIVE' then 'CANCELLING' else j.status end,
-              cancel_version = j.cancel_version + 1, cancelled_by = ${JSON.stringify(cancelledBy)}::jsonb,
-              cancelling_since = case when j.status = 'ACTIVE' then now() else j.cancelling_since end, updated_at = now()
-          from locked
-          where j.id = locked.id and (j.status = 'ACTIVE' or (j.status = 'UNKNOWN' and j.cancelled_by is null))
-          returning j.id, j.attempt, j.cancel_version, j.status`,
-    )
-    const transitions: Transition[] = moved.map((job) => ({
-      jobId: Number(job.id),
-      attempt: job.attempt,
-      from: job.status === 'UNKNOWN' ? 'UNKNOWN' : 'ACTIVE',
-      to: job.status,
-      reason: 'CANCEL_APPENDED',
-      detail: cancelledBy,
-    }))
-    await recordTransitions(tx, transitions)
-    for (const job of moved) out.push({ jobId: Number(job.id), cancelVersion: job.cancel_version, eventId: event.id, eventIndex: event.index })
-  }
-  return out
 }
 
 export async function read(

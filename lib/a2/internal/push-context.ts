@@ -4,7 +4,7 @@
  * id, and the session's open runs with the events that started them. A push's admission
  * decides on it (references, "already running"), and the one-statement append evaluates
  * abortOn predicates on its open runs; the append then re-checks under the session's lock
- * that no run opened since (one-statement-append.ts).
+ * that no run opened since (push.ts).
  */
 import { sql } from 'drizzle-orm'
 import type { A2Event } from './contract'

@@ -77,19 +77,6 @@ export function encodeHint(hint: Omit<Hint, 'events'>): string {
   return JSON.stringify(wire)
 }
 
-/** The events a hint carries, as `a2_notify`'s second argument. */
-export function encodeHintEvents(events: readonly A2Event[]): string {
-  return JSON.stringify(events.map((e) => ({ i: e.index, d: e.id, t: e.type, p: e.payload, c: e.createdAt })))
-}
-
-/**
- * The same, built in SQL from rows of `source` (columns index, id, type, payload, created_at):
- * the insert announces its events in its own statement.
- */
-export function hintEventsSql(source: string): string {
-  return `(select jsonb_agg(jsonb_build_object('i', index, 'd', id, 't', type, 'p', payload, 'c', created_at) order by index) from ${source})`
-}
-
 /**
  * Decodes a NOTIFY payload. The carried events are decoded only when `wantEvents` says this
  * process tails the session (a process that does not never walks them).

@@ -13,6 +13,7 @@ import laneHeads from './0004_lane_heads'
 import pushFunction from './0005_push_function'
 import checkpointPieces from './0006_checkpoint_pieces'
 import effectOverlapSafe from './0007_effect_overlap_safe'
+import onePush from './0008_one_push'
 
 export interface Migration {
   id: number
@@ -28,4 +29,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 5, name: 'push_function', sql: pushFunction },
   { id: 6, name: 'checkpoint_pieces', sql: checkpointPieces },
   { id: 7, name: 'effect_overlap_safe', sql: effectOverlapSafe },
+  { id: 8, name: 'one_push', sql: onePush },
 ]
