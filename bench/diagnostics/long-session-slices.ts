@@ -18,7 +18,7 @@ import { createServer } from '@/lib/a2/server'
 import { forgetFolds } from '@/lib/a2/internal/checkpoints'
 import { chat } from '@/lib/chat/contract'
 import { chatFold } from '@/lib/chat/checkpoint'
-import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
+import { snapshotResponse } from '@/lib/chat/snapshot'
 import { seedLongHistory } from '@/test/long-history'
 import { createBenchDb, openBenchStore } from '../lib/db'
 
@@ -73,11 +73,8 @@ const store = await openBenchStore('postgres', db.url)
 const server = createServer({ contract: chat, consumers: [], store })
 
 async function open(id: string): Promise<number> {
-  const { session, state, lastSeenIndex } = await server.fold(id, 'bench', chatFold)
-  let bytes = 0
-  const reader = chunksStream(snapshotChunks({ session, state, lastSeenIndex })).getReader()
-  for (let read = await reader.read(); !read.done; read = await reader.read()) bytes += read.value.length
-  return bytes
+  const response = snapshotResponse({ kind: 'first' }, await server.fold(id, 'bench', chatFold))
+  return (await response.arrayBuffer()).byteLength
 }
 
 /** 1,012 more events: 46 answers of 22 events after `lastAnswer`, or user messages alone. */

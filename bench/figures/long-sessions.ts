@@ -13,7 +13,7 @@ import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { chatFold } from '@/lib/chat/checkpoint'
-import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
+import { snapshotResponse } from '@/lib/chat/snapshot'
 
 export interface LongSessionLevel {
   label: string
@@ -35,10 +35,8 @@ async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promi
 /** Opening the chat as the snapshot route does it: the fold (which reads the session) and its body, encoded. */
 async function open(rig: ChatRig, id: string): Promise<{ ms: number; bytes: number }> {
   const started = performance.now()
-  const { session, state, lastSeenIndex } = await rig.chat.fold(id, OWNER, chatFold)
-  let bytes = 0
-  const reader = chunksStream(snapshotChunks({ session, state, lastSeenIndex })).getReader()
-  for (let read = await reader.read(); !read.done; read = await reader.read()) bytes += read.value.length
+  const response = snapshotResponse({ kind: 'first' }, await rig.chat.fold(id, OWNER, chatFold))
+  const bytes = (await response.arrayBuffer()).byteLength
   return { ms: performance.now() - started, bytes }
 }
 

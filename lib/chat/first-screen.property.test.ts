@@ -128,8 +128,9 @@ describe('a chat a window at a time', () => {
         ;[...bySlot].forEach(([slot, versions], i) => {
           if (versions.length > 1) selection[slot] = { id: versions[(picks[i] ?? 0) % versions.length].id, of: versions.length }
         })
-        let { joined, windows } = openWhole(full, size)
-        const continues = new Set(windows.flatMap((w) => w.continues))
+        const opened = openWhole(full, size)
+        let joined = opened.joined
+        const continues = new Set(opened.windows.flatMap((w) => w.continues))
         // The browser: while the branch on screen ends at a turn with more below it, load that page.
         for (let guard = 0; guard < full.turns.length + 1; guard++) {
           const end = visibleTurns(joined, selection).at(-1)?.turn
