@@ -241,7 +241,7 @@ function SearchResults({ search, activeId, onNavigate }: { search: SearchState; 
         {results.sessions.map((session) => (
           <li key={session.id}>
             <Link
-              href={`/c/${encodeURIComponent(session.id)}`}
+              href={`/c/${encodeURIComponent(session.id)}${session.matchId ? `?turn=${encodeURIComponent(session.matchId)}` : ''}`}
               data-testid="search-result"
               data-session-id={session.id}
               aria-current={session.id === activeId ? 'page' : undefined}

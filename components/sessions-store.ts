@@ -22,8 +22,9 @@ export interface SessionSummary {
   generating?: boolean
   /** A call of it may or may not have happened and waits for an operator: it cannot be deleted until that is settled. */
   unresolved?: boolean
-  /** Search results: the message text that matched. */
+  /** Search results: the message text that matched, and its message's id (the chat opens scrolled to it). */
   snippet?: string
+  matchId?: string
 }
 
 /** A chat deleted a moment ago, still undoable. */

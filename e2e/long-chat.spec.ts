@@ -13,6 +13,9 @@ import { ChatPage } from './pages/chat'
 
 const DATABASE_URL = process.env.E2E_DATABASE_URL
 const ANSWERS = 200 // 400 turns, 4,400 events: past the first screenful many times over
+/** 2,273 answers of 22 events: a 50,006-event chat, 4,546 turns. */
+const LONG_ANSWERS = 2_273
+const FIRST_SCREEN_BYTES = 256 * 1024
 
 if (DATABASE_URL) {
   test('a long chat opens at its newest turns, shows earlier ones on request in place, and still streams and stops', async ({ page }) => {
@@ -53,6 +56,62 @@ if (DATABASE_URL) {
     await expect(page.getByText('question 0', { exact: true })).toBeAttached()
 
     // The end of a long chat behaves like a short one: a new answer streams and Stop cuts at what was shown.
+    await chat.send('one more question')
+    await chat.waitForStreaming(20)
+    const shownText = await chat.stopAndReadShown()
+    await chat.waitForStatus('stopped')
+    await expect(chat.lastAnswer()).toHaveAttribute('data-ended', 'cancelled')
+    expect(await chat.lastAnswerText()).toBe(shownText)
+    await page.reload()
+    await expect(turns).toHaveCount(60)
+    await chat.waitForStatus('stopped')
+    expect(await chat.lastAnswerText()).toBe(shownText)
+  })
+}
+
+if (DATABASE_URL) {
+  test('a 50k-event chat opens on under 256 KiB of data, scrolls to its first turn, and a Stop at the bottom cuts exactly', async ({ page }) => {
+    test.setTimeout(240_000)
+    const chat = new ChatPage(page)
+    await chat.goto('/')
+    await chat.waitForIdentity()
+    const { session } = await page.evaluate(async () => {
+      const response = await fetch('/api/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+      return (await response.json()) as { session: { id: string } }
+    })
+    const store = await openPostgresStore(DATABASE_URL)
+    const { head, lastAnswer } = await seedLongHistory(store, session.id, { answers: LONG_ANSWERS }).finally(() => store.close())
+    expect(head).toBeGreaterThanOrEqual(50_000)
+
+    // Every response the page receives, with its body's size and when it finished.
+    const fetched: Array<{ url: string; kind: string; bytes: number; at: number }> = []
+    page.on('requestfinished', (request) => {
+      void request
+        .sizes()
+        .then((sizes) => fetched.push({ url: request.url(), kind: request.resourceType(), bytes: sizes.responseBodySize, at: Date.now() }))
+    })
+    await chat.goto(`/c/${session.id}`)
+    await expect(chat.answer(lastAnswer!)).toBeVisible()
+    const paintedAt = Date.now()
+    const data = fetched.filter((f) => f.at <= paintedAt && (f.kind === 'fetch' || f.kind === 'xhr'))
+    const dataBytes = data.reduce((sum, f) => sum + f.bytes, 0)
+    const snapshot = data.find((f) => new URL(f.url).pathname === `/api/sessions/${session.id}/snapshot`)
+    console.log(
+      `[long-chat] 50k events: ${data.length} data responses, ${dataBytes} bytes before the newest answer showed (snapshot ${snapshot?.bytes} bytes); all responses ${fetched.filter((f) => f.at <= paintedAt).reduce((sum, f) => sum + f.bytes, 0)} bytes`,
+    )
+    expect(snapshot, 'the open fetched its first screen').toBeDefined()
+    expect(dataBytes).toBeLessThan(FIRST_SCREEN_BYTES)
+    const turns = page.locator('ol[aria-label="Conversation"] > li')
+    await expect(turns).toHaveCount(60)
+
+    // To the first turn: the link a search result gives (?turn=) loads the pages above, down to it.
+    await chat.goto(`/c/${session.id}?turn=e0`)
+    const first = page.getByText('question 0', { exact: true })
+    await expect(first).toBeInViewport({ timeout: 120_000 })
+    await expect(turns).toHaveCount(LONG_ANSWERS * 2)
+    await expect(page.getByTestId('show-earlier')).toHaveCount(0)
+
+    // At the bottom, a new answer streams and Stop cuts at what was shown, here and after a reload.
     await chat.send('one more question')
     await chat.waitForStreaming(20)
     const shownText = await chat.stopAndReadShown()

@@ -196,7 +196,7 @@ describe('limits and scale through the routes (PGlite)', () => {
     expect(pages).toBe(41)
   }, 120_000)
 
-  it('opens a session with 100k events (100 answers) through a small snapshot', async () => {
+  it('opens a session with 100k events (100 answers) through a small first screen', async () => {
     const { cookie, sessionId } = await user()
     const { server } = await routes.chatServer.getChatServer()
     // Setup in one statement (the figure under test is opening the session, not writing it):
@@ -219,12 +219,18 @@ describe('limits and scale through the routes (PGlite)', () => {
       params: Promise.resolve({ id: sessionId }),
     })
     const text = await response.text()
-    const body = JSON.parse(text) as { lastSeenIndex: number; state: { turns: Array<{ kind: string; status?: string; text?: string }> } }
+    const body = JSON.parse(text) as {
+      lastSeenIndex: number
+      older: string | null
+      state: { turns: Array<{ kind: string; status?: string; text?: string }> }
+    }
     expect(body.lastSeenIndex).toBe(99_999)
+    // The first screen: the newest 60 turns (30 answers), and a cursor for the 40 answers above.
     const answers = body.state.turns.filter((t) => t.kind === 'assistant')
-    expect(answers).toHaveLength(100)
+    expect(answers).toHaveLength(30)
     expect(answers.every((a) => a.status === 'done' && a.text === 'x'.repeat(997))).toBe(true)
-    // The page downloads ~120 KB of state, not 100k events (~15 MB as SSE).
-    expect(text.length).toBeLessThan(200_000)
+    expect(body.older).toBe('e70000')
+    // The page downloads ~36 KB of state, not 100k events (~15 MB as SSE).
+    expect(text.length).toBeLessThan(60_000)
   }, 180_000)
 })

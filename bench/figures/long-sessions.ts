@@ -1,10 +1,14 @@
 /**
- * Figure 8 — Long sessions: what opening a chat (the snapshot: the fold and its JSON) and
- * starting an answer (push → first chunk on the tail) cost in a session of 1k, 10k and 100k
- * events (answers of 20 chunks each) and of 50k user messages, beside a fresh session in the
- * same run; with the worker's event-loop delay while it answers there. The histories are
- * written straight into the log (appending 100k events one by one would take minutes).
+ * Figure 8 — Long sessions: what opening a chat costs a client and starting an answer (push →
+ * first chunk on the tail) costs, in a session of 1k, 10k, 50k and 100k events (answers of 20
+ * chunks each) and of 50k user messages, beside a fresh session in the same run; with the
+ * worker's event-loop delay while it answers there. Opening is what a user waits for: an HTTP
+ * GET of the first screen (the app's snapshot route) from a client on loopback, timed to its
+ * body's last byte, and its bytes; and the server heap one open takes while it is served. The
+ * histories are written straight into the log (appending 100k events one by one takes minutes).
  */
+import v8 from 'node:v8'
+import vm from 'node:vm'
 import { performance } from 'node:perf_hooks'
 import type { ChatRig, CpuSample } from '../lib/rig'
 import { OWNER, openSse } from '../lib/http'
@@ -13,15 +17,20 @@ import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { chatFold } from '@/lib/chat/checkpoint'
-import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
+import { snapshotResponse } from '@/lib/chat/snapshot'
 
 export interface LongSessionLevel {
   label: string
   events: number
   /** The first open: no checkpoint yet, every event folded (and a checkpoint written). */
   coldOpenMs: number
+  /** GET of the first screen from a client, to its body's last byte. */
   open: { ours: Summary; baseline: Summary }
+  /** The first screen's body, as the client received it. */
   snapshotBytes: number
+  baselineBytes: number
+  /** Server heap taken by one warm open (the fold and the answer's body), KiB: median of the rounds. */
+  heldKiB: { ours: number; baseline: number }
   firstToken: { ours: Summary; baseline: Summary }
   cpu: CpuSample
 }
@@ -32,14 +41,31 @@ async function seed(rig: ChatRig, answers: number, messagesOnly: boolean): Promi
   return { id, ...(await seedLongHistory(rig.store, id, { answers, messagesOnly, delta: 'a token of some answer ' })) }
 }
 
-/** Opening the chat as the snapshot route does it: the fold (which reads the session) and its body, encoded. */
+/** Opening the chat as a browser does: GET its first screen over HTTP, read to the end. */
 async function open(rig: ChatRig, id: string): Promise<{ ms: number; bytes: number }> {
   const started = performance.now()
-  const { session, state, lastSeenIndex } = await rig.chat.fold(id, OWNER, chatFold)
-  let bytes = 0
-  const reader = chunksStream(snapshotChunks({ session, state, lastSeenIndex })).getReader()
-  for (let read = await reader.read(); !read.done; read = await reader.read()) bytes += read.value.length
+  const response = await fetch(`${rig.http.url}/snapshot/${id}`)
+  const bytes = (await response.arrayBuffer()).byteLength
+  if (!response.ok) throw new Error(`the first screen of ${id} answered ${response.status}`)
   return { ms: performance.now() - started, bytes }
+}
+
+v8.setFlagsFromString('--expose-gc')
+const gc = vm.runInNewContext('gc') as () => void
+
+/**
+ * The heap one open takes on the server while it is served: collected before, then the fold
+ * and the route's body made and held, in this process (the rig's app side). An upper bound:
+ * garbage the open made and no collection took yet counts too.
+ */
+async function held(rig: ChatRig, id: string): Promise<number> {
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const response = snapshotResponse({ kind: 'first' }, await rig.chat.fold(id, OWNER, chatFold))
+  const body = await response.arrayBuffer()
+  const after = process.memoryUsage().heapUsed
+  void body.byteLength
+  return (after - before) / 1024
 }
 
 let seq = 0
@@ -85,11 +111,18 @@ export async function longSessionFigure(
     await rig.cpu()
     const cold = await open(rig, long.id)
     const opens = { ours: [] as number[], baseline: [] as number[] }
+    const heaps = { ours: [] as number[], baseline: [] as number[] }
+    let baselineBytes = 0
     const tokens = { ours: [] as number[], baseline: [] as number[] }
     for (let round = 0; round < options.rounds; round++) {
       const fresh = await seed(rig, 1, false)
-      opens.baseline.push((await open(rig, fresh.id)).ms)
+      await open(rig, fresh.id) // its first open folds it and writes nothing: both sides are warm below
+      const freshOpen = await open(rig, fresh.id)
+      baselineBytes = freshOpen.bytes
+      opens.baseline.push(freshOpen.ms)
       opens.ours.push((await open(rig, long.id)).ms)
+      heaps.baseline.push(await held(rig, fresh.id))
+      heaps.ours.push(await held(rig, long.id))
       tokens.baseline.push(await firstToken(rig, fresh.id, fresh.lastAnswer, timeoutMs))
       tokens.ours.push(await firstToken(rig, long.id, long.lastAnswer, timeoutMs))
     }
@@ -98,7 +131,9 @@ export async function longSessionFigure(
       events: long.head,
       coldOpenMs: cold.ms,
       snapshotBytes: cold.bytes,
+      baselineBytes,
       open: { ours: summarize(opens.ours), baseline: summarize(opens.baseline) },
+      heldKiB: { ours: summarize(heaps.ours).p50, baseline: summarize(heaps.baseline).p50 },
       firstToken: { ours: summarize(tokens.ours), baseline: summarize(tokens.baseline) },
       cpu: await rig.cpu(),
     })

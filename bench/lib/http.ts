@@ -5,7 +5,9 @@
  *                                app's route minus the cookie (lib/a2's own HTTP helper);
  *     GET /direct/:tag?tokens=N  the baseline: `streamText` against the same upstream piped
  *                                straight to the client as SSE text deltas;
- *     GET /ping                  a plain keep-alive response (memory baseline).
+ *     GET /ping                  a plain keep-alive response (memory baseline);
+ *     GET /snapshot/:session     the app's snapshot route minus the cookie (`snapshot` option):
+ *                                a chat's first screen, or `?above=` / `?below=` a page.
  * - `openSse`: an SSE client that timestamps every event on arrival.
  */
 import http from 'node:http'
@@ -24,7 +26,11 @@ export interface BenchHttp {
   close(): Promise<void>
 }
 
-export async function serveBench(options: { a2?: A2Server<any>; model?: LanguageModel }): Promise<BenchHttp> {
+export async function serveBench(options: {
+  a2?: A2Server<any>
+  model?: LanguageModel
+  snapshot?: (request: Request, sessionId: string) => Promise<Response>
+}): Promise<BenchHttp> {
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1')
     const parts = url.pathname.split('/').filter(Boolean)
@@ -32,6 +38,12 @@ export async function serveBench(options: { a2?: A2Server<any>; model?: Language
       if (parts[0] === 'ping') {
         res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' })
         res.end('ok')
+        return
+      }
+      if (parts[0] === 'snapshot' && options.snapshot) {
+        const response = await options.snapshot(new Request(url), parts[1])
+        res.writeHead(response.status, Object.fromEntries(response.headers))
+        res.end(Buffer.from(await response.arrayBuffer()))
         return
       }
       if (parts[0] === 'a2' && options.a2) {

@@ -14,9 +14,26 @@ import { focusAnswer, focusMessage, touchPrimary } from './touch'
 import { chosenModel, useModels } from '../models'
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
-export function Chat({ sessionId }: { sessionId: string }) {
-  const { state, active, stopsUndelivered, connection, error, loaded, send, stop, regenerate, continueAnswer, edit, push, store, events } =
-    useChat(sessionId)
+export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?: string }) {
+  const {
+    state,
+    active,
+    stopsUndelivered,
+    connection,
+    error,
+    loaded,
+    send,
+    stop,
+    regenerate,
+    continueAnswer,
+    edit,
+    push,
+    store,
+    events,
+    history,
+    loadOlder,
+    loadBelow,
+  } = useChat(sessionId)
   // The picker's model answers what this page asks next: read at each ask, so the "/" page's pick reaches the first message.
   const { models } = useModels()
   const { sessions, missing } = useSessions()
@@ -27,6 +44,11 @@ export function Chat({ sessionId }: { sessionId: string }) {
   const [selection, setSelection] = useState<Selection>({})
   const visible = useMemo(() => visibleTurns(state, selection), [state, selection])
   const onSelectVersion = useCallback((slot: string, id: string, count: number) => setSelection((s) => ({ ...s, [slot]: { id, of: count } })), [])
+  // An older version chosen on screen whose next turns the browser does not hold yet: they come a page at a time.
+  const visibleEnd = visible.at(-1)?.turn.id
+  useEffect(() => {
+    if (visibleEnd !== undefined && history.continues.has(visibleEnd)) void loadBelow(visibleEnd).catch(() => {})
+  }, [visibleEnd, history.continues, loadBelow])
   // A message follows the answer on screen, whichever version that is.
   const lastVisibleAnswer = useRef<string | undefined>(undefined)
   lastVisibleAnswer.current = visible.findLast((v) => v.turn.kind === 'assistant')?.turn.id
@@ -165,6 +187,9 @@ export function Chat({ sessionId }: { sessionId: string }) {
         onContinue={onContinue}
         onEdit={onEdit}
         onSelectVersion={onSelectVersion}
+        hasOlder={history.older !== null}
+        onLoadOlder={loadOlder}
+        revealTurn={loaded ? revealTurn : undefined}
         empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
       />
 

@@ -27,6 +27,12 @@ interface MessagesProps {
   empty?: React.ReactNode
   /** A shared link's view: no edit, no regenerate. */
   readOnly?: boolean
+  /** The server holds older turns than `turns` starts with (the chat opened at its first screen). */
+  hasOlder?: boolean
+  /** Brings the next page of older turns into `turns`. */
+  onLoadOlder?: () => Promise<void>
+  /** A turn to bring into view (a search result's): earlier turns are shown down to it, then it is scrolled to. */
+  revealTurn?: string
 }
 
 /** How close to the bottom (px) still counts as "at the bottom". */
@@ -55,6 +61,9 @@ export function Messages({
   onSelectVersion,
   empty,
   readOnly = false,
+  hasOlder = false,
+  onLoadOlder,
+  revealTurn,
 }: MessagesProps) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const contentRef = useRef<HTMLDivElement>(null)
@@ -70,11 +79,48 @@ export function Messages({
   const start = pinned >= 0 ? pinned : Math.max(0, turns.length - FIRST_TURNS)
   const shown = start === 0 ? turns : turns.slice(start)
 
-  const showEarlier = () => {
+  // Asked for earlier turns that the server still had to send: shown once they are in.
+  const [loadingEarlier, setLoadingEarlier] = useState(false)
+  const [loadFailed, setLoadFailed] = useState(false)
+  const revealEarlier = useCallback(() => {
     const el = scrollRef.current
     keepFromEnd.current = el ? el.scrollHeight - el.scrollTop : null
     setFromSlot(turns[Math.max(0, start - MORE_TURNS)].slot)
+  }, [turns, start])
+  const showEarlier = () => {
+    if (start >= MORE_TURNS || !hasOlder || !onLoadOlder) return revealEarlier()
+    setLoadingEarlier(true)
+    setLoadFailed(false)
+    onLoadOlder().catch(() => {
+      setLoadFailed(true)
+      setLoadingEarlier(false)
+    })
   }
+  useEffect(() => {
+    if (!loadingEarlier || (start < MORE_TURNS && hasOlder)) return
+    setLoadingEarlier(false)
+    revealEarlier()
+  }, [loadingEarlier, start, hasOlder, revealEarlier])
+
+  // A turn to reveal: older pages come in until it is among the turns, then everything from it down shows and it scrolls into view.
+  const revealed = useRef<string | undefined>(undefined)
+  const revealAt = revealTurn === undefined ? -1 : turns.findIndex((t) => t.turn.id === revealTurn)
+  useEffect(() => {
+    if (revealTurn === undefined || revealed.current === revealTurn) return
+    if (revealAt === -1) {
+      if (hasOlder && onLoadOlder) onLoadOlder().catch(() => setLoadFailed(true))
+      return
+    }
+    revealed.current = revealTurn
+    stick.current = false
+    setAtBottom(false)
+    setFromSlot((slot) => (slot !== null && turns.findIndex((t) => t.slot === slot) <= revealAt ? slot : turns[revealAt].slot))
+  }, [revealTurn, revealAt, hasOlder, onLoadOlder, turns])
+  useLayoutEffect(() => {
+    if (revealed.current === undefined || revealed.current !== revealTurn) return
+    const el = scrollRef.current?.querySelector(`[data-turn-id="${CSS.escape(revealTurn)}"]`)
+    if (el) el.scrollIntoView({ block: 'center' })
+  }, [fromSlot, revealTurn])
 
   useLayoutEffect(() => {
     const el = scrollRef.current
@@ -160,16 +206,22 @@ export function Messages({
             empty
           ) : (
             <>
-              {start > 0 && (
+              {(start > 0 || hasOlder) && (
                 <div className="mb-8 flex justify-center">
                   <button
                     type="button"
                     data-testid="show-earlier"
                     onClick={showEarlier}
+                    disabled={loadingEarlier}
+                    aria-busy={loadingEarlier}
                     className="rounded-full border border-neutral-200 px-3 py-1 text-xs font-medium text-neutral-600 hover:bg-neutral-50 dark:border-neutral-700 dark:text-neutral-300 dark:hover:bg-neutral-800"
                   >
-                    Show {Math.min(MORE_TURNS, start)} earlier messages
-                    <span className="sr-only"> ({start} not shown)</span>
+                    {loadFailed
+                      ? 'Couldn’t load earlier messages: try again'
+                      : start > 0
+                        ? `Show ${Math.min(MORE_TURNS, start)} earlier messages`
+                        : 'Show earlier messages'}
+                    {start > 0 && <span className="sr-only"> ({start} not shown)</span>}
                   </button>
                 </div>
               )}
@@ -186,7 +238,7 @@ export function Messages({
                   return (
                     // Keyed by slot: switching versions keeps the turn's element, and with it
                     // the focus on its ‹ › buttons.
-                    <li key={slot}>
+                    <li key={slot} data-turn-id={turn.id}>
                       {turn.kind === 'user' ? (
                         <UserMessage turn={turn} canEdit={!busy && !readOnly} onEdit={onEdit} versions={switcher} readOnly={readOnly} />
                       ) : (

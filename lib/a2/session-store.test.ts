@@ -53,6 +53,22 @@ describe('the session store', () => {
     expect(store.getSnapshot().events).toHaveLength(1)
   })
 
+  it('amends the confirmed state (older history brought in beside the log) with pending pushes still on top', async () => {
+    const { fn } = fakeFetch(() => new Promise<Response>(() => {})) // the push stays pending
+    const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: fn })
+    store.receive([event(0, 'a')])
+    void store.push({ type: 'note', payload: { v: 'mine' } })
+    const before = store.getSnapshot()
+    store.amend((state) => ['older', ...state])
+    expect(store.getSnapshot()).not.toBe(before)
+    expect(store.getSnapshot()).toMatchObject({ state: ['older', 'note:a', 'note:mine'], lastSeenIndex: 0 })
+    store.receive([event(1, 'b')])
+    expect(store.getSnapshot().state).toEqual(['older', 'note:a', 'note:b', 'note:mine'])
+    const same = store.getSnapshot()
+    store.amend((state) => state) // no change: no new snapshot
+    expect(store.getSnapshot()).toBe(same)
+  })
+
   it('ignores duplicate and replayed deliveries and keeps index order', () => {
     const store = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: fakeFetch(() => new Response()).fn })
     store.receive([event(0, 'a'), event(1, 'b')])

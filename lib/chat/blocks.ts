@@ -1,13 +1,13 @@
 /**
  * A chat state's turns in blocks of 256 at fixed positions, each full block's JSON kept
- * beside its first turn: what the snapshot's body (snapshot.ts) and a checkpoint of the
- * fold (checkpoint.ts) are made of, so neither serializes the turns a fold did not change.
+ * beside its first turn: what a checkpoint of the fold (checkpoint.ts) is made of, so
+ * it never serializes the turns a fold did not change.
  *
  * A fold returns the turns it did not change as the very same objects (reducer.ts), so the
  * JSON of a run of turns stays true for as long as the run holds the same objects: a block
  * is reused only while all of its turns are the ones it was made from. A block read from a
- * checkpoint is kept with the text it was parsed from, so the next checkpoint and the
- * snapshot reuse it without serializing it again.
+ * checkpoint is kept with the text it was parsed from, so the next checkpoint
+ * reuses it without serializing it again.
  */
 import type { Turn } from './reducer'
 
@@ -19,24 +19,13 @@ interface Kept {
   turns: Turn[]
   /** The block as a JSON array. */
   json: string
-  /** Its UTF-8 bytes without the brackets (and with a leading comma after the first block): the snapshot's piece. */
-  bytes?: Uint8Array
 }
 
 const kept = new WeakMap<Turn, Kept>()
 
-const encoder = new TextEncoder()
-
 /** The JSON array of turns[start, start + BLOCK) (fewer at the end). */
 export function blockJson(turns: readonly Turn[], start: number): string {
   return (keptAt(turns, start) ?? make(turns, start)).json
-}
-
-/** The block's UTF-8 JSON without brackets, after a comma unless it is the first: the snapshot's piece of it. */
-export function blockBytes(turns: readonly Turn[], start: number): Uint8Array {
-  const block = keptAt(turns, start) ?? make(turns, start)
-  block.bytes ??= encoder.encode(start === 0 ? block.json.slice(1, -1) : `,${block.json.slice(1, -1)}`)
-  return block.bytes
 }
 
 /** Keeps a block parsed from `json` (a checkpoint's piece) as the block at `start`; a partial one is not kept. */

@@ -8,7 +8,6 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ChatEvent } from './contract'
 import { chatCheckpoint } from './checkpoint'
 import { foldChat, type ChatState } from './reducer'
-import { snapshotChunks } from './snapshot'
 
 let index = 0
 const ev = (type: ChatEvent['type'], payload: unknown, id = `e${index}`): ChatEvent =>
@@ -57,12 +56,11 @@ describe("the chat's checkpoint codec", () => {
     expect(laterPieces.join()).toBe([...pieces.slice(0, 5), JSON.stringify(later.turns.slice(1_280))].join())
   })
 
-  it('reads a block a piece, and keeps what it read: the next checkpoint and the snapshot serialize no full block again', () => {
+  it('reads a block a piece, and keeps what it read: the next checkpoint serializes no full block again', () => {
     const pieces = [...chatCheckpoint.encode(foldChat(conversation(700)))]
     const state = read(pieces)
     expect(JSON.stringify(state.turns)).toBe(`[${pieces.map((piece) => piece.slice(1, -1)).join(',')}]`)
     expect(blocksSerialized(() => [...chatCheckpoint.encode(state)])).toBe(1)
-    expect(blocksSerialized(() => [...snapshotChunks({ session: {}, state, lastSeenIndex: 2_799 })])).toBe(1)
     // And the fold from it: its index came with the pieces, so a new turn lands on the right branch.
     const next = foldChat([ev('message', { text: 'next' }, 'm-next')], state)
     expect(next.turns.at(-1)).toMatchObject({ id: 'm-next', parent: 'g699' })

@@ -5,33 +5,78 @@
  * optimistic, cuts the local view at once. A Stop is a durable push: kept in the browser's
  * outbox (it survives a reload and its tab) and retried until the server takes it, never rolled back.
  */
-import { useCallback, useMemo } from 'react'
+import { useCallback, useMemo, useRef, useState } from 'react'
 import { useSession, clientEventId } from '@/lib/a2/react'
 import { httpErrorOf, type A2Event } from '@/lib/a2'
 import type { ChatEvent } from './contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from './reducer'
+import { joinWindow, type TurnsWindow } from './first-screen'
 
 const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as ChatEvent)
 /** A Stop is an intent from the press: it must reach the log however long the server is away. */
 const DURABLE_TYPES = ['cancelled']
 
-/** The server's fold of the session so far; the tail continues after its lastSeenIndex. */
-async function loadSnapshot(sessionId: string): Promise<{ state: ChatState; lastSeenIndex: number }> {
-  const response = await fetch(`/api/sessions/${encodeURIComponent(sessionId)}/snapshot`)
+/** What the browser knows of the chat's turns it does not hold: the cursor above, and turns with more below. */
+export interface History {
+  older: string | null
+  continues: ReadonlySet<string>
+}
+
+async function getJson<T>(url: string, what: string): Promise<T> {
+  const response = await fetch(url)
   // A non-JSON body (a proxy's error page) throws here and is retried like a network error.
-  const body = (await response.json()) as { state: ChatState; lastSeenIndex: number; error?: { code: string; message: string } }
-  if (!response.ok) throw httpErrorOf(response, body, 'could not load the session')
-  return { state: body.state, lastSeenIndex: body.lastSeenIndex }
+  const body = (await response.json()) as T & { error?: { code: string; message: string } }
+  if (!response.ok) throw httpErrorOf(response, body, what)
+  return body
+}
+
+const snapshotUrl = (sessionId: string) => `/api/sessions/${encodeURIComponent(sessionId)}/snapshot`
+
+/** The chat's first screen (lib/chat/first-screen.ts): its newest turns, the head the tail continues after, and the cursors. */
+async function loadFirstScreen(sessionId: string): Promise<{ state: ChatState; lastSeenIndex: number } & Pick<TurnsWindow, 'older' | 'continues'>> {
+  return getJson(snapshotUrl(sessionId), 'could not load the session')
 }
 
 export function useChat(sessionId: string) {
+  const [history, setHistory] = useState<History>({ older: null, continues: new Set() })
   const session = useSession<ChatState>(sessionId, {
     reducer,
     initial: initialChatState,
-    snapshot: () => loadSnapshot(sessionId),
+    snapshot: async () => {
+      const screen = await loadFirstScreen(sessionId)
+      setHistory({ older: screen.older, continues: new Set(screen.continues) })
+      return screen
+    },
     durableTypes: DURABLE_TYPES,
   })
   const { push, store, outbox } = session
+  /** Pages on their way, by what they were asked for: a page is asked for once at a time. */
+  const asking = useRef(new Set<string>())
+
+  /**
+   * One page of older turns (above the top the browser holds), or of the turns under an older
+   * version (`below` its id), joined into the state; resolves when it is in (or already was).
+   */
+  const loadPage = useCallback(
+    async (where: 'above' | 'below', id: string) => {
+      const key = `${where}:${id}`
+      if (asking.current.has(key)) return
+      asking.current.add(key)
+      try {
+        const page = await getJson<TurnsWindow>(`${snapshotUrl(sessionId)}?${where}=${encodeURIComponent(id)}`, 'could not load earlier messages')
+        store.amend((state) => joinWindow(state, page, where))
+        setHistory((h) => ({
+          older: where === 'above' && h.older === id ? page.older : h.older,
+          continues: new Set([...h.continues, ...page.continues].filter((c) => !(where === 'below' && c === id))),
+        }))
+      } finally {
+        asking.current.delete(key)
+      }
+    },
+    [sessionId, store],
+  )
+  const loadOlder = useCallback(() => (history.older === null ? Promise.resolve() : loadPage('above', history.older)), [history.older, loadPage])
+  const loadBelow = useCallback((id: string) => loadPage('below', id), [loadPage])
   const active = activeAnswer(session.state)
   /** Answers whose Stop has not reached the server yet (a send failed): shown as "Stopping". */
   const stopsUndelivered = useMemo(
@@ -83,7 +128,7 @@ export function useChat(sessionId: string) {
   /** Edit-and-resend: a new version of message `messageId`, and its answer; the old branch is kept. */
   const edit = useCallback((messageId: string, text: string, model?: string) => send(text, { edits: messageId, model }), [send])
 
-  return { ...session, active, stopsUndelivered, send, stop, regenerate, continueAnswer, edit }
+  return { ...session, active, stopsUndelivered, send, stop, regenerate, continueAnswer, edit, history, loadOlder, loadBelow }
 }
 
 /** A generate's payload naming `model`, or none (the server's default). */

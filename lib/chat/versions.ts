@@ -22,6 +22,11 @@ export interface VisibleTurn {
   version: number
 }
 
+/**
+ * The branch on screen, from the first message, or, when the state holds a window of the chat
+ * (first-screen.ts), from its first turn's slot: a window's first turn in log order sits at its
+ * top slot (a turn's ancestors were all written before it).
+ */
 export function visibleTurns(state: ChatState, selection: Selection = {}): VisibleTurn[] {
   const slots = new Map<string, Turn[]>()
   for (const turn of state.turns) {
@@ -31,7 +36,8 @@ export function visibleTurns(state: ChatState, selection: Selection = {}): Visib
     else slots.set(slot, [turn])
   }
   const visible: VisibleTurn[] = []
-  for (let slot = ROOT_SLOT, versions = slots.get(slot); versions; versions = slots.get(slot)) {
+  const top = slots.has(ROOT_SLOT) || state.turns.length === 0 ? ROOT_SLOT : slotOf(state.turns[0])
+  for (let slot = top, versions = slots.get(slot); versions; versions = slots.get(slot)) {
     const chosen = selection[slot]
     const stillCurrent = chosen && chosen.of === versions.length
     const at = stillCurrent ? versions.findIndex((t) => t.id === chosen.id) : -1

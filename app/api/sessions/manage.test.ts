@@ -31,7 +31,7 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     return {
       status: response.status,
       body: (await response.json()) as {
-        sessions: Array<{ id: string; title: string; generating?: boolean; unresolved?: boolean; snippet?: string }>
+        sessions: Array<{ id: string; title: string; generating?: boolean; unresolved?: boolean; snippet?: string; matchId?: string }>
         error?: { code: string }
       },
     }
@@ -41,7 +41,7 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     const response = await routes.push(id, cookie, JSON.stringify({ events }))
     expect(response.status).toBe(201)
     const [message] = ((await response.json()) as { events: Array<{ id: string }> }).events
-    if (!generate) return
+    if (!generate) return message.id
     const asked = await routes.push(id, cookie, JSON.stringify({ type: 'generate', payload: { for: message.id } }))
     expect(asked.status).toBe(201)
   }
@@ -167,7 +167,7 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     const alice = await routes.newUser()
     const bob = await routes.newUser()
     await send(alice.sessionId, alice.cookie, 'Planning the Lisbon trip')
-    await send(alice.sessionId, alice.cookie, 'Which museums open on Mondays?')
+    const museums = await send(alice.sessionId, alice.cookie, 'Which museums open on Mondays?')
     const { server } = await routes.chatServer.getChatServer()
     const second = await server.sessions.create(alice.userId)
     await send(second.id, alice.cookie, 'Sourdough starter ratios')
@@ -180,6 +180,8 @@ describe.each(layers)('chat management routes on %s', (kind) => {
     const byText = await list(alice.cookie, '?q=' + encodeURIComponent('MUSEUMS open'))
     expect(byText.body.sessions.map((s) => s.id)).toEqual([alice.sessionId])
     expect(byText.body.sessions[0].snippet).toContain('museums open on Mondays')
+    // Where the chat opens: the message that matched.
+    expect(byText.body.sessions[0].matchId).toBe(museums)
 
     // LIKE's wildcards are plain characters here.
     expect((await list(alice.cookie, '?q=%25')).body.sessions).toEqual([])

@@ -12,10 +12,12 @@ import { httpErrorOf, type A2Event } from '@/lib/a2'
 import type { ChatEvent } from '@/lib/chat/contract'
 import { reduceChat, type ChatState } from '@/lib/chat/reducer'
 import { visibleTurns, type Selection } from '@/lib/chat/versions'
+import { joinWindow, type TurnsWindow } from '@/lib/chat/first-screen'
 import { Messages } from '@/components/chat/messages'
 import { useDocumentTitle } from '@/components/document-title'
 
-interface Shared {
+/** The shared chat's first screen (lib/chat/first-screen.ts): older turns come a page at a time. */
+interface Shared extends Pick<TurnsWindow, 'older' | 'continues'> {
   session: { id: string; title: string }
   state: ChatState
   lastSeenIndex: number
@@ -25,9 +27,9 @@ const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as
 const noop = () => {}
 const NONE: ReadonlySet<string> = new Set()
 
-async function loadShared(token: string): Promise<Shared> {
-  const response = await fetch(`/api/shared/${encodeURIComponent(token)}/snapshot`)
-  const body = (await response.json()) as Shared & { error?: { code: string; message: string } }
+async function loadShared<T = Shared>(token: string, query = ''): Promise<T> {
+  const response = await fetch(`/api/shared/${encodeURIComponent(token)}/snapshot${query}`)
+  const body = (await response.json()) as T & { error?: { code: string; message: string } }
   if (!response.ok) throw httpErrorOf(response, body, 'could not load the shared chat')
   return body
 }
@@ -86,6 +88,25 @@ function SharedLive({ token, shared, onGone }: { token: string; shared: Shared; 
   const [selection, setSelection] = useState<Selection>({})
   const onSelectVersion = useCallback((slot: string, id: string, of: number) => setSelection((s) => ({ ...s, [slot]: { id, of } })), [])
   const turns = useMemo(() => visibleTurns(session.state, selection), [session.state, selection])
+  // Older turns, and the turns under an older version chosen here, a page at a time (as the owner's chat does).
+  const [history, setHistory] = useState({ older: shared.older, continues: new Set(shared.continues) })
+  const { store } = session
+  const loadPage = useCallback(
+    async (where: 'above' | 'below', id: string) => {
+      const page = await loadShared<TurnsWindow>(token, `?${where}=${encodeURIComponent(id)}`)
+      store.amend((state) => joinWindow(state, page, where))
+      setHistory((h) => ({
+        older: where === 'above' && h.older === id ? page.older : h.older,
+        continues: new Set([...h.continues, ...page.continues].filter((c) => !(where === 'below' && c === id))),
+      }))
+    },
+    [token, store],
+  )
+  const onLoadOlder = useCallback(() => (history.older === null ? Promise.resolve() : loadPage('above', history.older)), [history.older, loadPage])
+  const end = turns.at(-1)?.turn.id
+  useEffect(() => {
+    if (end !== undefined && history.continues.has(end)) void loadPage('below', end).catch(() => {})
+  }, [end, history.continues, loadPage])
   return (
     <div className="flex min-h-0 flex-1 flex-col" data-testid="shared-chat" data-connection={session.connection}>
       <Messages
@@ -96,6 +117,8 @@ function SharedLive({ token, shared, onGone }: { token: string; shared: Shared; 
         onRegenerate={noop}
         onEdit={noop}
         onSelectVersion={onSelectVersion}
+        hasOlder={history.older !== null}
+        onLoadOlder={onLoadOlder}
         readOnly
       />
     </div>

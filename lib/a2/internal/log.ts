@@ -289,9 +289,11 @@ export async function transferSessions(
   })
 }
 
-/** A session a search found, with the first message text that matched (none when only the title did). */
+/** A session a search found, with the first message text that matched and its event's id (none when only the title did). */
 export interface SessionMatch extends SessionSummary {
   snippet?: string
+  /** The id of the event whose text matched: where to open the session. */
+  matchId?: string
 }
 
 /**
@@ -310,11 +312,22 @@ export async function searchSessions(
   const needle = text.toLowerCase()
   const { type, field } = options.in
   const matches = sql`e.type = ${type} and position(${needle} in lower(e.payload ->> ${field})) > 0`
-  const rows = await query<{ id: string; title: string; head: number; created_at: Date | string; updated_at: Date | string; snippet: string | null }>(
+  const rows = await query<{
+    id: string
+    title: string
+    head: number
+    created_at: Date | string
+    updated_at: Date | string
+    snippet: string | null
+    match_id: string | null
+  }>(
     store.db,
-    sql`select s.id, s.title, s.head, s.created_at, s.updated_at,
-               (select e.payload ->> ${field} from a2_events e where e.session_id = s.id and ${matches} order by e.index limit 1) as snippet
+    sql`select s.id, s.title, s.head, s.created_at, s.updated_at, m.snippet, m.match_id
         from a2_sessions s
+        left join lateral (
+          select e.payload ->> ${field} as snippet, e.id as match_id
+          from a2_events e where e.session_id = s.id and ${matches} order by e.index limit 1
+        ) m on true
         where s.owner = ${owner}
           and (position(${needle} in lower(s.title)) > 0
                or exists (select 1 from a2_events e where e.session_id = s.id and ${matches}))
@@ -324,5 +337,6 @@ export async function searchSessions(
   return rows.map((r) => ({
     ...summarize({ id: r.id, title: r.title, head: r.head, createdAt: new Date(r.created_at), updatedAt: new Date(r.updated_at) }),
     ...(r.snippet ? { snippet: r.snippet } : {}),
+    ...(r.match_id ? { matchId: r.match_id } : {}),
   }))
 }

@@ -93,6 +93,11 @@ export interface SessionStore<S> {
   push(inputs: PushInput | PushInput[]): Promise<A2Event[]>
   /** Feeds confirmed events (from the tail or a push answer); duplicates and replays are ignored. */
   receive(events: A2Event[]): void
+  /**
+   * Changes the confirmed state by `change` (pure), with no event: what the app folds in beside
+   * the log, such as older turns a page of its history brings. Pending pushes stay on top.
+   */
+  amend(change: (state: S) => S): void
   connect(): void
   close(): void
   clearError(): void
@@ -411,6 +416,12 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       }
     },
     receive,
+    amend(change) {
+      const next = change(confirmedState)
+      if (next === confirmedState) return
+      confirmedState = next
+      emit()
+    },
     connect() {
       closed = false
       if (typeof window !== 'undefined') {

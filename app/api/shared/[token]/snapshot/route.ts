@@ -2,14 +2,14 @@ import { A2Error } from '@/lib/a2'
 import { getChatServer } from '@/lib/chat/server'
 import { chatFold } from '@/lib/chat/checkpoint'
 import { resolveShareLink } from '@/lib/chat/share'
-import { chunksStream, snapshotChunks } from '@/lib/chat/snapshot'
+import { snapshotAsk, snapshotResponse } from '@/lib/chat/snapshot'
 import { route } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
 
 export const dynamic = 'force-dynamic'
 
 /**
- * A shared chat's fold, for whoever holds its link: as the owner's snapshot, with only the
+ * A shared chat's first screen or a page of it, for whoever holds its link: as the owner's snapshot, with only the
  * session's id and title (not its owner). An unknown, malformed or revoked link is a 404.
  * No identity is read or minted.
  */
@@ -19,12 +19,12 @@ export async function GET(request: Request, { params }: { params: Promise<{ toke
     async () => {
       const shared = await resolveShareLink((await params).token)
       if (!shared) throw new A2Error('not_found', 'this link is not shared (any more)')
+      const ask = snapshotAsk(request)
       const { server } = await getChatServer()
       const release = foldingSnapshot()
       try {
         const { session, state, lastSeenIndex } = await server.fold(shared.sessionId, shared.owner, chatFold)
-        const body = snapshotChunks({ session: { id: session.id, title: session.title }, state, lastSeenIndex })
-        return new Response(chunksStream(body), { headers: { 'content-type': 'application/json' } })
+        return snapshotResponse(ask, { session: { id: session.id, title: session.title }, state, lastSeenIndex })
       } finally {
         release()
       }

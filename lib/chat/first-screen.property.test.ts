@@ -1,0 +1,182 @@
+/**
+ * A chat opened a window at a time is the chat: on generated conversations (sends after any
+ * version, edits, regenerates, Stops at any point, an answer left streaming), the first screen
+ * and the pages above it hold every turn of the latest branch exactly once, in order, and
+ * joined they show what the whole fold shows, for any choice of versions (loading the pages
+ * below an older version as the browser does). A browser that opened a window and then folded
+ * the tail shows what the server's fold of everything shows. Seeded: a failure prints its seed.
+ */
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import type { ChatEvent } from './contract'
+import { foldChat, latestBranch, slotOf, type ChatState, type Turn } from './reducer'
+import { visibleTurns, type Selection } from './versions'
+import { firstScreen, joinWindow, pageAbove, pageBelow, type TurnsWindow } from './first-screen'
+
+const SEED = 20261203
+const RUNS = Number(process.env.FC_RUNS || 200)
+
+/** One thing a person (in any tab) does: `pick` chooses what it names among what exists. */
+type Action = { kind: 'send' | 'edit' | 'regenerate'; pick: number; chunks: number; end: 'finish' | 'stop' | 'fail'; seen: number }
+
+const action = fc.record({
+  kind: fc.constantFrom<Action['kind']>('send', 'send', 'send', 'edit', 'regenerate'),
+  pick: fc.nat(),
+  chunks: fc.nat({ max: 4 }),
+  end: fc.constantFrom<Action['end']>('finish', 'finish', 'stop', 'fail'),
+  seen: fc.nat(),
+})
+
+/**
+ * The log the actions write; the last answer is left streaming when `open`. From action
+ * `tail.from` on, what a browser showing the newest `tail.size` turns writes: a send after the
+ * answer at the bottom, a regenerate of it, an edit of the message above it when that is shown.
+ */
+function logOf(actions: Action[], open: boolean, tail = { from: Infinity, size: 0 }): ChatEvent[] {
+  const events: ChatEvent[] = []
+  const messages: string[] = []
+  const answers: string[] = []
+  const add = (type: ChatEvent['type'], payload: unknown): string => {
+    const id = `e${events.length}`
+    events.push({ id, sessionId: 's', index: events.length, type, payload, createdAt: '2026-12-03T00:00:00.000Z' } as ChatEvent)
+    return id
+  }
+  actions.forEach((a, i) => {
+    const latest = i >= tail.from ? latestBranch(foldChat(events).turns).slice(-tail.size) : undefined
+    const lastOf = (kind: Turn['kind']) => latest?.findLast((t) => t.kind === kind)?.id
+    let forMessage: string
+    if (a.kind === 'send' || messages.length === 0 || answers.length === 0 || (latest && a.kind === 'edit' && !lastOf('user'))) {
+      const after = latest ? lastOf('assistant') : answers[a.pick % Math.max(1, answers.length)]
+      forMessage = add('message', { text: `m${i}`, ...(after ? { after } : {}) })
+      messages.push(forMessage)
+    } else if (a.kind === 'edit') {
+      const edits = latest ? (lastOf('user') ?? messages[0]) : messages[a.pick % messages.length]
+      forMessage = add('message', { text: `edit ${i}`, edits })
+      messages.push(forMessage)
+    } else {
+      const replaces = latest ? (lastOf('assistant') ?? answers[0]) : answers[a.pick % answers.length]
+      const answer = foldChat(events).turns.find((t) => t.id === replaces)
+      forMessage = answer?.kind === 'assistant' ? answer.for : messages[0]
+    }
+    const answer = add('generate', { for: forMessage })
+    answers.push(answer)
+    const from = events.length
+    for (let c = 0; c < a.chunks; c++) add('chunk', { of: answer, attempt: 1, delta: `w${i}.${c} ` })
+    if (open && i === actions.length - 1) return
+    if (a.end === 'stop') add('cancelled', { of: answer, lastSeenIndex: from - 1 + (a.seen % (a.chunks + 1)) })
+    if (a.end === 'fail') add('a2.failed', { of: answer, error: { code: 'X', message: 'no' } })
+    else add('finished', { of: answer, attempt: 1, reason: a.end === 'stop' ? 'cancelled' : 'stop' })
+  })
+  return events
+}
+
+/** The first screen and every page above it, joined as the browser joins them; the windows too. */
+function openWhole(full: ChatState, size: number): { joined: ChatState; windows: TurnsWindow[] } {
+  const windows = [firstScreen(full, size)]
+  let joined: ChatState = { turns: windows[0].turns }
+  for (let cursor = windows[0].older; cursor !== null;) {
+    const page = pageAbove(full, cursor, size)!
+    windows.push(page)
+    joined = joinWindow(joined, page, 'above')
+    cursor = page.older
+  }
+  return { joined, windows }
+}
+
+const shape = (state: ChatState, selection?: Selection) =>
+  visibleTurns(state, selection).map((v) => ({ id: v.turn.id, slot: v.slot, versions: v.versions, version: v.version }))
+
+const conversation = fc.tuple(fc.array(action, { minLength: 1, maxLength: 40 }), fc.boolean(), fc.integer({ min: 1, max: 7 }))
+
+describe('a chat a window at a time', () => {
+  it('pages hold every turn of the latest branch exactly once, in order, and show what the whole fold shows', () => {
+    fc.assert(
+      fc.property(conversation, ([actions, open, size]) => {
+        const full = foldChat(logOf(actions, open))
+        const { joined, windows } = openWhole(full, size)
+        // Each window's branch turns, top to bottom, oldest window first: the latest branch, once each.
+        const shown = windows.reverse().flatMap((w) => latestBranch(full.turns).filter((t) => w.turns.includes(t)))
+        expect(shown.map((t) => t.id)).toEqual(latestBranch(full.turns).map((t) => t.id))
+        expect(new Set(joined.turns).size).toBe(joined.turns.length)
+        for (const turn of joined.turns) expect(full.turns).toContain(turn)
+        expect(shape(joined)).toEqual(shape(full))
+      }),
+      { seed: SEED, numRuns: RUNS },
+    )
+  })
+
+  it('the first screen is bounded by its turn count and their versions, whatever the history holds', () => {
+    fc.assert(
+      fc.property(conversation, ([actions, open, size]) => {
+        const full = foldChat(logOf(actions, open))
+        const screen = firstScreen(full, size)
+        const slots = new Set(screen.turns.map(slotOf))
+        expect(slots.size).toBeLessThanOrEqual(size + 2) // the open answer and the newest turn may hang elsewhere
+        expect(screen.older === null).toBe(latestBranch(full.turns).length <= size)
+      }),
+      { seed: SEED, numRuns: RUNS },
+    )
+  })
+
+  it('any choice of versions shows what the whole fold shows once the pages below older versions are in', () => {
+    fc.assert(
+      fc.property(conversation, fc.array(fc.nat(), { maxLength: 40 }), ([actions, open, size], picks) => {
+        const full = foldChat(logOf(actions, open))
+        const bySlot = new Map<string, Turn[]>()
+        for (const t of full.turns) bySlot.set(slotOf(t), [...(bySlot.get(slotOf(t)) ?? []), t])
+        const selection: Record<string, { id: string; of: number }> = {}
+        ;[...bySlot].forEach(([slot, versions], i) => {
+          if (versions.length > 1) selection[slot] = { id: versions[(picks[i] ?? 0) % versions.length].id, of: versions.length }
+        })
+        const opened = openWhole(full, size)
+        let joined = opened.joined
+        const continues = new Set(opened.windows.flatMap((w) => w.continues))
+        // The browser: while the branch on screen ends at a turn with more below it, load that page.
+        for (let guard = 0; guard < full.turns.length + 1; guard++) {
+          const end = visibleTurns(joined, selection).at(-1)?.turn
+          if (!end || !continues.has(end.id)) break
+          continues.delete(end.id)
+          const page = pageBelow(full, end.id, size)!
+          page.continues.forEach((id) => continues.add(id))
+          joined = joinWindow(joined, page, 'below')
+        }
+        expect(shape(joined, selection)).toEqual(shape(full, selection))
+      }),
+      { seed: SEED, numRuns: RUNS },
+    )
+  })
+
+  it('a browser that opened a window and folded the tail shows what the fold of everything shows, and pages onto it alike', () => {
+    fc.assert(
+      fc.property(conversation, fc.array(action, { minLength: 1, maxLength: 6 }), fc.boolean(), ([before, , size], tail, open) => {
+        const events = logOf([...before, ...tail], open, { from: before.length, size })
+        const opened = logOf(before, false).length
+        const screen = firstScreen(foldChat(events.slice(0, opened)), size)
+        const browser = foldChat(events.slice(opened), { turns: screen.turns })
+        const full = foldChat(events)
+        const whole = shape(full)
+        expect(shape(browser)).toEqual(whole.slice(whole.length - shape(browser).length))
+        // Older pages from the server as it is now, joined above the browser's window.
+        let joined = browser
+        for (let cursor = screen.older; cursor !== null;) {
+          const page = pageAbove(full, cursor, size)!
+          joined = joinWindow(joined, page, 'above')
+          cursor = page.older
+        }
+        expect(shape(joined)).toEqual(whole)
+        for (const turn of joined.turns) expect(turn).toEqual(full.turns.find((t) => t.id === turn.id && slotOf(t) === slotOf(turn)))
+      }),
+      { seed: SEED, numRuns: RUNS },
+    )
+  })
+})
+
+describe('cursors', () => {
+  it('a cursor naming no turn is no page', () => {
+    const full = foldChat(logOf([{ kind: 'send', pick: 0, chunks: 1, end: 'finish', seen: 0 }], false))
+    for (const bad of ['', 'nope', 'e999', '__proto__', 'constructor']) {
+      expect(pageAbove(full, bad)).toBeUndefined()
+      expect(pageBelow(full, bad)).toBeUndefined()
+    }
+  })
+})

@@ -1,0 +1,131 @@
+/**
+ * What opening a chat sends, and each page of older turns after it: a window of the
+ * conversation, never the whole. A chat of 2,500 short turns answered its whole fold,
+ * 6.3 MB in 689 ms, before the browser showed the newest 60 of them.
+ *
+ * A window is a run of turns on one branch, each with every version of its slot (so ‹ 1/2 ›
+ * works on any turn shown), in log order. Windows of one chat hold disjoint slots, so the
+ * browser joins them by putting an older one in front (versions.ts needs only each slot's
+ * versions in log order, and the walk from slot to slot). `older` is the cursor: the id of
+ * the window's top turn, from which the next page walks up by parent links. Walking up by
+ * the turn's own `parent`/`for` is the path above that turn whichever versions the reader
+ * picked below it, so a cursor stays true however the chat grows meanwhile.
+ *
+ * A non-newest version's own continuation (the branch below an older answer) is another
+ * window: `continues` names the versions in a window whose next turns it does not hold, and
+ * `below(id)` is the page under one of them.
+ */
+import { activeAnswer, latestBranch, nextSlot, slotOf, type ChatState, type Turn } from './reducer'
+
+/** Turns the first screen shows (components/chat/messages.tsx renders the newest 60). */
+export const FIRST_SCREEN_TURNS = 60
+/** Turns a page of older ones adds ("Show earlier messages" adds 60). */
+export const PAGE_TURNS = 60
+
+export interface TurnsWindow {
+  /** The window's turns with every version of their slots, in log order. */
+  turns: Turn[]
+  /** The id of the top turn, to ask for the page above it; null when the window starts at the first message. */
+  older: string | null
+  /** Ids of turns in the window with turns below them that the window does not hold (`below(id)` brings them). */
+  continues: string[]
+}
+
+/** The chat's turns by id, by slot, and the slots that have turns: one pass, reused by every window of a state. */
+interface Lookup {
+  byId: Map<string, Turn>
+  bySlot: Map<string, Turn[]>
+}
+
+const lookups = new WeakMap<ChatState, Lookup>()
+
+function lookup(state: ChatState): Lookup {
+  let known = lookups.get(state)
+  if (known) return known
+  const byId = new Map<string, Turn>()
+  const bySlot = new Map<string, Turn[]>()
+  for (const turn of state.turns) {
+    // The first turn with an id is the one a reference names (the fold's own rule, turn-index.ts).
+    if (!byId.has(turn.id)) byId.set(turn.id, turn)
+    const slot = slotOf(turn)
+    const versions = bySlot.get(slot)
+    if (versions) versions.push(turn)
+    else bySlot.set(slot, [turn])
+  }
+  known = { byId, bySlot }
+  lookups.set(state, known)
+  return known
+}
+
+/** The newest `count` turns of the latest branch (and the open answer, wherever it is), with their versions. */
+export function firstScreen(state: ChatState, count = FIRST_SCREEN_TURNS): TurnsWindow {
+  const branch = latestBranch(state.turns)
+  const start = Math.max(0, branch.length - count)
+  const screen = windowOf(state, branch.slice(start), start > 0 ? branch[start].id : null)
+  // The open answer (what Stop names) and the log's newest turn (the one the fold keeps chunk
+  // ends for, so a late Stop cuts alike here and in the browser) come too, wherever they hang:
+  // after the branch's turns, so the first turn is still the top and the newest still last.
+  const held = new Set(screen.turns.map(slotOf))
+  const extra = new Set([activeAnswer(state), state.turns.at(-1)].flatMap((turn) => (turn && !held.has(slotOf(turn)) ? [slotOf(turn)] : [])))
+  if (extra.size === 0) return screen
+  const turns = [...screen.turns, ...state.turns.filter((turn) => extra.has(slotOf(turn)))]
+  return { turns, older: screen.older, continues: continuing(state, turns) }
+}
+
+/** The `count` turns above turn `id` on its path, with their versions; undefined when the chat has no such turn. */
+export function pageAbove(state: ChatState, id: string, count = PAGE_TURNS): TurnsWindow | undefined {
+  const { byId } = lookup(state)
+  const from = byId.get(id)
+  if (!from) return undefined
+  const above: Turn[] = []
+  let turn = parentOf(byId, from)
+  for (; turn && above.length < count; turn = parentOf(byId, turn)) above.push(turn)
+  above.reverse()
+  return windowOf(state, above, turn && above.length > 0 ? above[0].id : null)
+}
+
+/** The `count` turns below turn `id`, following each slot's newest version, with their versions; undefined: no such turn. */
+export function pageBelow(state: ChatState, id: string, count = PAGE_TURNS): TurnsWindow | undefined {
+  const { byId, bySlot } = lookup(state)
+  const from = byId.get(id)
+  if (!from) return undefined
+  const below: Turn[] = []
+  for (let versions = bySlot.get(nextSlot(from)); versions && below.length < count; versions = bySlot.get(nextSlot(below[below.length - 1]))) {
+    below.push(versions[versions.length - 1])
+  }
+  return windowOf(state, below, null)
+}
+
+/** The turn above `turn` on its path: a message's parent answer, an answer's message. */
+function parentOf(byId: Map<string, Turn>, turn: Turn): Turn | undefined {
+  const up = turn.kind === 'user' ? turn.parent : turn.for
+  return up === null ? undefined : byId.get(up)
+}
+
+function windowOf(state: ChatState, shown: Turn[], older: string | null): TurnsWindow {
+  const slots = new Set(shown.map(slotOf))
+  const turns = state.turns.filter((turn) => slots.has(slotOf(turn)))
+  return { turns, older, continues: continuing(state, turns) }
+}
+
+/** The turns with turns below them in the chat but not among `turns`. */
+function continuing(state: ChatState, turns: Turn[]): string[] {
+  const { bySlot } = lookup(state)
+  const slots = new Set(turns.map(slotOf))
+  return turns.filter((turn) => bySlot.has(nextSlot(turn)) && !slots.has(nextSlot(turn))).map((turn) => turn.id)
+}
+
+/**
+ * A window joined to the turns a browser holds: its slots that are already held are left out
+ * (a page asked for twice). A page above goes in front (its first turn is then the top the
+ * branch on screen starts from, versions.ts); a page below goes after the first turn, so the
+ * top and the newest turn (the fold's last) stay where they are. The other turns stay the very
+ * same objects.
+ */
+export function joinWindow(state: ChatState, window: Pick<TurnsWindow, 'turns'>, where: 'above' | 'below'): ChatState {
+  const held = new Set(state.turns.map(slotOf))
+  const added = window.turns.filter((turn) => !held.has(slotOf(turn)))
+  if (added.length === 0) return state
+  if (where === 'above' || state.turns.length === 0) return { turns: [...added, ...state.turns] }
+  return { turns: [state.turns[0], ...added, ...state.turns.slice(1)] }
+}
