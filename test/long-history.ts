@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { query } from '@/lib/a2/internal/store'
+import { query } from '@/lib/a2/internal/store/store'
 
 export const EVENTS_PER_ANSWER = 22
 

@@ -19,7 +19,7 @@
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import { createServer, type Store } from '@/lib/a2/server'
-import { encodeHint, JOBS_CHANNEL } from '@/lib/a2/internal/wire'
+import { encodeHint, JOBS_CHANNEL } from '@/lib/a2/internal/core/wire'
 import { OWNER } from '../lib/http'
 import { sleep, until, wallNow, randomBetween, within } from '../lib/time'
 import { summarize, trials, type Summary, type Trials } from '../lib/stats'

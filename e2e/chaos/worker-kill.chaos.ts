@@ -39,7 +39,7 @@ const TOKEN_MS = 60 // ~4.8 s per attempt: long enough to kill mid-stream, short
 const FULL = normalize(upstreamText(TOKENS))
 /** The generate consumer's lease (lib/chat/generate.ts): the takeover must not have waited for it. */
 const LEASE_MS = 15_000
-/** A worker judges others dead only once its own liveness lock has held this long (lib/a2/internal/liveness.ts). */
+/** A worker judges others dead only once its own liveness lock has held this long (lib/a2/internal/runtime/liveness.ts). */
 const LIVENESS_SETTLE_MS = 3_000
 
 test.describe('chaos: kill -9 of the worker mid-stream', () => {

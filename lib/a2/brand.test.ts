@@ -2,13 +2,13 @@ import { describe, expect, it, vi } from 'vitest'
 
 describe('errors across module copies (as Next loads instrumentation and routes)', () => {
   it('matches A2Error, its subclasses and RunAborted by brand, not by class identity', async () => {
-    const first = await import('./internal/effects')
-    const firstErrors = await import('./internal/errors')
-    const firstAbort = await import('./internal/abort')
+    const first = await import('./internal/runtime/effects')
+    const firstErrors = await import('./internal/core/errors')
+    const firstAbort = await import('./internal/core/abort')
     vi.resetModules() // a second, separate copy of every module
-    const second = await import('./internal/effects')
-    const secondErrors = await import('./internal/errors')
-    const secondAbort = await import('./internal/abort')
+    const second = await import('./internal/runtime/effects')
+    const secondErrors = await import('./internal/core/errors')
+    const secondAbort = await import('./internal/core/abort')
     expect(second.EffectNotDispatched).not.toBe(first.EffectNotDispatched)
 
     const thrown = new first.EffectNotDispatched('k')
@@ -22,20 +22,20 @@ describe('errors across module copies (as Next loads instrumentation and routes)
   })
 
   it('matches NotRetryable by brand: a handler of one copy tells the runtime of another not to retry', async () => {
-    const first = await import('./internal/not-retryable')
+    const first = await import('./internal/core/not-retryable')
     vi.resetModules()
-    const second = await import('./internal/not-retryable')
+    const second = await import('./internal/core/not-retryable')
     expect(second.NotRetryable).not.toBe(first.NotRetryable)
     expect(new first.NotRetryable('refused') instanceof second.NotRetryable).toBe(true)
     expect(new Error('plain') instanceof second.NotRetryable).toBe(false)
   })
 
   it('matches the client errors (A2HttpError, PushError) by brand too', async () => {
-    const first = await import('./internal/session-store')
-    const firstHttp = await import('./internal/http-error')
+    const first = await import('./internal/browser/session-store')
+    const firstHttp = await import('./internal/core/http-error')
     vi.resetModules()
-    const second = await import('./internal/session-store')
-    const secondHttp = await import('./internal/http-error')
+    const second = await import('./internal/browser/session-store')
+    const secondHttp = await import('./internal/core/http-error')
     expect(second.PushError).not.toBe(first.PushError)
 
     const pushError = new first.PushError('rate_limited', 'slow down', [], { status: 429 })

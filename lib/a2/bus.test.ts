@@ -4,10 +4,10 @@ import { createServer, type Store } from '@/lib/a2/server'
 import { layers, useTestStore } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { countingStore } from './test-kit/counting-store'
-import { busFor, wakeWorkers, type Hint } from './internal/bus'
-import { consumer } from './internal/consumer'
-import { tail } from './internal/tail'
-import { JOBS_CHANNEL, TAIL_CHANNEL } from './internal/wire'
+import { busFor, wakeWorkers, type Hint } from './internal/log/bus'
+import { consumer } from './internal/runtime/consumer'
+import { tail } from './internal/log/tail'
+import { JOBS_CHANNEL, TAIL_CHANNEL } from './internal/core/wire'
 
 /** A store on the same database that records the channels its bus LISTENs on (a fresh bus: buses are per store object). */
 function listeningStore(store: Store): Store & { channels: string[] } {

@@ -8,8 +8,8 @@ import { consumer, createServer, isA2Error, type A2Event, type Fold, type Store 
 import { layers, useTestStore } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { waitUntil } from './test-kit/runtime'
-import { query } from './internal/store'
-import { forgetFolds, SLICE_CHARS } from './internal/checkpoints'
+import { query } from './internal/store/store'
+import { forgetFolds, SLICE_CHARS } from './internal/log/checkpoints'
 
 interface Texts {
   texts: string[]

@@ -10,8 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { claimStatement } from './internal/jobs'
-import { query } from './internal/store'
+import { claimStatement } from './internal/runtime/jobs'
+import { query } from './internal/store/store'
 import { createTestDb, POSTGRES_URL, type TestDb } from './test-kit/db'
 
 const STUCK_LANES = 10_000

@@ -12,9 +12,9 @@ import { createServer, openPostgresStore, type Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { eventsOf, historyOf, jobOf, waitForJob, waitUntil } from './test-kit/runtime'
-import { consumer } from './internal/consumer'
-import { livenessFor } from './internal/liveness'
-import { LIFE_LOCK_CLASS, query } from './internal/store'
+import { consumer } from './internal/runtime/consumer'
+import { livenessFor } from './internal/runtime/liveness'
+import { LIFE_LOCK_CLASS, query } from './internal/store/store'
 
 const VICTIM = 'a2-victim'
 

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, isStop, type A2Server, type Store } from '@/lib/a2/server'
-import { query } from './internal/store'
+import { query } from './internal/store/store'
 import { createTestDb, type TestDb } from './test-kit/db'
 import { testContract as chat } from './test-kit/contract'
 import { quarantineOpenJobs, waitForJob } from './test-kit/runtime'

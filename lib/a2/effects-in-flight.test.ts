@@ -5,13 +5,13 @@
  * hands over a run inside a call that ignores its signal, a Stop mid-call of an effect that
  * is not overlapSafe, a drain that dies after forcing a run out, and a Stop whose NOTIFY
  * lands between a claim and the attempt it starts. The model-based suite
- * (interleavings.test.ts, lib/a2/model/effects.ts) explores the same boundaries at random.
+ * (interleavings.test.ts, lib/a2/test-kit/state-models/effects.ts) explores the same boundaries at random.
  */
 import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
-import { drainOnce } from './internal/drain'
-import { query } from './internal/store'
+import { drainOnce } from './internal/runtime/drain'
+import { query } from './internal/store/store'
 import { layers } from './test-kit/db'
 import { testContract as chat } from './test-kit/contract'
 import { aborted, claimTicks, historyOf, interceptStore, isClaim, useRuntimeWorld, waitForJob, waitUntil } from './test-kit/runtime'

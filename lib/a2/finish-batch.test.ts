@@ -1,6 +1,6 @@
 /**
- * Runs that end together end in one statement (internal/finish-batch.ts, finishRuns in
- * internal/jobs.ts), on PGlite and on Postgres — and each is still its own compare-and-set:
+ * Runs that end together end in one statement (internal/runtime/finish-batch.ts, finishRuns in
+ * internal/runtime/jobs.ts), on PGlite and on Postgres — and each is still its own compare-and-set:
  *   - a worker's runs that end in one turn share one statement;
  *   - model-based (fast-check, seeded): any batch of endings over runs in any state —
  *     held, superseded, already settled, CANCELLING, with effects DISPATCHED or UNKNOWN —
@@ -14,9 +14,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
-import { finishRuns, type Ending, type FinishRequest } from './internal/jobs'
-import { query } from './internal/store'
-import type { RunStatus } from './internal/transitions'
+import { finishRuns, type Ending, type FinishRequest } from './internal/runtime/jobs'
+import { query } from './internal/store/store'
+import type { RunStatus } from './internal/core/transitions'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { testContract as chat } from './test-kit/contract'
 import { gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUntil } from './test-kit/runtime'

@@ -6,7 +6,7 @@
  * errored pushes kept in the client's outbox and pushed again, same id), a claim racing a
  * Stop and two drains at once (statements interleaved by fast-check's scheduler), a retry's
  * backoff running out, an operator's verdict, and a database outage (it goes away at a
- * chosen statement, refusing it or losing its answer, and comes back: model/outage.ts says
+ * chosen statement, refusing it or losing its answer, and comes back: test-kit/state-models/outage.ts says
  * how, the same on both stores) — and runs them against the real runtime (Attempt, drain,
  * finishRun, the log, push) on PGlite, and on Postgres when TEST_DATABASE_URL is set. After
  * every step the invariants below are checked against the database and a small reference
@@ -36,7 +36,7 @@
  *      of its lane is open;
  *   8. a run's history never goes back in attempts: every change is made by the attempt that
  *      holds the run or a later one (a superseded attempt's ending — run endings share a
- *      statement, internal/finish-batch.ts — is fenced out row by row); no history row a step
+ *      statement, internal/runtime/finish-batch.ts — is fenced out row by row); no history row a step
  *      writes names an attempt older than the one that held the run before the step; and an
  *      effect's call starts only while its attempt holds the run ACTIVE (an effect's late
  *      outcome is the one write a superseded attempt makes, by design: §6's delivery record);
@@ -54,7 +54,7 @@
  *      never starts another attempt;
  *  12. a claim that read a Stop (a claim racing one) never starts its handler;
  *  13. an effect whose call may still be running (its fn entered and not returned, with no kill
- *      or lapsed lease to prove it stopped: model/effects.ts) is never INTENT, FAILED or
+ *      or lapsed lease to prove it stopped: test-kit/state-models/effects.ts) is never INTENT, FAILED or
  *      reconciled "not done" under a terminal run, and is never dispatched twice at once unless
  *      it is overlapSafe.
  * Invariant 2 is "a run ends terminal only from its effects' stored state", 5 "logs stay
@@ -65,19 +65,19 @@ import fc from 'fast-check'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, RunAborted, abortReason, type A2Server, type SessionCaps, type Store } from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
-import { Attempt } from './internal/attempt'
-import { validateInput } from './internal/contract'
-import { drainOnce } from './internal/drain'
-import type { RuntimeHost } from './internal/host'
-import { claimJobs, type ClaimedJob } from './internal/jobs'
-import type { Liveness } from './internal/liveness'
-import { append } from './internal/log'
-import { query } from './internal/store'
+import { Attempt } from './internal/runtime/attempt'
+import { validateInput } from './internal/core/contract'
+import { drainOnce } from './internal/runtime/drain'
+import type { RuntimeHost } from './internal/runtime/runtime-host'
+import { claimJobs, type ClaimedJob } from './internal/runtime/jobs'
+import type { Liveness } from './internal/runtime/liveness'
+import { append } from './internal/log/append'
+import { query } from './internal/store/store'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { testContract as chat } from './test-kit/contract'
 import { gate, interceptStore, type Gate } from './test-kit/runtime'
-import { OutageSwitch, outageStore, type Fault } from './model/outage'
-import { CallsInFlight, checkCallsInFlight } from './model/effects'
+import { OutageSwitch, outageStore, type Fault } from './test-kit/state-models/outage'
+import { CallsInFlight, checkCallsInFlight } from './test-kit/state-models/effects'
 
 const RUNS = Number(process.env.FC_RUNS ?? 300)
 /** `npm test` replays one fixed budget (the same 300 sequences every time); exploring draws new seeds. */
@@ -167,9 +167,9 @@ interface World {
   completed: Set<string>
   violations: string[]
   step: number
-  /** The database, as every process of the sequence reaches it (model/outage.ts). */
+  /** The database, as every process of the sequence reaches it (test-kit/state-models/outage.ts). */
   outage: OutageSwitch
-  /** The effect calls that may still be running (model/effects.ts, invariant 13). */
+  /** The effect calls that may still be running (test-kit/state-models/effects.ts, invariant 13). */
   calls: CallsInFlight
   /** Every Stop the user pressed, in order; `outbox`: those whose push was not acknowledged yet. */
   stops: Stop[]

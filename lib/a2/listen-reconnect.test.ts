@@ -11,9 +11,9 @@ import { createServer, type Store } from '@/lib/a2/server'
 import postgres from 'postgres'
 import { createTestDb, layers, POSTGRES_URL, type TestDb } from './test-kit/db'
 import { testContract } from './test-kit/contract'
-import { busFor, type Hint } from './internal/bus'
-import { consumer } from './internal/consumer'
-import { query } from './internal/store'
+import { busFor, type Hint } from './internal/log/bus'
+import { consumer } from './internal/runtime/consumer'
+import { query } from './internal/store/store'
 
 const killListeners = async (store: Store) =>
   (

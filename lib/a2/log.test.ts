@@ -5,7 +5,7 @@ import { testContract } from './test-kit/contract'
 import { countingStore } from './test-kit/counting-store'
 import { waitUntil } from './test-kit/runtime'
 import { isA2Error } from '@/lib/a2'
-import { query } from './internal/store'
+import { query } from './internal/store/store'
 import { sql } from 'drizzle-orm'
 
 describe.each(layers)('the log on %s', (kind) => {
@@ -24,7 +24,7 @@ describe.each(layers)('the log on %s', (kind) => {
 
   /** A server whose `generate` runs are cancelled by `cancelled` (no worker: its jobs stay unclaimed). */
   const serverWithGenerate = async () => {
-    const gen = (await import('./internal/consumer'))
+    const gen = (await import('./internal/runtime/consumer'))
       .consumer({
         contract: testContract,
         name: 'generate',
@@ -70,7 +70,7 @@ describe.each(layers)('the log on %s', (kind) => {
     const held = new Promise<void>((r) => (release = r))
     const inside = new Promise<void>((r) => (entered = r))
     // Append A holds its transaction (and the session's row lock) open.
-    const { append: rawAppend } = await import('./internal/log')
+    const { append: rawAppend } = await import('./internal/log/append')
     const a = rawAppend(store, server.routing, id, [{ type: 'message', payload: { text: 'A' } }], {
       within: async () => {
         entered()
@@ -219,7 +219,7 @@ describe.each(layers)('the log on %s', (kind) => {
     await s.push(plan[7].id, 'u1', { type: 'cancelled', payload: { of: plan[7].of, lastSeenIndex: 0 } })
 
     const counted = countingStore(store) // the same database, its own committer
-    const { appendSteps } = await import('./internal/steps')
+    const { appendSteps } = await import('./internal/log/group-commit')
     const outcomes = await Promise.all(
       plan.map(({ id, of, jobId, fate }) => {
         // jsonb cannot hold U+0000: the database refuses that statement as a whole.
@@ -259,7 +259,7 @@ describe.each(layers)('the log on %s', (kind) => {
 
   it('fails only the batch whose payload cannot be serialised; the others land', async () => {
     const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map(() => server.sessions.create('u1')))
-    const { appendSteps } = await import('./internal/steps')
+    const { appendSteps } = await import('./internal/log/group-commit')
     // Postgres: the three that could be serialised each take one of the four statements in
     // flight. PGlite: they go together at the end of the loop turn.
     const counted = countingStore(store)
@@ -278,7 +278,7 @@ describe.each(layers)('the log on %s', (kind) => {
   it('coalesces concurrent batches into fewer statements than batches when none is refused', async () => {
     const sessions = await Promise.all(Array.from({ length: 40 }, () => server.sessions.create('u1')))
     const counted = countingStore(store)
-    const { appendSteps } = await import('./internal/steps')
+    const { appendSteps } = await import('./internal/log/group-commit')
     const results = await Promise.all(sessions.map(({ id }) => appendSteps(counted, id, [{ type: 'message', payload: { text: id } }])))
     expect(results.map((events) => events.map((e) => e.index))).toEqual(sessions.map(() => [0]))
     // Postgres: four statements go at once; the other 36 batches wait and share one. PGlite runs
@@ -306,7 +306,7 @@ describe.each(layers)('the log on %s', (kind) => {
       const counted = countingStore(store)
       const controller = new AbortController()
       const got: Array<{ index: number; payload: unknown }> = []
-      const { tail } = await import('./internal/tail')
+      const { tail } = await import('./internal/log/tail')
       const done = (async () => {
         for await (const batch of tail(counted, sessionId, { after, signal: controller.signal, pollMs: 60_000 })) {
           got.push(...batch)

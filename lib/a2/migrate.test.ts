@@ -1,5 +1,5 @@
 /**
- * a2's own migrations (lib/a2/sql, internal/migrate.ts) on an empty database: applied once,
+ * a2's own migrations (lib/a2/sql, internal/store/migrate.ts) on an empty database: applied once,
  * in order, atomically, one process at a time; and the drizzle declarations in schema.ts
  * describe what they make. The app's start (a2's, then its own) is lib/store/migrate.test.ts.
  */
@@ -10,8 +10,8 @@ import { createServer, migrate, schema, type Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { MIGRATIONS } from './sql'
-import { query } from './internal/store'
-import { LEASED_STATUSES, OPEN_STATUSES, STOPPED_STATUSES } from './internal/transitions'
+import { query } from './internal/store/store'
+import { LEASED_STATUSES, OPEN_STATUSES, STOPPED_STATUSES } from './internal/core/transitions'
 
 const rows = <Row>(store: Store, statement: ReturnType<typeof sql>) => query<Row>(store.db, statement)
 const applied = async (store: Store) => rows<{ id: number; name: string }>(store, sql`select id, name from a2_migrations order by id`)

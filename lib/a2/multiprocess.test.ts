@@ -13,7 +13,7 @@ import { createTestDb, POSTGRES_URL, type TestDb } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { createLeakGuard, type LeakGuard } from './test-kit/guard'
 import { eventsOf, historyOf, jobOf, quarantineOpenJobs, waitForJob, waitUntil } from './test-kit/runtime'
-import { LIVENESS_SETTLE_MS } from './internal/liveness'
+import { LIVENESS_SETTLE_MS } from './internal/runtime/liveness'
 import { epochNow, mpConsumers, spawnWorker, type WorkerChild } from './test-kit/worker-process'
 
 const LEASE_MS = 1_000

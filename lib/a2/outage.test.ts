@@ -9,8 +9,8 @@ import { createServer, errorResponse, isStoreUnreachable } from '@/lib/a2/server
 import { layers, useTestStore } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { eventsOf, historyOf, interceptStore, waitForJob } from './test-kit/runtime'
-import { consumer } from './internal/consumer'
-import { throughOutage } from './internal/outage'
+import { consumer } from './internal/runtime/consumer'
+import { throughOutage } from './internal/store/outage'
 
 const withCode = (code: string) => Object.assign(new Error(code), { code })
 

@@ -6,7 +6,7 @@
  * one-statement append, the transactional fallback's begin). On PGlite, and on Postgres when
  * TEST_DATABASE_URL is set. A failure prints its seed; replay with FC_SEED=… (and FC_PATH=…).
  *
- * A batch may also take the database away (model/outage.ts: at its k-th statement in the
+ * A batch may also take the database away (test-kit/state-models/outage.ts: at its k-th statement in the
  * scheduler's order, that statement refused or its answer lost, every later one refused);
  * once the batch has settled the database comes back and the client pushes every errored
  * push again, same ids, as the browser's outbox does (DESIGN §10).
@@ -32,10 +32,10 @@ import { sql } from 'drizzle-orm'
 import { z } from 'zod'
 import { defineContract, isA2Error } from '@/lib/a2'
 import { consumer, createServer, type Store } from '@/lib/a2/server'
-import { query } from './internal/store'
+import { query } from './internal/store/store'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { interceptStore } from './test-kit/runtime'
-import { OutageSwitch, outageStore, type Fault } from './model/outage'
+import { OutageSwitch, outageStore, type Fault } from './test-kit/state-models/outage'
 
 const RUNS = Number(process.env.FC_RUNS ?? 60)
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : process.env.FC_EXPLORE ? undefined : 20261202

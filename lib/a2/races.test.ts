@@ -13,7 +13,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type ConsumerOptions, type Store, type WorkerOptions } from '@/lib/a2/server'
-import { query } from './internal/store'
+import { query } from './internal/store/store'
 import { layers } from './test-kit/db'
 import { testContract as chat } from './test-kit/contract'
 import { claimTicks, freezableStore, gate, historyOf, interceptStore, useRuntimeWorld, waitForJob, waitUntil } from './test-kit/runtime'
@@ -311,7 +311,7 @@ describe.each(layers)('the race table on %s', (kind) => {
     const [{ id: jobId }] = await query<{ id: number }>(store.db, sql`select id from a2_jobs where event_id = ${generate.id} and consumer = ${name}`)
     // An effect a dead attempt 0 left DISPATCHED.
     await query(store.db, sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${jobId}, 'charge', 'DISPATCHED', 0, 0)`)
-    const { applyVerdict } = await import('./internal/effects')
+    const { applyVerdict } = await import('./internal/runtime/effects')
     const stale = await applyVerdict(store.db, Number(jobId), 3, 'charge', { done: true, result: 'r' }).catch((e) => e)
     expect(stale?.code).toBe('fenced')
     expect(await effectsOf(Number(jobId))).toMatchObject([{ key: 'charge', status: 'DISPATCHED' }])

@@ -3,12 +3,18 @@
  * a2 — the React door: `useSession`, a thin hook over the plain session store.
  */
 import { useEffect, useState, useSyncExternalStore } from 'react'
-import { createSessionStore, type SessionStoreOptions, type SessionSnapshot, type SessionStore, type PushInput } from './internal/session-store'
+import {
+  createSessionStore,
+  type SessionStoreOptions,
+  type SessionSnapshot,
+  type SessionStore,
+  type PushInput,
+} from './internal/browser/session-store'
 
-export { createSessionStore, clientEventId, PushError } from './internal/session-store'
-export { startOutboxCourier, type OutboxCourierOptions, type CourierStorage } from './internal/outbox-courier'
-export { A2HttpError } from './internal/http-error'
-export type { SessionSnapshot, SessionStore, PushInput, Connection, OutboxEntry, OutboxStorage } from './internal/session-store'
+export { createSessionStore, clientEventId, PushError } from './internal/browser/session-store'
+export { startOutboxCourier, type OutboxCourierOptions, type CourierStorage } from './internal/browser/outbox-courier'
+export { A2HttpError } from './internal/core/http-error'
+export type { SessionSnapshot, SessionStore, PushInput, Connection, OutboxEntry, OutboxStorage } from './internal/browser/session-store'
 
 /** One store per mounted session: give the component `key={sessionId}` to switch sessions. */
 export function useSession<S>(

@@ -19,9 +19,9 @@ import {
   type Worker,
 } from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
-import { completeJob } from './internal/jobs'
-import { query } from './internal/store'
-import { decodeHint } from './internal/wire'
+import { completeJob } from './internal/runtime/jobs'
+import { query } from './internal/store/store'
+import { decodeHint } from './internal/core/wire'
 import { createTestDb, layers, POSTGRES_URL, type TestDb } from './test-kit/db'
 import { testContract as chat } from './test-kit/contract'
 import { createLeakGuard, type LeakGuard } from './test-kit/guard'

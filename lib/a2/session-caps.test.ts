@@ -13,8 +13,8 @@ import { consumer, createServer, type Store } from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { testContract } from './test-kit/contract'
-import { append as rawAppend } from './internal/log'
-import { query } from './internal/store'
+import { append as rawAppend } from './internal/log/append'
+import { query } from './internal/store/store'
 
 const CAPS = { maxEvents: 6, maxPushedBytes: 400 }
 

@@ -11,14 +11,14 @@
  *   - a chunk batch's admission (its run not stopped): it looked the run up among all of the
  *     session's runs, with no index to find it by its event's id — 1,000 rows a batch here,
  *     at every plan. Now by key (sql/0002); the transactional append's own check (a step that
- *     carries an id, log.ts) likewise.
+ *     carries an id, log/append.ts) likewise.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql, TransactionRollbackError } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { query, type Executor } from './internal/store'
-import { readPushContext } from './internal/push-context'
-import { append } from './internal/log'
+import { query, type Executor } from './internal/store/store'
+import { readPushContext } from './internal/log/push-context'
+import { append } from './internal/log/append'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 
 const EVENTS = 20_000

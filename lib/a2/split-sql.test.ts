@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { splitStatements } from './internal/split-sql'
+import { splitStatements } from './internal/store/split-sql'
 import { MIGRATIONS } from './sql'
 
 describe('splitStatements', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
 import { createTestDb, POSTGRES_URL, useTestStore, type TestDb } from './test-kit/db'
-import { query, sqlState } from './internal/store'
+import { query, sqlState } from './internal/store/store'
 
 // Prepared statements are a postgres-js matter: PGlite has no such layer.
 describe.skipIf(!POSTGRES_URL)('the Postgres store', () => {
@@ -47,7 +47,7 @@ describe.skipIf(!POSTGRES_URL)('the Postgres store', () => {
 })
 
 // PGlite parses and plans a statement's text on every `query` (six calls into its WASM): the
-// store keeps named statements there too (internal/pglite-prepared.ts).
+// store keeps named statements there too (internal/store/pglite-prepared.ts).
 describe('the PGlite store', () => {
   const store = useTestStore('pglite')
 

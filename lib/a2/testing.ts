@@ -8,9 +8,9 @@ import { and, desc, eq } from 'drizzle-orm'
 import { MockLanguageModelV4 } from 'ai/test'
 import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { jobs } from './schema'
-import type { Store } from './internal/store'
+import type { Store } from './internal/store/store'
 
-export { query } from './internal/store'
+export { query } from './internal/store/store'
 /** A small contract shaped like a chat's, a store that counts its statements, a poll, a statement interceptor. */
 export { testContract } from './test-kit/contract'
 export { countingStore } from './test-kit/counting-store'

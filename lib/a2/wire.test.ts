@@ -11,7 +11,7 @@ import {
   encodeStepBatch,
   pushedEvents,
   WireError,
-} from './internal/wire'
+} from './internal/core/wire'
 
 const event = (index: number, payload: unknown = { text: 'hi' }): A2Event => ({
   id: `e${index}`,

@@ -2,10 +2,10 @@
  * Route-handler helpers on web-standard Request/Response, so any framework's routes can
  * serve a2: bounded JSON bodies, typed JSON errors, and the log as server-sent events.
  */
-import type { A2Event } from './contract'
-import { A2Error } from './errors'
-import { isStoreUnreachable } from './outage'
-import { encodeSseEvent, errorBody, SSE_KEEP_ALIVE, SSE_OPEN } from './wire'
+import type { A2Event } from './core/contract'
+import { A2Error } from './core/errors'
+import { isStoreUnreachable } from './store/outage'
+import { encodeSseEvent, errorBody, SSE_KEEP_ALIVE, SSE_OPEN } from './core/wire'
 
 /**
  * Reads a JSON body of at most `maxBytes`, counting what actually arrives (Content-Length

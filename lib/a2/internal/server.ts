@@ -3,13 +3,23 @@
  * the append routing (which jobs an event starts, which runs it cancels), pushes from
  * browsers, reads and tails, and workers.
  */
-import { LEASED } from './transitions'
+import { LEASED } from './core/transitions'
 import { sql } from 'drizzle-orm'
-import type { Consumer } from './consumer'
-import { checkJsonValue, validateInput, type A2Event, type Contract, type EventDefinition, type EventInput, type EventOf } from './contract'
-import { A2Error } from './errors'
+import type { Consumer } from './runtime/consumer'
+import { checkJsonValue, validateInput, type A2Event, type Contract, type EventDefinition, type EventInput, type EventOf } from './core/contract'
+import { A2Error } from './core/errors'
 import {
   append,
+  read,
+  type AppendResult,
+  type CancelRoute,
+  type Fence,
+  type JobRoute,
+  type Routing,
+  type SessionCaps,
+  type ValidInput,
+} from './log/append'
+import {
   createSession,
   deleteSession,
   transferSessions,
@@ -17,29 +27,21 @@ import {
   getOwnedSession,
   listSessions,
   openRuns,
-  read,
   renameSession,
   searchSessions,
-  type AppendResult,
-  type CancelRoute,
-  type Fence,
-  type JobRoute,
   type OpenRun,
-  type Routing,
-  type SessionCaps,
   type SessionMatch,
   type SessionSummary,
-  type ValidInput,
-} from './log'
-import { query, type Executor, type Store } from './store'
-import { tail } from './tail'
-import { foldSession, type Fold, type Folded } from './checkpoints'
-import { Worker, type WorkerOptions } from './worker'
-import { DEFAULT_MAX_ATTEMPTS } from './host'
-import { busFor } from './bus'
-import { pushedEvents } from './wire'
-import { operator, type A2Operator } from './operator'
-import { readPushContext, type PushContext } from './push-context'
+} from './log/sessions'
+import { query, type Executor, type Store } from './store/store'
+import { tail } from './log/tail'
+import { foldSession, type Fold, type Folded } from './log/checkpoints'
+import { Worker, type WorkerOptions } from './runtime/worker'
+import { DEFAULT_MAX_ATTEMPTS } from './runtime/runtime-host'
+import { busFor } from './log/bus'
+import { pushedEvents } from './core/wire'
+import { operator, type A2Operator } from './runtime/operator'
+import { readPushContext, type PushContext } from './log/push-context'
 
 /** Most events one push may carry: a message and its generate request fit many times over. */
 export const MAX_EVENTS_PER_PUSH = 20
@@ -226,7 +228,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>): A2S
       if (pushOptions.admit) {
         const named = [...ids, ...(pushOptions.refersTo?.(inputs) ?? [])]
         context = await readPushContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
-        const running = context.openRuns.filter((run) => run.status !== 'UNKNOWN')
+        const running = context.unsettledRuns.filter((run) => run.status !== 'UNKNOWN')
         await pushOptions.admit(inputs, {
           events: context.events as Array<EventOf<C>>,
           running: running.map((run) => ({ jobId: run.jobId, consumer: run.consumer, eventId: run.trigger.id, payload: run.trigger.payload })),

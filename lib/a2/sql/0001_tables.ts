@@ -1,7 +1,7 @@
 /**
  * Migration 0001: a2's five tables. SQL kept as a string module, not a .sql file read at
  * runtime: Next bundles server code, and a string travels with the code that runs it.
- * Applied by `migrate()` (../internal/migrate.ts); never edit a shipped migration, add one.
+ * Applied by `migrate()` (../internal/store/migrate.ts); never edit a shipped migration, add one.
  *
  * Constraint and index names follow drizzle-kit's style (`<table>_<column>_<ref>_fk`), so
  * the app's drizzle-kit migrations that refer to a2's tables read them the way they expect.

@@ -1,5 +1,5 @@
 /**
- * Migration 0002: the append functions, a2's hot path (../internal/steps.ts).
+ * Migration 0002: the append functions, a2's hot path (../internal/log/group-commit.ts).
  *
  * The status lists inside are literals, not the constants of transitions.ts: a migration
  * is frozen once shipped, and a changed constant must come with a new migration. The
@@ -19,7 +19,7 @@
  */
 export default /* sql */ `
 -- ─── a2_notify ───────────────────────────────────────────────────────────────
--- The NOTIFY of an append: its hint (see ../internal/bus.ts) carries the appended events too
+-- The NOTIFY of an append: its hint (see ../internal/log/bus.ts) carries the appended events too
 -- when they fit, so a tail that is up to date takes them from the notification instead of
 -- reading them back (at 100 streams the app process's reads were ~30% of its CPU). 7,900
 -- bytes keeps the payload under NOTIFY's 8,000-byte limit; bigger appends announce their

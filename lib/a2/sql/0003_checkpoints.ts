@@ -1,5 +1,5 @@
 /**
- * Migration 0003: fold checkpoints (../internal/checkpoints.ts).
+ * Migration 0003: fold checkpoints (../internal/log/checkpoints.ts).
  */
 export default /* sql */ `
 -- ─── a2_checkpoints ──────────────────────────────────────────────────────────

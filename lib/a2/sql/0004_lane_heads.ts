@@ -1,5 +1,5 @@
 /**
- * Migration 0004: lane heads (../internal/jobs.ts claims only jobs whose lane is free).
+ * Migration 0004: lane heads (../internal/runtime/jobs.ts claims only jobs whose lane is free).
  * The status lists are literals (see 0002); migrate.test.ts checks them against OPEN_STATUSES.
  */
 export default /* sql */ `

@@ -1,5 +1,5 @@
 /**
- * Migration 0006: checkpoints stored in pieces (../internal/checkpoints.ts, a fold's
+ * Migration 0006: checkpoints stored in pieces (../internal/log/checkpoints.ts, a fold's
  * `checkpoint` codec), so that writing or reading one never holds an event loop for the
  * whole state's JSON.
  */

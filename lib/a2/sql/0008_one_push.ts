@@ -5,7 +5,7 @@
  * NOTIFY), and now also takes a fence and the runs whose steps it carries, so a consumer's
  * fenced append is one statement too. `a2_push` is the two in one statement; an append that
  * must commit with the caller's own rows (a run's FAILED status and its `a2.failed` event, a
- * rename) calls them in a transaction with its rows between (../internal/log.ts). The
+ * rename) calls them in a transaction with its rows between (../internal/log/append.ts). The
  * fence and the step admission are `a2_step_refusal`, which the step batches
  * (`a2_append_steps_many`, re-created here whole) use too: each check is written once.
  *

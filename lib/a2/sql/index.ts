@@ -1,6 +1,6 @@
 /**
  * a2's migrations, in the order they apply. Each is applied once, in one transaction with
- * the others pending, and recorded in a2_migrations (../internal/migrate.ts). Ids never
+ * the others pending, and recorded in a2_migrations (../internal/store/migrate.ts). Ids never
  * change and never repeat, and a shipped module is never edited: append a new module here to
  * change the schema. A function a new module changes is created there whole (`create or
  * replace`), never patched from an older module's text, so the newest module that creates a

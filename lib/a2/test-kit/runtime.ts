@@ -10,7 +10,7 @@ import { sql, type SQL } from 'drizzle-orm'
 import { PgDialect } from 'drizzle-orm/pg-core'
 import type { Store } from '@/lib/a2/server'
 import { useTestStore, type TestDb } from './db'
-import { query } from '../internal/store'
+import { query } from '../internal/store/store'
 
 export interface Entry {
   what: string

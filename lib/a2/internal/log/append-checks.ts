@@ -4,9 +4,9 @@
  * session's pushed bytes, the session's caps, and whether ids already in the log are a
  * retry of the same events or a different request.
  */
-import type { A2Event } from './contract'
-import { A2Error } from './errors'
-import type { SessionCaps, ValidInput } from './types'
+import type { A2Event } from '../core/contract'
+import { A2Error } from '../core/errors'
+import type { SessionCaps, ValidInput } from '../core/types'
 
 /** What a push adds to the session's pushed bytes: its payloads as JSON. */
 export function pushedBytes(inputs: readonly ValidInput[]): number {

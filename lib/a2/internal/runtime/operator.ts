@@ -3,11 +3,11 @@
  * history and effects; and the one manual action, settling an UNKNOWN effect.
  */
 import { desc, eq, sql, asc } from 'drizzle-orm'
-import { effects, jobTransitions, jobs, type EffectRow, type JobRow, type JobTransitionRow } from '../schema'
-import { A2Error } from './errors'
-import { query, type Store } from './store'
+import { effects, jobTransitions, jobs, type EffectRow, type JobRow, type JobTransitionRow } from '../../schema'
+import { A2Error } from '../core/errors'
+import { query, type Store } from '../store/store'
 import { settleIfResolved } from './effects'
-import type { RunStatus } from './transitions'
+import type { RunStatus } from '../core/transitions'
 
 /** `server.operator`: every user's runs, and the verdict on an UNKNOWN effect. */
 export interface A2Operator {

@@ -10,7 +10,7 @@
  */
 import { randomInt } from 'node:crypto'
 import type { SQL } from 'drizzle-orm'
-import type { LifeLock, Store } from './store'
+import type { LifeLock, Store } from '../store/store'
 
 export interface Liveness {
   /** This process's key, written into every claim it makes. */

@@ -9,17 +9,17 @@
  * duplicate the log answers, never a second terminal event.
  */
 import { sql } from 'drizzle-orm'
-import type { A2Event } from './contract'
+import type { A2Event } from '../core/contract'
 import type { RunEnding } from './consumer'
-import { eventFromRow, type EventRow } from './event-row'
-import type { RuntimeHost } from './host'
+import { eventFromRow, type EventRow } from '../log/event-row'
+import type { RuntimeHost } from './runtime-host'
 import { describeError } from './jobs'
-import { read } from './log'
-import { foldSession } from './checkpoints'
-import { throughOutage } from './outage'
-import { query } from './store'
-import type { Fence, ValidInput } from './types'
-import type { RunStatus } from './transitions'
+import { read } from '../log/append'
+import { foldSession } from '../log/checkpoints'
+import { throughOutage } from '../store/outage'
+import { query } from '../store/store'
+import type { Fence, ValidInput } from '../core/types'
+import type { RunStatus } from '../core/transitions'
 
 /** How long the hook's write is sent again through an outage: the chat's lease, 15 s. */
 const ENDING_OUTAGE_MS = 15_000

@@ -3,10 +3,10 @@
  * the drain (drain.ts) — need from the server that started them. Types only: the roles
  * import this, never each other's internals.
  */
-import type { A2Event, Contract } from './contract'
+import type { A2Event, Contract } from '../core/contract'
 import type { Consumer } from './consumer'
-import type { Fence } from './types'
-import type { Executor, Store } from './store'
+import type { Fence } from '../core/types'
+import type { Executor, Store } from '../store/store'
 
 /** Race-suite seams: each runs at one boundary of an attempt, so a test can hold it there. */
 export interface WorkerHooks {

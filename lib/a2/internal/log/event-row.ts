@@ -3,7 +3,7 @@
  * EVENT_COLUMNS (or the same names) and maps its rows here.
  */
 import { sql } from 'drizzle-orm'
-import type { A2Event } from './contract'
+import type { A2Event } from '../core/contract'
 
 /** An event row as a raw statement returns it (postgres-js gives a Date, PGlite too; JSON a string). */
 export interface EventRow {

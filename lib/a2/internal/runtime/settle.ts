@@ -6,16 +6,16 @@
  * and nowhere else.
  */
 import { sql } from 'drizzle-orm'
-import { abortReason } from './abort'
+import { abortReason } from '../core/abort'
 import { EffectNotDispatched, EffectSettledMeanwhile, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
-import { isA2Error } from './errors'
-import { NotRetryable } from './not-retryable'
+import { isA2Error } from '../core/errors'
+import { NotRetryable } from '../core/not-retryable'
 import { finishBatched } from './finish-batch'
-import type { RuntimeHost } from './host'
+import type { RuntimeHost } from './runtime-host'
 import { backoffMs, describeError, failureEvent, finishRun, scheduleRetry, surrenderJob, type ClaimedJob, type Ending } from './jobs'
-import type { Fence } from './types'
-import { query } from './store'
-import type { RunStatus, TransitionReason } from './transitions'
+import type { Fence } from '../core/types'
+import { query } from '../store/store'
+import type { RunStatus, TransitionReason } from '../core/transitions'
 
 /** The outcome rules: how an attempt whose handler returned or threw ends, by its signal's reason. */
 export async function settleAttempt(

@@ -11,7 +11,7 @@
  * Stop); two tabs sending the same Stop is one event (its id).
  * Only the events are stored (id, type, payload, createdAt); the failure count is per page.
  */
-import type { A2Event } from './contract'
+import type { A2Event } from '../core/contract'
 
 /** The part of the Web Storage API the outbox uses (localStorage fits; tests pass a map). */
 export interface OutboxStorage {

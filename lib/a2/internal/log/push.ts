@@ -13,14 +13,14 @@
  */
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
-import type { A2Event } from './contract'
-import { A2Error } from './errors'
+import type { A2Event } from '../core/contract'
+import { A2Error } from '../core/errors'
 import { eventFromRow, isoTime, jsonbRows, type EventRow } from './event-row'
 import { pushedBytes, sameEventsAgain, sessionFull } from './append-checks'
 import { readPushContext, type PushContext } from './push-context'
-import { query, type Executor, type Store } from './store'
-import type { Fence, Routing, SessionCaps, ValidInput } from './types'
-import { JOBS_CHANNEL, MAX_CANCELS_PER_HINT, TAIL_CHANNEL } from './wire'
+import { query, type Executor, type Store } from '../store/store'
+import type { Fence, Routing, SessionCaps, ValidInput } from '../core/types'
+import { JOBS_CHANNEL, MAX_CANCELS_PER_HINT, TAIL_CHANNEL } from '../core/wire'
 
 export interface PushOptions {
   /** Set for pushes: the session must belong to this owner. */
@@ -188,7 +188,7 @@ function planOf(routing: Routing, sessionId: string, inputs: readonly ValidInput
         continue
       }
       const cancelling = stored(e)
-      const seen = context!.openRuns.filter(
+      const seen = context!.unsettledRuns.filter(
         (run) => run.consumer === route.consumer && (run.status === 'ACTIVE' || (run.status === 'UNKNOWN' && !run.cancelled)),
       )
       const chosen = seen.filter((run) => route.predicate!(cancelling, run.trigger))

@@ -1,8 +1,8 @@
 /**
  * `consumer({...}).run(fn)`: a named handler for some event types of a contract.
  */
-import type { Contract, EventInput, EventOf, EventTypes } from './contract'
-import type { ConsumerReconcile, EffectOptions, Fold, Folded, ReconcileResult } from './types'
+import type { Contract, EventInput, EventOf, EventTypes } from '../core/contract'
+import type { ConsumerReconcile, EffectOptions, Fold, Folded, ReconcileResult } from '../core/types'
 
 export type AbortOn<C extends Contract, T extends EventTypes<C>> =
   ReadonlyArray<EventTypes<C>> | { [K in EventTypes<C>]?: (event: EventOf<C, K>, trigger: EventOf<C, T>) => boolean }

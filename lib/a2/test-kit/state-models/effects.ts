@@ -13,7 +13,7 @@
  * without either proof: that is what the invariant is about.
  */
 import { sql } from 'drizzle-orm'
-import { query, type Executor } from '../internal/store'
+import { query, type Executor } from '../../internal/store/store'
 
 interface Call {
   worker: number

@@ -14,8 +14,8 @@
  * acknowledgement of its id, or the app's own final refusal (a 4xx other than 408/429 with
  * its error body; `invalid_reference` only after UNSEEN_REFERENCE_HOLD_MS), ends one.
  */
-import type { A2Event } from './contract'
-import { A2HttpError } from './http-error'
+import type { A2Event } from '../core/contract'
+import { A2HttpError } from '../core/http-error'
 import {
   claimOutbox,
   createOutbox,
@@ -28,7 +28,7 @@ import {
   type OutboxStorage,
 } from './outbox'
 import { postPush, PushError } from './post-push'
-import { decodeSseEvent, WireError, type PushedEvent } from './wire'
+import { decodeSseEvent, WireError, type PushedEvent } from '../core/wire'
 
 export type { OutboxEntry, OutboxStorage } from './outbox'
 export { PushError } from './post-push'

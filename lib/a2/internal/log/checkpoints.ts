@@ -12,12 +12,12 @@
  * held the reader's loop 59–66 ms, one JSON.stringify ~28 ms.
  */
 import { sql } from 'drizzle-orm'
-import { read } from './log'
-import { query, type Store } from './store'
-import type { A2Event } from './contract'
-import type { CheckpointCodec, Fold, Folded } from './types'
+import { read } from './append'
+import { query, type Store } from '../store/store'
+import type { A2Event } from '../core/contract'
+import type { CheckpointCodec, Fold, Folded } from '../core/types'
 
-export type { Fold, Folded } from './types'
+export type { Fold, Folded } from '../core/types'
 
 /**
  * 1,000 events a page: ~2 ms of folding for the chat's reducer (up to ~8 ms of CPU with its

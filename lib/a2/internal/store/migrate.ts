@@ -8,7 +8,7 @@
  * A failed statement rolls back every migration of that call; none is half-applied.
  */
 import { sql } from 'drizzle-orm'
-import { MIGRATIONS, type Migration } from '../sql'
+import { MIGRATIONS, type Migration } from '../../sql'
 import { splitStatements } from './split-sql'
 import { LIFE_LOCK_CLASS, query, type Store } from './store'
 

@@ -2,14 +2,14 @@
  * Job state changes, one statement each. Every write made under a lease is fenced on
  * (job, attempt) and checks its row count: a superseded attempt writes nothing.
  */
-import { wakeWorkers } from './bus'
+import { wakeWorkers } from '../log/bus'
 import { sql, type SQL } from 'drizzle-orm'
-import type { EventRef } from './abort'
-import { FAILED_TYPE, type A2Event } from './contract'
-import { eventFromRow } from './event-row'
-import type { Fence } from './types'
-import { query, type Executor } from './store'
-import { LEASED, type RunStatus, type TransitionReason } from './transitions'
+import type { EventRef } from '../core/abort'
+import { FAILED_TYPE, type A2Event } from '../core/contract'
+import { eventFromRow } from '../log/event-row'
+import type { Fence } from '../core/types'
+import { query, type Executor } from '../store/store'
+import { LEASED, type RunStatus, type TransitionReason } from '../core/transitions'
 
 export interface ClaimedJob {
   id: number

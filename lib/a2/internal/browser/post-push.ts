@@ -2,10 +2,10 @@
  * One push over HTTP, as the browser sends it (PROTOCOL.md §9.1, §11), and what its answer means for
  * a retry: the session store's pushes and the outbox courier's both go through here.
  */
-import type { A2Event } from './contract'
-import { A2HttpError, httpErrorOf, type A2HttpErrorOptions } from './http-error'
-import { brandOf } from './brand'
-import { decodeErrorBody, decodePushAnswer, encodePushBody, WireError, type PushedEvent } from './wire'
+import type { A2Event } from '../core/contract'
+import { A2HttpError, httpErrorOf, type A2HttpErrorOptions } from '../core/http-error'
+import { brandOf } from '../core/brand'
+import { decodeErrorBody, decodePushAnswer, encodePushBody, WireError, type PushedEvent } from '../core/wire'
 
 /** A push the server refused or never got: an A2HttpError with the events it rolled back. */
 export class PushError extends A2HttpError {

@@ -7,11 +7,11 @@
  * that no run opened since (push.ts).
  */
 import { sql } from 'drizzle-orm'
-import type { A2Event } from './contract'
-import { A2Error } from './errors'
+import type { A2Event } from '../core/contract'
+import { A2Error } from '../core/errors'
 import { eventFromRow, jsonbRows, type EventRow } from './event-row'
-import { query, type Executor } from './store'
-import { OPEN, type RunStatus } from './transitions'
+import { query, type Executor } from '../store/store'
+import { OPEN, type RunStatus } from '../core/transitions'
 
 export interface OpenRunRead {
   jobId: number
@@ -28,7 +28,7 @@ export interface PushContext {
   /** The session's events with the ids asked for (missing ids are left out). */
   events: A2Event[]
   /** Runs not yet settled (OPEN_STATUSES), in job id order. */
-  openRuns: OpenRunRead[]
+  unsettledRuns: OpenRunRead[]
 }
 
 const EVENT_JSON = sql.raw(
@@ -63,7 +63,7 @@ export async function readPushContext(
   return {
     head: row.head,
     events: jsonbRows(row.events).map(eventFromRow),
-    openRuns: jsonbRows(row.open).map((r) => ({
+    unsettledRuns: jsonbRows(row.open).map((r) => ({
       jobId: Number(r.job),
       consumer: r.consumer,
       status: r.status,

@@ -11,13 +11,13 @@
  */
 import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
-import type { A2Event } from './contract'
-import { A2Error } from './errors'
-import { encodeStepBatch, TAIL_CHANNEL } from './wire'
+import type { A2Event } from '../core/contract'
+import { A2Error } from '../core/errors'
+import { encodeStepBatch, TAIL_CHANNEL } from '../core/wire'
 import { isoTime } from './event-row'
-import type { Fence, ValidInput } from './types'
+import type { Fence, ValidInput } from '../core/types'
 import { sessionFull } from './append-checks'
-import { query, type Store } from './store'
+import { query, type Store } from '../store/store'
 
 /**
  * Four statements at once. Throughput needs two (one commits — WAL flush, NOTIFY — while the

@@ -6,10 +6,10 @@
  * lost NOTIFY slows, never breaks. Payloads are coded in wire.ts (spec: PROTOCOL.md).
  */
 import { sql } from 'drizzle-orm'
-import { decodeHint, encodeHint, JOBS_CHANNEL, TAIL_CHANNEL, WireError, type Hint } from './wire'
-import { query, type Executor, type Store } from './store'
+import { decodeHint, encodeHint, JOBS_CHANNEL, TAIL_CHANNEL, WireError, type Hint } from '../core/wire'
+import { query, type Executor, type Store } from '../store/store'
 
-export type { Hint } from './wire'
+export type { Hint } from '../core/wire'
 
 /** Wakes every worker's claim loop (a job became claimable without an append: surrendered, released, resolved). */
 export async function wakeWorkers(executor: Executor): Promise<void> {

@@ -5,16 +5,16 @@
  */
 import { hostname } from 'node:os'
 import { randomUUID } from 'node:crypto'
-import { RunAborted } from './abort'
+import { RunAborted } from '../core/abort'
 import { Attempt } from './attempt'
-import { busFor, type Hint } from './bus'
+import { busFor, type Hint } from '../log/bus'
 import { drainOnce, OWNER_GONE_CONFIRM_MS } from './drain'
-import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './host'
+import { leaseMsOf, type RuntimeHost, type WorkerHooks } from './runtime-host'
 import { claimJobs, describeError } from './jobs'
 import { livenessFor, type Liveness } from './liveness'
-import { isStoreUnreachable } from './outage'
+import { isStoreUnreachable } from '../store/outage'
 
-export type { WorkerHooks } from './host'
+export type { WorkerHooks } from './runtime-host'
 
 export interface WorkerOptions {
   id?: string

@@ -8,15 +8,15 @@
  * run someone held does so as a new attempt, so the old attempt's writes are fenced out.
  * A controller that restarts resumes from the durable state: nothing here is in memory.
  */
-import { wakeWorkers } from './bus'
+import { wakeWorkers } from '../log/bus'
 import { sql } from 'drizzle-orm'
-import { leaseMsOf, type RuntimeHost } from './host'
+import { leaseMsOf, type RuntimeHost } from './runtime-host'
 import { describeError } from './jobs'
 import type { Liveness } from './liveness'
 import { failRun, settleCancelling } from './settle'
 import { announceEnding } from './ending'
-import { query, type Executor } from './store'
-import { LEASED, type TransitionReason } from './transitions'
+import { query, type Executor } from '../store/store'
+import { LEASED, type TransitionReason } from '../core/transitions'
 
 export interface DrainOptions {
   /** Who drains: the drain holds a run under this name while it settles it. */

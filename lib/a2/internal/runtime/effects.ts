@@ -8,16 +8,16 @@
  *   DISPATCHED by a dead attempt ──reconcile──▶ DONE | INTENT (not done: dispatch again)
  *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
  */
-import { wakeWorkers } from './bus'
+import { wakeWorkers } from '../log/bus'
 import { sql } from 'drizzle-orm'
-import { A2Error } from './errors'
-import { brandOf } from './brand'
-import { RunAborted, abortReason } from './abort'
-import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from './types'
-import { query, type Executor } from './store'
-import { LEASED, type RunStatus, type TransitionReason } from './transitions'
+import { A2Error } from '../core/errors'
+import { brandOf } from '../core/brand'
+import { RunAborted, abortReason } from '../core/abort'
+import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from '../core/types'
+import { query, type Executor } from '../store/store'
+import { LEASED, type RunStatus, type TransitionReason } from '../core/transitions'
 
-export type { EffectOptions, EffectStatus } from './types'
+export type { EffectOptions, EffectStatus } from '../core/types'
 
 /** Thrown by ctx.effect when the run was cancelled before dispatch: `fn` was not called. */
 export class EffectNotDispatched extends A2Error {

@@ -6,10 +6,10 @@
  * Notifications arrive in commit order and carry the events they announce when those fit,
  * so an up-to-date tail takes them from there and reads the log only to catch up.
  */
-import type { A2Event } from './contract'
+import type { A2Event } from '../core/contract'
 import { busFor } from './bus'
-import { read } from './log'
-import type { Store } from './store'
+import { read } from './append'
+import type { Store } from '../store/store'
 
 export interface TailOptions {
   after: number

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm'
-import { jobTransitions } from '../schema'
-import type { Db, Executor } from './store'
+import { jobTransitions } from '../../schema'
+import type { Db, Executor } from '../store/store'
 
 export type RunStatus = 'ACTIVE' | 'CANCELLING' | 'CANCELLED' | 'COMPLETED' | 'FAILED' | 'UNKNOWN'
 

@@ -17,8 +17,8 @@
  * the run for its short transaction) holds the endings queued behind it that long too.
  */
 import { finishRuns, type FinishRequest } from './jobs'
-import { sqlState, type Store } from './store'
-import type { RunStatus } from './transitions'
+import { sqlState, type Store } from '../store/store'
+import type { RunStatus } from '../core/transitions'
 
 /** At most this many runs per statement: a worker's default concurrency, so one batch holds every run of a worker. */
 export const MAX_FINISH_BATCH = 64
