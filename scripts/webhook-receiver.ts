@@ -3,6 +3,8 @@
  * for tests and e2e: it records a POST the moment its body arrives (a receiver acts on what
  * reached it, whether or not the sender waits for the answer), answers after `holdMs` (a
  * delivery that takes time, so a Stop can land during it), and answers GET by key.
+ * `acceptAfterMs` holds a POST before acting on it (a receiver that queues its work: a sender that
+ * gives up first never delivered); `askStatus` makes every GET answer that status (a receiver that cannot say).
  */
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -11,18 +13,31 @@ export interface WebhookReceiver {
   url: string
   /** Deliveries by Idempotency-Key, in arrival order. */
   received: Map<string, unknown>
+  /** POSTs that reached it (acted on or not yet). */
+  arrived: number
   /** POSTs whose sender closed the request before the answer (aborted mid-call). */
   abandoned: number
   close(): Promise<void>
 }
 
-export async function startWebhookReceiver(options: { holdMs?: number; port?: number } = {}): Promise<WebhookReceiver> {
+export interface WebhookReceiverOptions {
+  holdMs?: number
+  acceptAfterMs?: number
+  askStatus?: number
+  port?: number
+}
+
+export async function startWebhookReceiver(options: WebhookReceiverOptions = {}): Promise<WebhookReceiver> {
   const holdMs = options.holdMs ?? 0
   const received = new Map<string, unknown>()
-  const state = { abandoned: 0 }
+  const state = { arrived: 0, abandoned: 0 }
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://receiver')
     if (req.method === 'GET') {
+      if (options.askStatus) {
+        res.writeHead(options.askStatus)
+        return res.end()
+      }
       const key = url.searchParams.get('idempotencyKey') ?? ''
       res.writeHead(received.has(key) ? 200 : 404, { 'content-type': 'application/json' })
       return res.end(JSON.stringify(received.has(key) ? { key, received: true } : { key, received: false }))
@@ -32,12 +47,15 @@ export async function startWebhookReceiver(options: { holdMs?: number; port?: nu
       res.writeHead(400)
       return res.end()
     }
+    // Closed before the answer: the sender gave up (a Stop aborted its request).
+    res.on('close', () => void (res.writableEnded || state.abandoned++))
+    state.arrived++
+    // Read at once (a socket left unread never sees its sender close), acted on after acceptAfterMs.
     const body = await readBody(req)
+    if (options.acceptAfterMs) await new Promise((resolve) => setTimeout(resolve, options.acceptAfterMs))
+    if (res.destroyed) return
     if (!received.has(key)) received.set(key, body)
-    let answered = false
-    res.on('close', () => void (answered || state.abandoned++))
     setTimeout(() => {
-      answered = true
       if (res.destroyed) return
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end(JSON.stringify({ key, received: true }))
@@ -48,6 +66,9 @@ export async function startWebhookReceiver(options: { holdMs?: number; port?: nu
   return {
     url: `http://127.0.0.1:${port}/hook`,
     received,
+    get arrived() {
+      return state.arrived
+    },
     get abandoned() {
       return state.abandoned
     },
