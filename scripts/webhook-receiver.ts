@@ -5,9 +5,13 @@
  * delivery that takes time, so a Stop can land during it), and answers GET by key.
  * `acceptAfterMs` holds a POST before acting on it (a receiver that queues its work: a sender that
  * gives up first never delivered); `askStatus` makes every GET answer that status (a receiver that cannot say).
+ * A body containing `[[queued]]` is held 60 s that way, one containing `[[mute]]` is asked with a
+ * 503: how a browser test picks the receiver's behaviour from its prompt. `GET /__received` lists
+ * what arrived, for tests in another process.
  */
 import { createServer, type IncomingMessage } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { pathToFileURL } from 'node:url'
 
 export interface WebhookReceiver {
   url: string
@@ -31,11 +35,17 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
   const holdMs = options.holdMs ?? 0
   const received = new Map<string, unknown>()
   const state = { arrived: 0, abandoned: 0 }
+  /** Keys whose GET answers 503: the receiver cannot say. */
+  const muted = new Set<string>()
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://receiver')
+    if (req.method === 'GET' && url.pathname === '/__received') {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      return res.end(JSON.stringify({ keys: [...received.keys()], arrived: state.arrived, abandoned: state.abandoned }))
+    }
     if (req.method === 'GET') {
-      if (options.askStatus) {
-        res.writeHead(options.askStatus)
+      if (options.askStatus || muted.has(url.searchParams.get('idempotencyKey') ?? '')) {
+        res.writeHead(options.askStatus ?? 503)
         return res.end()
       }
       const key = url.searchParams.get('idempotencyKey') ?? ''
@@ -52,7 +62,10 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
     state.arrived++
     // Read at once (a socket left unread never sees its sender close), acted on after acceptAfterMs.
     const body = await readBody(req)
-    if (options.acceptAfterMs) await new Promise((resolve) => setTimeout(resolve, options.acceptAfterMs))
+    const asks = JSON.stringify(body)
+    if (asks.includes('[[mute]]')) muted.add(key)
+    const acceptAfterMs = asks.includes('[[queued]]') ? 60_000 : options.acceptAfterMs
+    if (acceptAfterMs) await new Promise((resolve) => setTimeout(resolve, acceptAfterMs))
     if (res.destroyed) return
     if (!received.has(key)) received.set(key, body)
     setTimeout(() => {
@@ -88,4 +101,15 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   } catch {
     return text
   }
+}
+
+const runDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
+
+if (runDirectly) {
+  const env = process.env
+  const receiver = await startWebhookReceiver({
+    port: Number(env.PORT ?? 4030),
+    holdMs: env.WEBHOOK_HOLD_MS ? Number(env.WEBHOOK_HOLD_MS) : undefined,
+  })
+  console.log(`webhook receiver listening on ${receiver.url}`)
 }

@@ -5,6 +5,7 @@ import { AlertIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } fro
 import { Markdown } from '../markdown'
 import { CopyButton } from './copy-button'
 import { FinishedBeforeStop } from './finished-before-stop'
+import { AnswerParts } from './answer-parts'
 
 interface AnswerProps {
   answer: AnswerTurn
@@ -79,6 +80,8 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
       </div>
 
       <div className="relative min-w-0 flex-1 pt-0.5">
+        {/* Reasoning and tool calls, outside the live region: a screen reader is not read every thought. */}
+        <AnswerParts parts={answer.parts} ended={terminal} />
         {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
         <div aria-live="polite" aria-busy={streaming || waiting}>
           <div data-testid="answer-text">
@@ -92,7 +95,11 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
               className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
             >
               <StopCircleIcon className="size-3.5" />
-              {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
+              {stopUndelivered
+                ? 'Stopping — will apply when reconnected'
+                : text || answer.parts.length > 0
+                  ? 'Stopped'
+                  : 'Stopped before the answer began'}
             </p>
           )}
           {answer.finishedBeforeStop && <FinishedBeforeStop showingRest={showingRest} onToggle={() => setShowingRest((shown) => !shown)} />}
@@ -178,7 +185,13 @@ const STALL_MS = 5_000
 
 function useStalled(answer: AnswerTurn): boolean {
   const streaming = answer.status === 'streaming'
-  const lastChunk = answer.chunks.at(-1)?.index
+  // The latest step of any kind: a model that reasons or streams a tool's input is not stalled.
+  const lastChunk = Math.max(
+    answer.chunks.at(-1)?.index ?? -1,
+    ...answer.parts.map((p) =>
+      p.kind === 'reasoning' ? (p.chunks.at(-1)?.index ?? -1) : Math.max(p.inputChunks.at(-1)?.index ?? -1, p.calledAt ?? -1),
+    ),
+  )
   const [stalledAt, setStalledAt] = useState<number | undefined>(undefined)
   useEffect(() => {
     if (!streaming) return
