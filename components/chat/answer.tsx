@@ -51,7 +51,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           <span
             data-testid="answer-tokens"
             title={answer.usage.counted ? 'Counted by the app: the model reported none for a stopped answer' : 'As the model reported them'}
-            className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500"
+            className="ml-1.5 text-xs text-neutral-500 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-400"
           >
             {answer.usage.outputTokens} tokens{answer.usage.counted ? ' (counted)' : ''}
           </span>
