@@ -51,7 +51,11 @@ function describe(part: ToolPart, ended: boolean): { label: string; detail?: str
     case 'not-started':
       return { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' }
     case 'running':
-      return { label: 'Running…', tone: 'busy' }
+      // Still running when its answer ended: its attempt died mid-call, and the run was settled by
+      // asking the receiver (the consumer's reconcile hook), which this log does not record.
+      return ended
+        ? { label: 'May have happened', detail: 'Its worker stopped mid-call; the receiver is asked (see /runs).', tone: 'unknown' }
+        : { label: 'Running…', tone: 'busy' }
     case 'done':
       return { label: 'Done', tone: 'done' }
     case 'failed':
