@@ -10,6 +10,8 @@ import { E2E_LIMITS } from './e2e/limits'
 // Overridable so two checkouts on one machine can run their suites side by side.
 const APP_PORT = Number(process.env.E2E_APP_PORT || 3100)
 const UPSTREAM_PORT = Number(process.env.E2E_UPSTREAM_PORT || 4110)
+/** The sendWebhook tool's receiver (scripts/webhook-receiver.ts): beside the upstream's port by default. */
+const WEBHOOK_PORT = Number(process.env.E2E_WEBHOOK_PORT || UPSTREAM_PORT + 1)
 const dataDir = `/tmp/a2-e2e-${process.pid}`
 
 /** The app's models in the suite: id (also the name sent upstream) and label. */
@@ -44,6 +46,14 @@ export default defineConfig({
       timeout: 30_000,
     },
     {
+      command: `npx tsx scripts/webhook-receiver.ts`,
+      // 30 s per delivery: a Stop lands while the call is in flight.
+      env: { PORT: String(WEBHOOK_PORT), WEBHOOK_HOLD_MS: '30000' },
+      url: `http://127.0.0.1:${WEBHOOK_PORT}/__received`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+    },
+    {
       command: `npx next start -p ${APP_PORT} -H 127.0.0.1`,
       env: {
         NEXT_MANUAL_SIG_HANDLE: 'true',
@@ -60,6 +70,7 @@ export default defineConfig({
             tools: true,
           })),
         ),
+        A2_WEBHOOK_URL: `http://127.0.0.1:${WEBHOOK_PORT}/hook`,
         // `next start` is production: the secret is required (one fixed for the suite).
         AUTH_SECRET: 'e2e-suite-secret-0123456789abcdef0123456789',
         // Every spec comes from 127.0.0.1 and makes many identities: limits far above what the suite uses.
@@ -74,3 +85,4 @@ export default defineConfig({
 })
 
 export const UPSTREAM_URL = `http://127.0.0.1:${UPSTREAM_PORT}`
+export const WEBHOOK_URL = `http://127.0.0.1:${WEBHOOK_PORT}`

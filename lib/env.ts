@@ -37,6 +37,11 @@ const schema = z.object({
   OFFLINE_MS_PER_TOKEN: z.coerce.number().int().min(0).max(1000).optional(),
   /** The models on offer, a JSON array (lib/ai/model-list.ts); the first is the default. Unset: the one model the OPENAI_* variables name, or the offline model. */
   A2_MODELS: modelListText.optional(),
+  /**
+   * Where the assistant's sendWebhook tool POSTs (lib/chat/tools/webhook.ts: JSON with an
+   * Idempotency-Key; a GET by key answers whether it arrived). Unset, the tool is not offered.
+   */
+  A2_WEBHOOK_URL: z.string().url().optional(),
   /** Run the worker inside the Next.js server process (the default). Set 0 when `npm run worker` processes do the work. */
   A2_EMBEDDED_WORKER: flag('1'),
 

@@ -61,7 +61,7 @@ export type UpstreamOptions = {
   /**
    * Reasoning streamed as `reasoning_content` deltas before the answer, as llama.cpp and
    * DeepSeek-style servers stream a thinking model's reasoning. Default: REASONING's words for a
-   * prompt whose last user message contains `[[reasons]]`, else none.
+   * prompt whose last user message contains `[[reasons]]` (N times for `[[reasons N]]`), else none.
    */
   reasoning?: (body: any) => string | undefined
 }
@@ -130,8 +130,12 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     const last = (body.messages ?? []).findLast((m) => m.role === 'user')
     return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
   }
-  const reasoningFor = (body: unknown): string | undefined =>
-    opts.reasoning ? opts.reasoning(body) : lastUserText(body as object).includes('[[reasons]]') ? REASONING : undefined
+  // `[[reasons]]`: REASONING once; `[[reasons N]]`: N times (long enough to press Stop in the middle).
+  const reasoningFor = (body: unknown): string | undefined => {
+    if (opts.reasoning) return opts.reasoning(body)
+    const match = /\[\[reasons(?: (\d+))?\]\]/.exec(lastUserText(body as object))
+    return match ? REASONING.repeat(Number(match[1] ?? 1)) : undefined
+  }
   // `[[call NAME {json}]]` in the last user message: the model calls tool NAME with those
   // arguments, unless the conversation already holds a tool result (then it answers in text).
   const toolCallFor = (body: { messages?: { role?: string }[] }): { name: string; arguments: string } | undefined => {

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
+import type { ChatEvent } from '@/lib/chat/contract'
+import { foldChat, type AnswerTurn } from '@/lib/chat/reducer'
 
 const TOKEN = 'operator-token-for-tests-0123456789abcdef'
 
@@ -114,6 +116,35 @@ describe.each(layers)('the operator role on %s', (kind) => {
     expect(audit[0].outcome).not.toMatch(/^refused/)
     expect(audit[1].outcome).toBe('refused:conflict')
     expect(audit.every((a) => a.at)).toBe(true)
+  })
+
+  it.each([
+    { done: true, shown: 'done' },
+    { done: false, shown: 'cancelled' },
+  ])('an operator settling an UNKNOWN tool call (done: $done) puts its outcome on the user’s screen: $shown', async ({ done, shown }) => {
+    const user = await routes.newUser()
+    const { server } = await routes.chatServer.getChatServer()
+    await server.append(
+      user.sessionId,
+      { id: 'm', type: 'message', payload: { text: 'tell the team' } },
+      { id: 'g', type: 'generate', payload: { for: 'm' } },
+    )
+    const [job] = await rows(sql`select id from a2_jobs where session_id = ${user.sessionId}`)
+    const jobId = Number(job.id)
+    await rows(sql`update a2_jobs set status = 'UNKNOWN', attempt = 1, owner = 'worker-host:4242' where id = ${jobId}`)
+    await rows(
+      sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${jobId}, 'tool:sendWebhook:call_1', 'UNKNOWN', 1, 0)`,
+    )
+    await server.append(user.sessionId, {
+      type: 'tool.state',
+      payload: { of: 'g', call: 'call_1', tool: 'sendWebhook', state: 'unknown', input: { message: 'shipped' }, settle: 'operator' },
+    })
+    const key = encodeURIComponent('tool:sendWebhook:call_1')
+    const body = JSON.stringify(done ? { done, result: { status: 200 } } : { done })
+    expect((await routes.call('POST', `/api/runs/${jobId}/effects/${key}`, { headers: bearer, body })).status).toBe(200)
+    const log = (await server.read(user.sessionId, user.userId, { limit: 100 })) as ChatEvent[]
+    const answer = foldChat(log).turns.find((t) => t.kind === 'assistant') as AnswerTurn
+    expect(answer.parts).toEqual([expect.objectContaining({ call: 'call_1', state: shown, ...(done ? { result: { status: 200 } } : {}) })])
   })
 
   it('an allow-listed user is an operator; the token signs a browser in through an HttpOnly cookie', async () => {

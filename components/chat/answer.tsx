@@ -6,6 +6,7 @@ import { useModels } from '../models'
 import { Markdown } from '../markdown'
 import { CopyButton } from './copy-button'
 import { FinishedBeforeStop } from './finished-before-stop'
+import { AnswerParts } from './answer-parts'
 
 interface AnswerProps {
   answer: AnswerTurn
@@ -74,7 +75,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           <span
             data-testid="answer-tokens"
             title={answer.usage.counted ? 'Counted by the app: the model reported none for a stopped answer' : 'As the model reported them'}
-            className="ml-1.5 text-xs text-neutral-400 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-500"
+            className="ml-1.5 text-xs text-neutral-500 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-400"
           >
             {answer.usage.outputTokens} tokens{answer.usage.counted ? ' (counted)' : ''}
           </span>
@@ -103,6 +104,8 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
       </div>
 
       <div className="relative min-w-0 flex-1 pt-0.5">
+        {/* Reasoning and tool calls, outside the live region: a screen reader is not read every thought. */}
+        <AnswerParts parts={answer.parts} ended={terminal} />
         {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
         <div aria-live="polite" aria-busy={streaming || waiting}>
           <div data-testid="answer-text">
@@ -116,7 +119,11 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
               className="mt-3 inline-flex items-center gap-1.5 rounded-full border border-neutral-200 bg-neutral-50 px-2.5 py-1 text-xs font-medium text-neutral-600 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-300"
             >
               <StopCircleIcon className="size-3.5" />
-              {stopUndelivered ? 'Stopping — will apply when reconnected' : text ? 'Stopped' : 'Stopped before the answer began'}
+              {stopUndelivered
+                ? 'Stopping — will apply when reconnected'
+                : text || answer.parts.length > 0
+                  ? 'Stopped'
+                  : 'Stopped before the answer began'}
             </p>
           )}
           {answer.finishedBeforeStop && <FinishedBeforeStop showingRest={showingRest} onToggle={() => setShowingRest((shown) => !shown)} />}
@@ -202,7 +209,13 @@ const STALL_MS = 5_000
 
 function useStalled(answer: AnswerTurn): boolean {
   const streaming = answer.status === 'streaming'
-  const lastChunk = answer.chunks.at(-1)?.index
+  // The latest step of any kind: a model that reasons or streams a tool's input is not stalled.
+  const lastChunk = Math.max(
+    answer.chunks.at(-1)?.index ?? -1,
+    ...answer.parts.map((p) =>
+      p.kind === 'reasoning' ? (p.chunks.at(-1)?.index ?? -1) : Math.max(p.inputChunks.at(-1)?.index ?? -1, p.calledAt ?? -1),
+    ),
+  )
   const [stalledAt, setStalledAt] = useState<number | undefined>(undefined)
   useEffect(() => {
     if (!streaming) return

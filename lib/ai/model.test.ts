@@ -1,7 +1,7 @@
 /** Model selection reads the validated configuration (lib/env.ts): A2_MODELS, or a key, a base URL, or neither. */
 import { afterEach, describe, expect, it } from 'vitest'
 import { streamText } from 'ai'
-import { startUpstream, type Upstream } from '@/scripts/upstream-server'
+import { REASONING, startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { resetEnvForTests } from '@/lib/env'
 import { modelList, selectModel, selectModels } from './model'
 
@@ -30,6 +30,21 @@ describe('selectModel', () => {
     expect(text).toBe('tok0 tok1 tok2 ')
     expect(upstream.requests).toHaveLength(1)
     expect(upstream.requests[0].body.model).toBe('local')
+  })
+
+  it('a server at a base URL: its `reasoning_content` deltas arrive as reasoning, its text as text (the compatible provider)', async () => {
+    upstream = await startUpstream({ tokenMs: 0, tokens: 2 })
+    const { model } = selectModel({ OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'local' })
+    const result = streamText({ model, prompt: 'think first [[reasons]]' })
+    const kinds: string[] = []
+    let reasoning = ''
+    for await (const part of result.stream) {
+      if (part.type === 'reasoning-delta') reasoning += part.text
+      if (part.type === 'reasoning-delta' || part.type === 'text-delta') kinds.push(part.type)
+    }
+    expect(reasoning).toBe(REASONING)
+    expect(kinds.indexOf('text-delta')).toBeGreaterThan(kinds.lastIndexOf('reasoning-delta'))
+    expect(await result.text).toBe('tok0 tok1 ')
   })
 
   it('A2_MODELS: every entry built, the first the default, its capabilities as configured; a local server gets no OpenAI key', async () => {

@@ -1,4 +1,5 @@
 import { createOpenAI } from '@ai-sdk/openai'
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import type { LanguageModel } from 'ai'
 import { env, type Env } from '@/lib/env'
 import type { ModelEntry } from './model-list'
@@ -75,8 +76,18 @@ function build(entry: ModelEntry, config: ModelConfig): LanguageModel {
   }
   // OpenAI's own key goes only to OpenAI: a server at baseURL gets its entry's key or none.
   const apiKey = entry.apiKey ?? (entry.baseURL ? KEYLESS_API_KEY : config.OPENAI_API_KEY)
-  const provider = createOpenAI({ apiKey: apiKey ?? KEYLESS_API_KEY, baseURL: entry.baseURL })
-  // .chat() is chat completions, which every OpenAI-compatible server speaks;
-  // provider(id) would target the Responses API instead.
+  // A server at baseURL (llama.cpp, vLLM, Ollama) streams a reasoning model's thinking as
+  // `delta.reasoning_content`, which @ai-sdk/openai's chat model drops and the compatible
+  // provider reads; it asks for the usage chunk too (stream_options.include_usage).
+  if (entry.baseURL) {
+    return createOpenAICompatible({
+      name: 'openai-compatible',
+      baseURL: entry.baseURL,
+      apiKey: apiKey ?? KEYLESS_API_KEY,
+      includeUsage: true,
+    }).chatModel(entry.model ?? entry.id)
+  }
+  const provider = createOpenAI({ apiKey: apiKey ?? KEYLESS_API_KEY })
+  // .chat() is chat completions; provider(id) would target the Responses API instead.
   return provider.chat(entry.model ?? entry.id)
 }

@@ -1,4 +1,5 @@
-import { generateText, streamText, type ModelMessage } from 'ai'
+import { generateText, isStepCount, streamText, tool, type ModelMessage } from 'ai'
+import { z } from 'zod'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createOfflineModel, offlineAnswer } from './offline-model'
 import { STARTERS } from './starters'
@@ -214,5 +215,50 @@ describe('continuing an interrupted answer', () => {
           .join('').length,
       ),
     )
+  })
+})
+
+describe('parts: reasoning and tool calls', () => {
+  /** The starter's prompt streamed with the chat's read-only tool on offer, returning `notes`. */
+  async function partsOf(text: string, notes: string[]) {
+    const result = streamText({
+      model: createOfflineModel({ msPerToken: 0 }),
+      prompt: text,
+      tools: { listNotes: tool({ inputSchema: z.object({ limit: z.number().optional() }), execute: async () => notes }) },
+      stopWhen: isStepCount(3),
+    })
+    const kinds: string[] = []
+    let input = ''
+    for await (const part of result.stream) {
+      if (part.type === 'tool-input-delta') input += part.delta
+      if (kinds.at(-1) !== part.type) kinds.push(part.type)
+    }
+    return { kinds, input, text: await result.text, usage: await result.totalUsage }
+  }
+
+  it.each(STARTERS.filter((s) => s.parts).map((s) => [s.title, s] as const))('"%s" streams the parts it promises', async (_title, starter) => {
+    const { kinds } = await partsOf(starter.prompt, ['buy milk'])
+    expect(kinds.includes('reasoning-delta')).toBe(starter.parts!.includes('reasoning'))
+    expect(kinds.includes('tool-call')).toBe(starter.parts!.includes('tool'))
+  })
+
+  it('reasons, streams the call’s input in fragments, then answers from the tool’s result; usage counts every part', async () => {
+    const { kinds, input, text, usage } = await partsOf('Think first, then look up my saved notes and list them.', ['buy milk', 'call Ada'])
+    expect(kinds.filter((k) => ['reasoning-delta', 'tool-input-delta', 'tool-call', 'tool-result', 'text-delta'].includes(k))).toEqual([
+      'reasoning-delta',
+      'tool-input-delta',
+      'tool-call',
+      'tool-result',
+      'text-delta',
+    ])
+    expect(JSON.parse(input)).toEqual({ limit: 10 })
+    expect(text).toContain('- buy milk\n- call Ada')
+    expect(usage.outputTokens).toBeGreaterThan(countText(text))
+  })
+
+  it('without the tool on offer, answers in text (the reasoning says no tool is needed)', async () => {
+    const result = streamText({ model: createOfflineModel({ msPerToken: 0 }), prompt: 'Think first, then look up my saved notes and list them.' })
+    expect(await result.reasoningText).toContain('No tool is needed')
+    expect(await result.text).toMatch(/^\d\. /m)
   })
 })

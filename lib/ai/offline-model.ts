@@ -329,21 +329,67 @@ export function noteRequest(text: string): string | undefined {
   return match?.[1].trim().replace(/[.!]+$/, '') || undefined
 }
 
-/** The tool call to make for this prompt, or undefined to answer in text. */
-function toolCallFor(options: LanguageModelV4CallOptions): { toolCallId: string; note: string } | undefined {
-  const offered = options.tools?.some((t) => t.type === 'function' && t.name === 'saveNote')
+/** "…my notes…" asks to read the saved notes (listNotes); "…tell the team…" to post to the webhook (sendWebhook). */
+const READS_NOTES = /\b(?:my (?:saved )?notes|notes (?:have )?I (?:have )?saved)\b/i
+const TELLS_TEAM = /\b(?:tell|notify|ping) the team\b[:,]?\s*([\s\S]{0,500})/i
+
+/** The tool call to make for this prompt (one the request offers), or undefined to answer in text. */
+function toolCallFor(options: LanguageModelV4CallOptions): { toolCallId: string; toolName: string; input: string } | undefined {
+  const offered = (name: string) => options.tools?.some((t) => t.type === 'function' && t.name === name)
   const last = options.prompt[options.prompt.length - 1]
-  if (!offered || last?.role !== 'user') return undefined // after the tool result, answer in text
-  const note = noteRequest(lastUserText(options.prompt))
-  return note ? { toolCallId: `call_${hash(note).toString(36)}`, note } : undefined
+  if (last?.role !== 'user') return undefined // after the tool result, answer in text
+  const text = lastUserText(options.prompt)
+  const call = (toolName: string, input: object) => ({
+    toolCallId: `call_${hash(toolName + text).toString(36)}`,
+    toolName,
+    input: JSON.stringify(input),
+  })
+  const note = noteRequest(text)
+  if (note && offered('saveNote')) return call('saveNote', { note })
+  if (READS_NOTES.test(text) && offered('listNotes')) return call('listNotes', { limit: 10 })
+  const told = TELLS_TEAM.exec(text)
+  if (told && offered('sendWebhook')) return call('sendWebhook', { message: told[1].trim() || restate(text) })
+  return undefined
 }
 
-/** After a saveNote tool call came back, the answer confirms it. */
-function afterToolText(options: LanguageModelV4CallOptions): string | undefined {
-  const last = options.prompt[options.prompt.length - 1]
+/** What the tool answered, as its JSON value (the SDK passes an execute's return value as `json` output). */
+function toolOutput(prompt: LanguageModelV4Prompt): { toolName: string; value: unknown } | undefined {
+  const last = prompt[prompt.length - 1]
   if (last?.role !== 'tool') return undefined
+  const result = last.content.find((part) => part.type === 'tool-result')
+  if (!result || result.type !== 'tool-result') return undefined
+  const output = result.output as { type: string; value?: unknown }
+  return { toolName: result.toolName, value: output.value }
+}
+
+/** After a tool call came back, the answer says what it did. */
+function afterToolText(options: LanguageModelV4CallOptions): string | undefined {
+  const output = toolOutput(options.prompt)
+  if (!output) return undefined
+  if (output.toolName === 'listNotes') {
+    const notes = Array.isArray(output.value) ? output.value.map(String) : []
+    return notes.length === 0
+      ? 'You have no saved notes yet. Ask me to remember something and it will show up here and on your notes page.'
+      : `Your saved notes, newest first:\n\n${notes.map((note) => `- ${note}`).join('\n')}`
+  }
+  if (output.toolName === 'sendWebhook') return 'Sent to the team webhook, once: a retry of this answer delivers under the same idempotency key.'
   const note = noteRequest(lastUserText(options.prompt)) ?? 'that'
   return `Done — I saved a note: **${note}**. You can find it on your notes page, and it was saved exactly once even if this answer is retried.`
+}
+
+/** "Think …" / "reason …" / "ponder …": the model reasons before it answers, as a reasoning model streams its thinking. */
+const THINKS = /\b(?:think|thinking|reason|ponder)\b/i
+
+/** The reasoning the offline model streams before its first step's answer or call, or undefined. */
+export function offlineReasoning(options: LanguageModelV4CallOptions): string | undefined {
+  const last = options.prompt[options.prompt.length - 1]
+  const text = lastUserText(options.prompt)
+  if (last?.role !== 'user' || !THINKS.test(text)) return undefined
+  const call = toolCallFor(options)
+  const plan = call
+    ? `The ${call.toolName} tool can do this, so I will call it and answer from what it returns.`
+    : 'No tool is needed here; I can answer from what I know.'
+  return `The user asks: "${restate(text)}". Let me work out what they need before answering. ${plan} I will keep the answer short and concrete, and say plainly what happened.`
 }
 
 /**
@@ -416,21 +462,7 @@ export function createOfflineModel(options: { msPerToken?: number; style?: Offli
     async doStream(callOptions) {
       const signal = callOptions.abortSignal
       if (signal?.aborted) throw abortReason(signal)
-      const call = toolCallFor(callOptions)
-      if (call) {
-        const parts: LanguageModelV4StreamPart[] = [
-          { type: 'stream-start', warnings: [] },
-          { type: 'tool-call', toolCallId: call.toolCallId, toolName: 'saveNote', input: JSON.stringify({ note: call.note }) },
-          {
-            type: 'finish',
-            finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
-            usage: usage(callOptions.prompt, JSON.stringify({ note: call.note })),
-          },
-        ]
-        return { stream: new ReadableStream({ start: (c) => (parts.forEach((p) => c.enqueue(p)), c.close()) }) }
-      }
-      const { tokens, finishReason } = answerTokens(callOptions, style)
-      const id = 'text-0'
+      const parts = streamParts(callOptions, style)
       let controller!: ReadableStreamDefaultController<LanguageModelV4StreamPart>
       let timer: ReturnType<typeof setTimeout> | undefined
       let next = 0
@@ -439,20 +471,22 @@ export function createOfflineModel(options: { msPerToken?: number; style?: Offli
         clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
       }
-      // Stop mid-answer: no further deltas, no finish part, just the abort error.
+      // Stop mid-answer: no further parts, no finish part, just the abort error.
       const onAbort = () => {
         cleanup()
         controller.error(abortReason(signal!))
       }
+      // Each delta (of text, reasoning or a tool's input) takes msPerToken; the parts that frame them come at once.
       const emit = () => {
-        if (next < tokens.length) {
-          controller.enqueue({ type: 'text-delta', id, delta: tokens[next++] })
-          timer = setTimeout(emit, msPerToken)
-          return
+        while (next < parts.length) {
+          const part = parts[next++]
+          controller.enqueue(part)
+          if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') {
+            timer = setTimeout(emit, msPerToken)
+            return
+          }
         }
         cleanup()
-        controller.enqueue({ type: 'text-end', id })
-        controller.enqueue({ type: 'finish', finishReason, usage: usage(callOptions.prompt, tokens.join('')) })
         controller.close()
       }
 
@@ -462,7 +496,6 @@ export function createOfflineModel(options: { msPerToken?: number; style?: Offli
           signal?.addEventListener('abort', onAbort, { once: true })
           controller.enqueue({ type: 'stream-start', warnings: [] })
           controller.enqueue({ type: 'response-metadata', modelId, timestamp: new Date() })
-          controller.enqueue({ type: 'text-start', id })
           timer = setTimeout(emit, msPerToken)
         },
         // The consumer walked away (e.g. the HTTP response was cancelled): stop producing.
@@ -472,4 +505,38 @@ export function createOfflineModel(options: { msPerToken?: number; style?: Offli
       return { stream }
     },
   }
+}
+
+/**
+ * Everything one model call streams, in order: reasoning (when asked to think), then either a
+ * tool call — its input in fragments, as OpenAI-compatible servers stream `tool_calls` — or the
+ * answer's text; then the finish, with usage counted over all of it.
+ */
+function streamParts(options: LanguageModelV4CallOptions, style: OfflineStyle): LanguageModelV4StreamPart[] {
+  const parts: LanguageModelV4StreamPart[] = []
+  const reasoning = offlineReasoning(options)
+  if (reasoning) {
+    parts.push({ type: 'reasoning-start', id: 'reasoning-0' })
+    for (const delta of tokenize(reasoning)) parts.push({ type: 'reasoning-delta', id: 'reasoning-0', delta })
+    parts.push({ type: 'reasoning-end', id: 'reasoning-0' })
+  }
+  const call = toolCallFor(options)
+  if (call) {
+    parts.push({ type: 'tool-input-start', id: call.toolCallId, toolName: call.toolName })
+    for (const delta of call.input.match(/[\s\S]{1,6}/g) ?? []) parts.push({ type: 'tool-input-delta', id: call.toolCallId, delta })
+    parts.push({ type: 'tool-input-end', id: call.toolCallId })
+    parts.push({ type: 'tool-call', toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })
+    parts.push({
+      type: 'finish',
+      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      usage: usage(options.prompt, (reasoning ?? '') + call.input),
+    })
+    return parts
+  }
+  const { tokens, finishReason } = answerTokens(options, style)
+  parts.push({ type: 'text-start', id: 'text-0' })
+  for (const delta of tokens) parts.push({ type: 'text-delta', id: 'text-0', delta })
+  parts.push({ type: 'text-end', id: 'text-0' })
+  parts.push({ type: 'finish', finishReason, usage: usage(options.prompt, (reasoning ?? '') + tokens.join('')) })
+  return parts
 }

@@ -23,8 +23,8 @@ const MAX_BATCH = 64
  */
 export const MAX_BUFFERED_BYTES = 256 * 1024
 
-export interface ChunkWriter {
-  push(delta: string): void
+export interface ChunkWriter<T = string> {
+  push(item: T): void
   /** Resolves when every pushed delta is in the log (or was refused because the run was cancelled). */
   flush(): Promise<void>
   /** Stops writing: whatever is buffered is dropped (used when the user stopped the answer). */
@@ -38,16 +38,24 @@ export interface ChunkWriter {
   readonly refused: boolean
 }
 
+/** An item's size against the bound: a string's UTF-8 bytes, anything else's as JSON. */
+function byteLengthOf(item: unknown): number {
+  return Buffer.byteLength(typeof item === 'string' ? item : JSON.stringify(item))
+}
+
 /**
+ * Items go to `write` in the order they were pushed: one answer's steps of every kind (text,
+ * reasoning, tool input: lib/chat/steps.ts) are one ordered stream, so one cut applies to all.
+ *
  * @param onFailure called once when a write fails for any reason other than the run being
  *   cancelled, so the caller can stop the model at once instead of streaming to nowhere.
  */
-export function chunkWriter(
-  write: (deltas: string[]) => Promise<void>,
+export function chunkWriter<T = string>(
+  write: (items: T[]) => Promise<void>,
   onFailure: (error: unknown) => void = () => {},
   maxBufferedBytes = MAX_BUFFERED_BYTES,
-): ChunkWriter {
-  let buffer: string[] = []
+): ChunkWriter<T> {
+  let buffer: T[] = []
   /** UTF-8 bytes of `buffer` and of the batch in flight. */
   let bytes = 0
   let waiters: Array<() => void> = []
@@ -60,7 +68,7 @@ export function chunkWriter(
     if (inFlight || buffer.length === 0 || dropped || refused || failure) return inFlight ?? Promise.resolve()
     const batch = buffer.slice(0, MAX_BATCH)
     buffer = buffer.slice(batch.length)
-    const batchBytes = batch.reduce((n, delta) => n + Buffer.byteLength(delta), 0)
+    const batchBytes = batch.reduce((n, item) => n + byteLengthOf(item), 0)
     inFlight = write(batch)
       .then(() => void (bytes -= batchBytes))
       .catch((error) => {
@@ -86,10 +94,10 @@ export function chunkWriter(
   }
 
   return {
-    push(delta) {
-      if (dropped || refused || failure || !delta) return
-      buffer.push(delta)
-      bytes += Buffer.byteLength(delta)
+    push(item) {
+      if (dropped || refused || failure || item === '') return
+      buffer.push(item)
+      bytes += byteLengthOf(item)
       void pump()
     },
     room() {

@@ -16,6 +16,19 @@ export type FinishReason = (typeof FINISH_REASONS)[number]
 /** The longest chunk delta: a model's delta is never cut, so one longer than this fails its append. */
 export const MAX_DELTA_CHARS = 8_000
 
+/** A tool call's id as the model gave it (`call_…`), and a tool's name. */
+const toolCallId = z.string().min(1).max(128)
+const toolName = z.string().min(1).max(64)
+
+/**
+ * Where a tool call stands, from its effect's record: `not-started` (a Stop came before dispatch:
+ * nothing happened), `running` (dispatched), `done`, `failed` (it ran and failed, no Stop
+ * involved), `cancelled` (a Stop aborted it and its receiver, asked, has no record of it),
+ * `unknown` (aborted or orphaned and nobody can say yet whether it happened: `settle` says how).
+ */
+export const TOOL_CALL_STATES = ['not-started', 'running', 'done', 'failed', 'cancelled', 'unknown'] as const
+export type ToolCallState = (typeof TOOL_CALL_STATES)[number]
+
 /** An answer's tokens: the provider's figures, or (`counted: true`) the app's count when it reported none (a Stop, a server without usage). */
 const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional(), counted: z.literal(true).optional() })
 
@@ -57,6 +70,49 @@ export const chat = defineContract({
     chunk: {
       schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
       stepOf: (payload: { of: string }) => payload.of,
+    },
+    /*
+     * An answer is made of parts: text (`chunk`), reasoning, tool calls. Every part the model
+     * streams is a step of its run, like `chunk` (refused once the run is cancelled), written
+     * through one ordered writer, so a Stop's `lastSeenIndex` cuts all kinds at one point of the
+     * log. A tool call's state is no step: it is what happened outside the log (the call's
+     * effect record), written whenever it is known, after a Stop too.
+     */
+    /** Streamed reasoning of answer `of` (a reasoning model's thinking before it answers). A step of its run. */
+    reasoning: {
+      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
+      stepOf: (payload: { of: string }) => payload.of,
+    },
+    /** A fragment of the input of tool call `call` (tool `tool`) as the model streams it. A step of its run. */
+    'tool.input': {
+      schema: z
+        .object({ of: z.string(), attempt: z.number().int().min(1), call: toolCallId, tool: toolName, delta: z.string().max(MAX_DELTA_CHARS) })
+        .strict(),
+      stepOf: (payload: { of: string }) => payload.of,
+    },
+    /** The model's complete call `call` of tool `tool` with its parsed input, before the tool runs. A step of its run. */
+    'tool.call': {
+      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), call: toolCallId, tool: toolName, input: z.unknown() }).strict(),
+      stepOf: (payload: { of: string }) => payload.of,
+    },
+    /**
+     * What tool call `call` did, from its effect's record (TOOL_CALL_STATES). Not a step: a call
+     * a Stop aborted still gets its outcome. `input` repeats the call's, so a call the reader's
+     * cut hid still shows what it was asked to do; `settle` says how an `unknown` one is decided.
+     */
+    'tool.state': {
+      schema: z
+        .object({
+          of: z.string(),
+          call: toolCallId,
+          tool: toolName,
+          state: z.enum(TOOL_CALL_STATES),
+          input: z.unknown().optional(),
+          result: z.unknown().optional(),
+          error: z.string().max(2_000).optional(),
+          settle: z.enum(['reconcile', 'operator']).optional(),
+        })
+        .strict(),
     },
     /** Answer `of` ended: the terminal event. */
     finished: {

@@ -11,7 +11,9 @@ import type { RunEnding } from '@/lib/a2/server'
 import { countPrompt, countText, type Usage } from '@/lib/ai/usage'
 import { chatFold } from './checkpoint'
 import type { Chat, ChatEvent, FinishReason } from './contract'
-import { SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
+import { SYSTEM_PROMPT, committedTurn, toModelMessages } from './history'
+import { answerText } from './reducer'
+import { partText } from './parts'
 
 /** The one id of answer-ending events of a job: the handler's `finished` and the hook's. */
 export const finishedId = (jobId: number) => `finished-${jobId}`
@@ -35,16 +37,18 @@ export async function writeMissingFinished(run: RunEnding<Chat, 'generate'>): Pr
 /**
  * Never dispatched: nothing was sent, nothing billed (zero). Dispatched by an attempt that
  * did not finish: its prompt as sent (the history before the trigger, as the handler builds it;
- * a successor's continuation instruction is not counted) and the answer's committed text.
+ * a successor's continuation instruction is not counted) and the answer's committed parts.
  */
 async function usageOf(run: RunEnding<Chat, 'generate'>): Promise<Usage> {
   if (!run.dispatched.includes('model')) return { inputTokens: 0, outputTokens: 0, counted: true }
   const { state: history } = await run.fold(chatFold)
   const later = (await run.read({ after: run.trigger.index, limit: 10_000 })) as ChatEvent[]
-  const answer = committedAnswer(history, run.trigger as ChatEvent, later)
+  const answer = committedTurn(history, run.trigger as ChatEvent, later)
+  // Every part the model streamed is billed: the reasoning and the tools' input as well as the text.
+  const streamed = answer ? [answerText(answer), ...answer.parts.map(partText)] : []
   return {
     inputTokens: countPrompt(SYSTEM_PROMPT, toModelMessages(history, run.trigger.payload.for)),
-    outputTokens: countText(answer),
+    outputTokens: streamed.reduce((tokens, text) => tokens + countText(text), 0),
     counted: true,
   }
 }

@@ -10,21 +10,23 @@
  * starts over instead of continuing (restatement.ts), and the fold shows every attempt's chunks
  * in log order, so the reader sees one answer and loses nothing they read.
  */
-import { isStepCount, streamText, tool, type LanguageModel, type ModelMessage } from 'ai'
-import { z } from 'zod'
+import { isStepCount, streamText, type LanguageModel, type ModelMessage } from 'ai'
 import { answerUsage, type Usage } from '@/lib/ai/usage'
 import { isA2Error } from '@/lib/a2'
 import { consumer, isStop, NotRetryable, readAll, type RunContext } from '@/lib/a2/server'
 import type { ChatModel } from '@/lib/ai/model'
-import { chat, FINISH_REASONS, MAX_DELTA_CHARS, type Chat, type ChatEvent, type FinishReason } from './contract'
-import { chunkWriter, joinDeltas } from './chunk-writer'
+import { chat, FINISH_REASONS, type Chat, type ChatEvent, type FinishReason } from './contract'
+import { chunkWriter } from './chunk-writer'
+import { stepEvents, type AnswerStep } from './steps'
+import { chatTools, reconcileToolCall } from './tools/chat-tools'
+import type { ToolCall } from './tools/tool-call'
+import type { Webhook } from './tools/webhook'
 import { restatementFilter } from './restatement'
 import { finishedId, writeMissingFinished } from './ending'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
 import type { NoteOutbox } from './notes'
 import { modelErrorLine, modelFailure } from './model-failure'
-import type { NoteRow } from '@/db/schema'
 
 export interface GenerateOptions {
   /** Answers a generate that names no model. */
@@ -34,12 +36,11 @@ export interface GenerateOptions {
   takesTools?: boolean
   /** Every configured model, built once (lib/ai/model.ts selectModels): a generate's `model` names the one that answers it. */
   models?: readonly ChatModel[]
+  /** Where the sendWebhook tool delivers (A2_WEBHOOK_URL); unset, the tool is not offered. */
+  webhook?: Webhook
 }
 
-/** Effect keys of saved notes start with this; the model call's key is `model`. */
-const NOTE_EFFECT = 'note:'
-
-export function generateConsumer({ model: defaultModel, notes, takesTools: defaultTakesTools = true, models = [] }: GenerateOptions) {
+export function generateConsumer({ model: defaultModel, notes, takesTools: defaultTakesTools = true, models = [], webhook }: GenerateOptions) {
   const byId = new Map(models.map((m) => [m.id, m]))
   return consumer({
     contract: chat,
@@ -54,11 +55,7 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
     // Asked for every effect a dead attempt left DISPATCHED (by a successor, a drain after a
     // Stop, the last attempt's crash), with the key its fn received. A saved note is looked
     // up; a model call changed nothing outside the log, so asking again is safe: "not done".
-    reconcile: async (idempotencyKey, { key }) => {
-      if (!key.startsWith(NOTE_EFFECT)) return { done: false }
-      const existing = await notes.find(idempotencyKey)
-      return existing ? { done: true, result: existing } : { done: false }
-    },
+    reconcile: (idempotencyKey, { key }) => reconcileToolCall(key, idempotencyKey, { notes, webhook }),
     // An answer this handler did not finish still gets its one `finished` (ending.ts).
     ending: writeMissingFinished,
   }).run(async (ctx) => {
@@ -74,12 +71,12 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
     // of yet (its NOTIFY lost or on its way); otherwise the model would stream on to its end and
     // the answer finish 'stop' under a CANCELLED run (refused-chunk.integration.test.ts).
     const writeFailed = new AbortController()
-    const writer = chunkWriter(
-      async (deltas) => {
+    // Every part the model streams (text, reasoning, tool input, tool calls) goes through this
+    // one writer, in the order it came: one ordered stream of steps, so one cut applies to all.
+    const writer = chunkWriter<AnswerStep>(
+      async (steps) => {
         try {
-          await ctx.append(
-            ...joinDeltas(deltas, MAX_DELTA_CHARS).map((delta) => ({ type: 'chunk' as const, payload: { of, attempt: ctx.attempt, delta } })),
-          )
+          await ctx.append(...stepEvents(steps, of, ctx.attempt))
         } catch (error) {
           if (isA2Error(error, 'run_cancelled')) writeFailed.abort(error)
           throw error
@@ -98,6 +95,28 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
     // Unset until the model call is dispatched: a Stop before it costs nothing.
     let sent: { instructions: string; messages: ModelMessage[] } | undefined
     let streamed = ''
+    // A tool call's step is pushed once, by whichever comes first: the stream's `tool-call`
+    // part or the tool's execute (which must see it in the log before the tool runs).
+    const logged = new Set<string>()
+    const pushCall = ({ call, tool, input }: ToolCall) => {
+      if (logged.has(call)) return
+      logged.add(call)
+      writer.push({ type: 'tool.call', call, tool, input })
+    }
+    // Tool calls still running: the attempt's end waits for their states to be written.
+    const running = new Set<Promise<unknown>>()
+    const tools = chatTools(
+      {
+        ctx,
+        logCall: async (call) => {
+          pushCall(call)
+          await writer.flush()
+          return !writer.refused
+        },
+      },
+      { notes, webhook },
+    )
+    const toolNames = new Map<string, string>()
 
     try {
       // The conversation before this generation, from the newest checkpoint of the fold: a
@@ -118,7 +137,7 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
             messages,
             abortSignal: AbortSignal.any([signal, writeFailed.signal]),
             headers: { 'Idempotency-Key': idempotencyKey },
-            tools: takesTools ? { saveNote: saveNoteTool(ctx, notes) } : undefined,
+            tools: takesTools ? tracked(tools, running) : undefined,
             stopWhen: isStepCount(3),
             maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
             // One line per failed call (the SDK's default prints the whole error object); the stream's error part decides the outcome.
@@ -128,7 +147,7 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
           // `result.totalUsage` would tee the stream once more and drain it again after the
           // end (in the bench at 100 streams, a second pass over every token on the busy worker).
           // A model that ignores "continue" and starts over: its restatement of the answer so far is dropped (restatement.ts).
-          const text = restatementFilter(soFar, (delta) => writer.push(delta))
+          const text = restatementFilter(soFar, (delta) => writer.push({ type: 'chunk', delta }))
           let finish: { finishReason: string; totalUsage: { inputTokens?: number; outputTokens?: number } } | undefined
           for await (const part of result.stream) {
             if (part.type === 'text-delta') {
@@ -136,13 +155,25 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
               text.push(part.text)
               // The store is away and the backlog is full (chunk-writer.ts): hold the model back.
               await writer.room()
-            } else if (part.type === 'finish') finish = part
+            } else if (part.type === 'reasoning-delta') {
+              // Reasoning and tool input are billed like text: the model generated them.
+              streamed += part.text
+              writer.push({ type: 'reasoning', delta: part.text })
+              await writer.room()
+            } else if (part.type === 'tool-input-start') toolNames.set(part.id, part.toolName)
+            else if (part.type === 'tool-input-delta') {
+              streamed += part.delta
+              writer.push({ type: 'tool.input', call: part.id, tool: toolNames.get(part.id) ?? 'unknown', delta: part.delta })
+              await writer.room()
+            } else if (part.type === 'tool-call') pushCall({ call: part.toolCallId, tool: part.toolName, input: part.input })
+            else if (part.type === 'finish') finish = part
             // A refusal (a 4xx) is thrown as NotRetryable: the same request would get it again.
             else if (part.type === 'error') throw modelFailure(part.error)
             else if (part.type === 'abort') throw signal.reason ?? writeFailed.signal.reason ?? new Error('aborted')
           }
           if (!finish) throw new Error('the model stream ended without a finish')
           text.end()
+          await settled(running)
           await writer.flush()
           return { finishReason: normalizeReason(finish.finishReason), usage: answerUsage(finish.totalUsage, sent, streamed) }
           // Two of these calls at once do no harm: each one's text reaches the log only through
@@ -159,6 +190,8 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
       // propagates so the runtime surrenders or retries it.
       if (isStop(ctx.signal, error) || writer.refused) {
         writer.drop()
+        // A tool call cut off by the Stop writes its state (asked of its receiver) before the answer ends.
+        await settled(running)
         // The aborted request reported nothing: what it cost is counted (lib/ai/usage.ts).
         await finish('cancelled', answerUsage(undefined, sent, streamed))
         return
@@ -178,19 +211,27 @@ function readOwnSteps(ctx: RunContext<Chat, 'generate'>): Promise<ChatEvent[]> {
   return readAll<ChatEvent>(ctx.read, { after: ctx.event.index })
 }
 
-/** The assistant's one tool: saving a note to the user's outbox, exactly once per tool call. */
-function saveNoteTool(ctx: RunContext<Chat, 'generate'>, notes: NoteOutbox) {
-  return tool({
-    description: 'Save a short note for the user to find later on their notes page.',
-    inputSchema: z.object({ note: z.string().min(1).max(2000) }),
-    execute: async ({ note }, { toolCallId }) => {
-      // Reconciled by the consumer's hook above (a lookup by idempotency key).
-      const key = `${NOTE_EFFECT}${toolCallId}`
-      const saved = await ctx.effect<NoteRow>(key, (idempotencyKey) => notes.save({ idempotencyKey, sessionId: ctx.sessionId, body: note }))
-      await ctx.append({ type: 'note.saved', payload: { of: ctx.event.id, note, key: saved.idempotencyKey } })
-      return { saved: true }
-    },
-  })
+/** The tools with each execute's promise kept in `running` until it settles. */
+function tracked(tools: ReturnType<typeof chatTools>, running: Set<Promise<unknown>>): ReturnType<typeof chatTools> {
+  return Object.fromEntries(
+    Object.entries(tools).map(([name, t]) => [
+      name,
+      {
+        ...t,
+        execute: (input: unknown, options: unknown) => {
+          const call = Promise.resolve((t.execute as (input: unknown, options: unknown) => Promise<unknown>)(input, options))
+          running.add(call)
+          void call.catch(() => undefined).finally(() => running.delete(call))
+          return call
+        },
+      },
+    ]),
+  )
+}
+
+/** Waits until every tool call in `running` has settled (their outcomes and states written). */
+async function settled(running: Set<Promise<unknown>>): Promise<void> {
+  while (running.size > 0) await Promise.allSettled([...running])
 }
 
 /** The model's reason, if the contract knows it; 'cancelled' (a Stop) and 'session_full' are ours to say, never the model's. */

@@ -6,7 +6,7 @@
 import type { ModelMessage } from 'ai'
 import { env } from '@/lib/env'
 import type { ChatEvent } from './contract'
-import { answerText, foldChat, latestBranch, type ChatState, type Turn } from './reducer'
+import { answerText, foldChat, latestBranch, type AnswerTurn, type ChatState, type Turn } from './reducer'
 import { pathTo } from './versions'
 
 /** A short system prompt; the chat is about whatever the user asks. */
@@ -93,7 +93,15 @@ function* branchBackwards(state: ChatState, turnId: string): Generator<Turn> {
  * `history` is the fold of the log before the generation; `later` what the log holds after it.
  */
 export function committedAnswer(history: ChatState, generation: ChatEvent, later: ChatEvent[]): string {
-  const ownChunks = later.filter((e) => e.type === 'chunk' && e.payload.of === generation.id)
-  const turn = foldChat([generation, ...ownChunks], history).turns.find((t) => t.id === generation.id)
-  return turn?.kind === 'assistant' ? answerText(turn) : ''
+  const turn = committedTurn(history, generation, later)
+  return turn ? answerText(turn) : ''
 }
+
+/** The steps of every kind a generation's attempts committed (text, reasoning, tool input and calls), folded as its answer. */
+export function committedTurn(history: ChatState, generation: ChatEvent, later: ChatEvent[]): AnswerTurn | undefined {
+  const ownSteps = later.filter((e) => STEP_TYPES.has(e.type) && (e.payload as { of?: string }).of === generation.id)
+  const turn = foldChat([generation, ...ownSteps], history).turns.find((t) => t.id === generation.id)
+  return turn?.kind === 'assistant' ? turn : undefined
+}
+
+const STEP_TYPES = new Set<ChatEvent['type']>(['chunk', 'reasoning', 'tool.input', 'tool.call'])

@@ -12,6 +12,8 @@ export interface NoteOutbox {
   save(note: { idempotencyKey: string; sessionId: string; body: string }): Promise<NoteRow>
   find(idempotencyKey: string): Promise<NoteRow | undefined>
   list(owner: string, limit?: number): Promise<NoteRow[]>
+  /** The notes of the user who owns this session (what the listNotes tool reads). */
+  listOf(sessionId: string, limit?: number): Promise<NoteRow[]>
 }
 
 export function noteOutbox(store: Store): NoteOutbox {
@@ -33,6 +35,9 @@ export function noteOutbox(store: Store): NoteOutbox {
     async find(idempotencyKey) {
       const [row] = await db.select().from(notes).where(eq(notes.idempotencyKey, idempotencyKey))
       return row
+    },
+    async listOf(sessionId, limit = 100) {
+      return this.list(await ownerOf(sessionId), limit)
     },
     list(owner, limit = 100) {
       return db

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import type { ChatEvent } from './contract'
+import { TOOL_CALL_STATES, type ChatEvent } from './contract'
 import { answerRest, answerText, foldChat, type AnswerTurn, type ChatState } from './reducer'
 import { referenceReduce } from './reducer.reference'
 import { chatCheckpoint } from './checkpoint'
@@ -27,6 +27,11 @@ const reference = (ids: readonly string[]) =>
     { weight: 4, arbitrary: ids.length ? fc.constantFrom(...ids) : fc.constant('e0') },
     { weight: 1, arbitrary: fc.constantFrom('', 'nope', 'e999', '__proto__', 'constructor', 'e0\u0000') },
   )
+
+/** A few call ids, so steps and states of one call meet; tool names and inputs as JSON a model could send. */
+const callId = fc.constantFrom('call_a', 'call_b', 'call_c')
+const toolName = fc.constantFrom('sendWebhook', 'listNotes')
+const toolInput = fc.oneof(fc.record({ message: hostileText }), fc.constant({}), fc.constant(null))
 
 type Draft = { type: ChatEvent['type']; pick: (ids: string[], index: number) => fc.Arbitrary<unknown> }
 
@@ -73,6 +78,32 @@ const drafts: Draft[] = [
           ),
         },
         { requiredKeys: ['of', 'attempt', 'reason'] },
+      ),
+  },
+  { type: 'reasoning', pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), delta: hostileText }) },
+  {
+    type: 'tool.input',
+    pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), call: callId, tool: toolName, delta: hostileText }),
+  },
+  {
+    type: 'tool.call',
+    pick: (ids) => fc.record({ of: reference(ids), attempt: fc.integer({ min: 1, max: 4 }), call: callId, tool: toolName, input: toolInput }),
+  },
+  {
+    type: 'tool.state',
+    pick: (ids) =>
+      fc.record(
+        {
+          of: reference(ids),
+          call: callId,
+          tool: toolName,
+          state: fc.constantFrom(...TOOL_CALL_STATES),
+          input: fc.option(toolInput, { nil: undefined }),
+          result: fc.option(toolInput, { nil: undefined }),
+          error: fc.option(hostileText, { nil: undefined }),
+          settle: fc.option(fc.constantFrom('reconcile' as const, 'operator' as const), { nil: undefined }),
+        },
+        { requiredKeys: ['of', 'call', 'tool', 'state'] },
       ),
   },
   { type: 'note.saved', pick: (ids) => fc.record({ of: reference(ids), note: hostileText, key: fc.string({ maxLength: 6 }) }) },
@@ -265,6 +296,87 @@ describe('foldChat against the reference fold', () => {
         },
       ),
       { seed: SEED + 5, numRuns: RUNS },
+    )
+  })
+})
+
+describe('an answer of mixed parts, cut by a Stop', () => {
+  type Action =
+    { kind: 'text' | 'reasoning' } | { kind: 'input' | 'call' | 'state'; call: 'call_a' | 'call_b'; state?: (typeof TOOL_CALL_STATES)[number] }
+  const action: fc.Arbitrary<Action> = fc.oneof(
+    fc.constantFrom({ kind: 'text' as const }, { kind: 'reasoning' as const }),
+    fc.record({ kind: fc.constantFrom('input' as const, 'call' as const), call: fc.constantFrom('call_a' as const, 'call_b' as const) }),
+    fc.record({
+      kind: fc.constant('state' as const),
+      call: fc.constantFrom('call_a' as const, 'call_b' as const),
+      state: fc.constantFrom(...TOOL_CALL_STATES),
+    }),
+  )
+  const at = (type: ChatEvent['type'], id: string, payload: unknown) => ({ id, sessionId: 's', type, payload, createdAt: '2026-12-01T00:00:00.000Z' })
+
+  /** The answer's events as generate writes them: each call's `tool.call` once, its states only after it (the effect runs after the call is logged). */
+  function answerEvents(actions: Action[]): object[] {
+    const called = new Set<string>()
+    const events: object[] = [at('message', 'm', { text: 'q' }), at('generate', 'g', { for: 'm' })]
+    for (const [i, a] of actions.entries()) {
+      const id = `p${i}`
+      if (a.kind === 'text') events.push(at('chunk', id, { of: 'g', attempt: 1, delta: `t${i} ` }))
+      else if (a.kind === 'reasoning') events.push(at('reasoning', id, { of: 'g', attempt: 1, delta: `r${i} ` }))
+      else if (a.kind === 'input' && !called.has(a.call))
+        events.push(at('tool.input', id, { of: 'g', attempt: 1, call: a.call, tool: 'sendWebhook', delta: `{${i}` }))
+      else if (a.kind === 'call' && !called.has(a.call)) {
+        called.add(a.call)
+        events.push(at('tool.call', id, { of: 'g', attempt: 1, call: a.call, tool: 'sendWebhook', input: { message: a.call } }))
+      } else if (a.kind === 'state' && called.has(a.call))
+        events.push(at('tool.state', id, { of: 'g', call: a.call, tool: 'sendWebhook', state: a.state, input: { message: a.call }, result: i }))
+    }
+    return events
+  }
+
+  it('the fold of the log equals what the tab that pressed Stop folded (its Stop first, the stragglers after), and shows nothing streamed past the cut', () => {
+    fc.assert(
+      fc.property(fc.array(action, { minLength: 1, maxLength: 30 }), fc.nat(), fc.nat(), fc.boolean(), (actions, seen, late, finishes) => {
+        const answer = answerEvents(actions)
+        // The reader saw up to event `lastSeenIndex` (at least the generate); the Stop lands `late` events after it.
+        const lastSeenIndex = 1 + (seen % (answer.length - 1))
+        const stopAt = lastSeenIndex + 1 + (late % (answer.length - lastSeenIndex))
+        const stop = at('cancelled', 'c', { of: 'g', lastSeenIndex })
+        const tail = finishes ? [at('finished', 'f', { of: 'g', attempt: 1, reason: 'cancelled' })] : []
+        const log = [...answer.slice(0, stopAt), stop, ...answer.slice(stopAt), ...tail].map((e, index) => ({ ...e, index }) as ChatEvent)
+        const refold = foldChat(log)
+        expect(viaJson(refold)).toEqual(viaJson(log.reduce(referenceReduce, { turns: [] } as ChatState)))
+
+        // The tab that pressed Stop: the log up to what it saw, its own Stop (not yet in the log: index -1), then the rest as it arrives.
+        const seenPart = log.filter((e) => e.index <= lastSeenIndex)
+        const optimistic = { ...(stop as object), index: -1 } as ChatEvent
+        const arriving = log.filter((e) => e.index > lastSeenIndex && e.type !== 'cancelled')
+        const tab = foldChat(arriving, foldChat([optimistic], foldChat(seenPart)))
+        const g = (state: ChatState) => state.turns.find((t) => t.id === 'g') as AnswerTurn
+        // `attempt` is bookkeeping for stragglers, not shown: the log's own order may fold one in before the cut.
+        const view = ({ attempt: _attempt, ...shown }: AnswerTurn) => JSON.parse(JSON.stringify(shown)) as unknown
+        expect(view(g(tab))).toEqual(view(g(refold)))
+
+        // Nothing the model streamed past the cut shows; a tool call's known state does.
+        const shown = g(refold)
+        for (const part of shown.parts) {
+          if (part.kind === 'reasoning') expect(part.chunks.every((c) => c.index <= lastSeenIndex)).toBe(true)
+          else {
+            expect(part.inputChunks.every((c) => c.index <= lastSeenIndex)).toBe(true)
+            expect(part.calledAt === undefined || part.calledAt <= lastSeenIndex).toBe(true)
+          }
+        }
+        // Every state written for a call is shown, cut or not: what happened outside the log is never hidden.
+        for (const e of log) {
+          if (e.type !== 'tool.state') continue
+          const part = shown.parts.find((p) => p.kind === 'tool' && p.call === e.payload.call)
+          expect(part).toBeDefined()
+        }
+        // What the reader saw of the reasoning stays.
+        const seenReasoning = seenPart.filter((e) => e.type === 'reasoning').map((e) => (e.payload as { delta: string }).delta)
+        const shownReasoning = shown.parts.flatMap((p) => (p.kind === 'reasoning' ? (p.chunks.length ? p.chunks.map((c) => c.delta) : [p.text]) : []))
+        expect(shownReasoning.join('')).toBe(seenReasoning.join(''))
+      }),
+      { seed: SEED + 6, numRuns: RUNS },
     )
   })
 })

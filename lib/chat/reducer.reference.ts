@@ -4,7 +4,8 @@
  * is checked against (reducer.property.test.ts). Test-only.
  */
 import type { ChatEvent } from './contract'
-import { answerText, isTerminal, latestBranch, type AnswerTurn, type ChatState } from './reducer'
+import { answerText, isTerminal, latestBranch, type AnswerPart, type AnswerTurn, type ChatState, type ToolPart } from './reducer'
+import { compactParts, cutParts } from './parts'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
@@ -20,6 +21,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         for: event.payload.for,
         status: 'waiting',
         chunks: [],
+        parts: [],
         text: '',
         attempt: 0,
         notes: [],
@@ -34,21 +36,43 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
       return { turns: [...movedOn(state.turns), answer] }
     }
     case 'chunk':
-      return updateAnswer(state, event.payload.of, (answer) => {
-        // Stragglers that land after the cut, or after the end, vanish.
-        if (answer.lastSeenIndex !== undefined || isTerminal(answer.status)) return answer
-        // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
-        if (event.payload.attempt < answer.attempt) return answer
-        // A successor continues from the text its predecessors committed (generate sends it to
-        // the model as the answer so far), so every attempt's chunks stay, in log order: text a
-        // reader has seen never disappears, and a cut at lastSeenIndex keeps exactly what they saw.
-        return {
-          ...answer,
-          status: 'streaming',
-          attempt: event.payload.attempt,
-          chunks: [...answer.chunks, { index: event.index, delta: event.payload.delta }],
+      return step(state, event, (answer) => ({ ...answer, chunks: [...answer.chunks, { index: event.index, delta: event.payload.delta }] }))
+    case 'reasoning':
+      return step(state, event, (answer) => {
+        const last = answer.parts.at(-1)
+        const chunk = { index: event.index, delta: event.payload.delta }
+        // Reasoning goes on in the part it began, unless text or a tool call came between.
+        if (last?.kind === 'reasoning' && (last.chunks.at(-1)?.index ?? -1) > (answer.chunks.at(-1)?.index ?? -1)) {
+          return { ...answer, parts: [...answer.parts.slice(0, -1), { ...last, chunks: [...last.chunks, chunk] }] }
         }
+        return { ...answer, parts: [...answer.parts, { kind: 'reasoning', index: event.index, chunks: [chunk], text: '' }] }
       })
+    case 'tool.input':
+      return step(state, event, (answer) =>
+        withTool(answer, event.payload, event.index, (part) => ({
+          ...part,
+          inputChunks: [...part.inputChunks, { index: event.index, delta: event.payload.delta }],
+        })),
+      )
+    case 'tool.call':
+      return step(state, event, (answer) =>
+        withTool(answer, event.payload, event.index, (part) => ({ ...part, input: event.payload.input, calledAt: event.index })),
+      )
+    case 'tool.state':
+      return updateAnswer(state, event.payload.of, (answer) =>
+        withTool(answer, event.payload, event.index, (part) => {
+          const { state: callState, input, result, error, settle } = event.payload
+          return {
+            ...part,
+            stateAt: part.stateAt ?? event.index,
+            state: callState,
+            input: part.input ?? input,
+            result,
+            error,
+            settle,
+          }
+        }),
+      )
     case 'cancelled':
       return updateAnswer(state, event.payload.of, (answer) => {
         const { lastSeenIndex } = event.payload
@@ -58,6 +82,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           status: 'stopped',
           lastSeenIndex,
           chunks: answer.chunks.filter((c) => c.index <= lastSeenIndex),
+          parts: cutParts(answer.parts, lastSeenIndex),
         }
       })
     case 'finished':
@@ -72,6 +97,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           usage: event.payload.usage,
           text: answer.chunks.map((c) => c.delta).join(''),
           chunks: [],
+          parts: compacted(answer.parts),
           ...(newest && status !== 'stopped' ? endsOf(answer) : {}),
         }
       })
@@ -87,6 +113,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
               error: event.payload.error.message,
               text: answer.chunks.map((c) => c.delta).join(''),
               chunks: [],
+              parts: compacted(answer.parts),
               ...(newest && answer.lastSeenIndex === undefined ? endsOf(answer) : {}),
             },
       )
@@ -95,6 +122,37 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
     default:
       throw new Error(`unhandled event type: ${JSON.stringify((event as { type?: string }).type)}`)
   }
+}
+
+/** A step of its answer's run: applied unless it is a straggler (after the cut or the end) or from a superseded attempt. */
+function step(
+  state: ChatState,
+  event: Extract<ChatEvent, { payload: { of: string; attempt: number } }>,
+  apply: (answer: AnswerTurn) => AnswerTurn,
+): ChatState {
+  return updateAnswer(state, event.payload.of, (answer) => {
+    if (answer.lastSeenIndex !== undefined || isTerminal(answer.status)) return answer
+    if (event.payload.attempt < answer.attempt) return answer
+    return apply({ ...answer, status: 'streaming', attempt: event.payload.attempt })
+  })
+}
+
+/** The answer with tool call `call` changed by `change`, added at the end (at `index`) first if it has none. */
+function withTool(
+  answer: AnswerTurn,
+  { call, tool }: { call: string; tool: string },
+  index: number,
+  change: (part: ToolPart) => ToolPart,
+): AnswerTurn {
+  const position = answer.parts.findIndex((p) => p.kind === 'tool' && p.call === call)
+  if (position < 0) return { ...answer, parts: [...answer.parts, change({ kind: 'tool', index, call, tool, inputChunks: [], inputText: '' })] }
+  return { ...answer, parts: answer.parts.map((p, i) => (i === position ? change(p as ToolPart) : p)) }
+}
+
+function compacted(parts: AnswerPart[]): AnswerPart[] {
+  const copy = parts.slice()
+  compactParts(copy)
+  return copy
 }
 
 /** The chunk ends a finished answer keeps while it is the newest turn: `[index, end offset]` of each chunk. */

@@ -6,6 +6,9 @@
 import type { ChatEvent, FinishReason } from './contract'
 import { indexOf, keepIndex, settle, TurnLayer } from './turn-index'
 import { chunkEndsOf, cutFinished, cutsFinished } from './late-stop'
+import { compactParts, cutParts, type AnswerPart, type ReasoningPart, type ToolPart } from './parts'
+
+export type { AnswerPart, ReasoningPart, ToolPart } from './parts'
 
 export interface Chunk {
   index: number
@@ -42,6 +45,8 @@ export interface AnswerTurn {
   status: AnswerStatus
   /** Per-chunk until the terminal event, so a cut can be exact. */
   chunks: Chunk[]
+  /** Its reasoning and tool calls, in log order (parts.ts); the text is `chunks`/`text`. */
+  parts: AnswerPart[]
   /** The compacted text, set at the terminal event. */
   text: string
   /**
@@ -113,6 +118,8 @@ class ChatDraft {
   private readonly layer: TurnLayer
   /** Answers created or copied by this fold: their objects and arrays are ours to change. */
   private readonly owned = new Set<number>()
+  /** Parts created or copied by this fold (of owned answers): ours to change in place. */
+  private readonly ownedParts = new WeakSet<AnswerPart>()
   /** Position of the latest branch's last turn; null: no turns; undefined: not known (walk again). */
   private branchEnd: number | null | undefined
 
@@ -142,7 +149,17 @@ class ChatDraft {
       case 'generate': {
         // A regenerate or a Continue is one more version of the answer to `for`; the one it follows is kept.
         const { for: message, model, continues } = event.payload
-        const answer: AnswerTurn = { kind: 'assistant', id: event.id, for: message, status: 'waiting', chunks: [], text: '', attempt: 0, notes: [] }
+        const answer: AnswerTurn = {
+          kind: 'assistant',
+          id: event.id,
+          for: message,
+          status: 'waiting',
+          chunks: [],
+          parts: [],
+          text: '',
+          attempt: 0,
+          notes: [],
+        }
         if (model !== undefined) answer.model = model
         if (continues !== undefined) {
           answer.continues = continues
@@ -151,18 +168,37 @@ class ChatDraft {
         return this.add(answer)
       }
       case 'chunk':
-        return this.updateAnswers(event.payload.of, (answer, own) => {
-          // Stragglers that land after the cut, or after the end, vanish.
-          if (answer.lastSeenIndex !== undefined || isTerminal(answer.status)) return
-          // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
-          if (event.payload.attempt < answer.attempt) return
-          // A successor continues from the text its predecessors committed (generate sends it to
-          // the model as the answer so far), so every attempt's chunks stay, in log order: text a
-          // reader has seen never disappears, and a cut at lastSeenIndex keeps exactly what they saw.
-          const mine = own()
-          mine.status = 'streaming'
-          mine.attempt = event.payload.attempt
-          mine.chunks.push({ index: event.index, delta: event.payload.delta })
+        return this.step(event, (mine) => void mine.chunks.push({ index: event.index, delta: event.payload.delta }))
+      case 'reasoning':
+        return this.step(event, (mine) => {
+          const last = mine.parts.at(-1)
+          // Reasoning goes on in the part it began, unless text or a tool call came between.
+          const goesOn = last?.kind === 'reasoning' && (last.chunks.at(-1)?.index ?? -1) > (mine.chunks.at(-1)?.index ?? -1)
+          const part = goesOn ? this.ownPart<ReasoningPart>(mine, mine.parts.length - 1) : undefined
+          if (part) part.chunks.push({ index: event.index, delta: event.payload.delta })
+          else this.addPart(mine, { kind: 'reasoning', index: event.index, chunks: [{ index: event.index, delta: event.payload.delta }], text: '' })
+        })
+      case 'tool.input':
+        return this.step(event, (mine) => {
+          this.toolPart(mine, event.payload, event.index).inputChunks.push({ index: event.index, delta: event.payload.delta })
+        })
+      case 'tool.call':
+        return this.step(event, (mine) => {
+          const part = this.toolPart(mine, event.payload, event.index)
+          part.input = event.payload.input
+          part.calledAt = event.index
+        })
+      case 'tool.state':
+        // No step: what the call did outside the log shows whenever it is known, after a cut or the end too.
+        return this.updateAnswers(event.payload.of, (_answer, own) => {
+          const { state, input, result, error, settle } = event.payload
+          const part = this.toolPart(own(), event.payload, event.index)
+          part.stateAt ??= event.index
+          part.state = state
+          if (input !== undefined) part.input ??= input
+          part.result = result
+          part.error = error
+          part.settle = settle
         })
       case 'cancelled':
         return this.updateAnswers(event.payload.of, (answer, own) => {
@@ -173,6 +209,8 @@ class ChatDraft {
           mine.status = 'stopped'
           mine.lastSeenIndex = lastSeenIndex
           mine.chunks = mine.chunks.filter((c) => c.index <= lastSeenIndex)
+          mine.parts = cutParts(mine.parts, lastSeenIndex)
+          for (const part of mine.parts) this.ownedParts.add(part)
         })
       case 'finished':
         return this.updateAnswers(event.payload.of, (answer, own, position) => {
@@ -209,6 +247,52 @@ class ChatDraft {
   private shownText(id: string): string {
     const [position] = this.layer.answerPositions(id)
     return position === undefined ? '' : answerText(this.turnAt(position) as AnswerTurn)
+  }
+
+  /**
+   * A step of answer `of` (a chunk, reasoning, tool input, a tool call): applied to the fold's
+   * own copy of the answer unless it is a straggler or from a superseded attempt.
+   */
+  private step(event: Extract<ChatEvent, { payload: { of: string; attempt: number } }>, apply: (mine: AnswerTurn) => void): void {
+    this.updateAnswers(event.payload.of, (answer, own) => {
+      // Stragglers that land after the cut, or after the end, vanish.
+      if (answer.lastSeenIndex !== undefined || isTerminal(answer.status)) return
+      // A superseded attempt writes nothing (its appends are fenced); one that got through anyway is dropped.
+      if (event.payload.attempt < answer.attempt) return
+      // A successor continues from the text its predecessors committed (generate sends it to
+      // the model as the answer so far), so every attempt's steps stay, in log order: text a
+      // reader has seen never disappears, and a cut at lastSeenIndex keeps exactly what they saw.
+      const mine = own()
+      mine.status = 'streaming'
+      mine.attempt = event.payload.attempt
+      apply(mine)
+    })
+  }
+
+  private addPart(answer: AnswerTurn, part: AnswerPart): void {
+    answer.parts.push(part)
+    this.ownedParts.add(part)
+  }
+
+  /** The fold's own copy of part `position` of an answer it owns. */
+  private ownPart<P extends AnswerPart>(answer: AnswerTurn, position: number): P {
+    const part = answer.parts[position]
+    if (!this.ownedParts.has(part)) {
+      const copy: AnswerPart =
+        part.kind === 'reasoning' ? { ...part, chunks: part.chunks.slice() } : { ...part, inputChunks: part.inputChunks.slice() }
+      answer.parts[position] = copy
+      this.ownedParts.add(copy)
+    }
+    return answer.parts[position] as P
+  }
+
+  /** The fold's own copy of tool call `call` of an answer it owns, added (at `index`) if it has none yet. */
+  private toolPart(answer: AnswerTurn, { call, tool }: { call: string; tool: string }, index: number): ToolPart {
+    const position = answer.parts.findIndex((p) => p.kind === 'tool' && p.call === call)
+    if (position >= 0) return this.ownPart<ToolPart>(answer, position)
+    const part: ToolPart = { kind: 'tool', index, call, tool, inputChunks: [], inputText: '' }
+    this.addPart(answer, part)
+    return part
   }
 
   private length(): number {
@@ -251,7 +335,7 @@ class ChatDraft {
   private ownAnswer(position: number): AnswerTurn {
     if (!this.owned.has(position)) {
       const answer = this.turnAt(position) as AnswerTurn
-      this.put(position, { ...answer, chunks: answer.chunks.slice(), notes: answer.notes.slice() })
+      this.put(position, { ...answer, chunks: answer.chunks.slice(), parts: answer.parts.slice(), notes: answer.notes.slice() })
       this.owned.add(position)
       this.changed = true
     }
@@ -303,6 +387,7 @@ class ChatDraft {
 function compact(answer: AnswerTurn): void {
   answer.text = answer.chunks.map((c) => c.delta).join('')
   answer.chunks = []
+  compactParts(answer.parts)
 }
 
 /** The text an answer shows: what it continues, then its own, compacted at its end, joined from its chunks before. */

@@ -11,6 +11,7 @@ import { selectModels, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from './contract'
 import { generateConsumer } from './generate'
 import { noteOutbox, type NoteOutbox } from './notes'
+import { webhook } from './tools/webhook'
 
 export interface ChatServer {
   server: A2Server<Chat>
@@ -29,14 +30,23 @@ export function getChatServer(options: { worker?: boolean } = {}): Promise<ChatS
   return globalChat.__a2Chat
 }
 
-export function buildChatServer(store: Awaited<ReturnType<typeof getStore>>, modelConfig: ModelConfig = env()) {
+export function buildChatServer(
+  store: Awaited<ReturnType<typeof getStore>>,
+  modelConfig: ModelConfig = env(),
+  webhookUrl: string | undefined = env().A2_WEBHOOK_URL,
+) {
   // Every configured model is built once, at boot; a generate names the one that answers it (the first when it names none).
   const models = selectModels(modelConfig)
   const { model, label, tools } = models[0]
   const notes = noteOutbox(store)
   // The session's caps count the answers' chunks too: an answer that fills the chat ends there ('session_full').
   const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
-  const server = createServer({ contract: chat, consumers: [generateConsumer({ model, notes, takesTools: tools, models })], store, caps })
+  const server = createServer({
+    contract: chat,
+    consumers: [generateConsumer({ model, notes, takesTools: tools, models, webhook: webhookUrl ? webhook(webhookUrl) : undefined })],
+    store,
+    caps,
+  })
   return { server, notes, modelLabel: label }
 }
 

@@ -41,7 +41,7 @@ describe.each(layers)('the saveNote tool on %s', (kind) => {
       sql`select key, status from a2_effects where job_id = ${run.id} order by key`,
     )
     expect(effects.map((e) => e.status)).toEqual(['DONE', 'DONE'])
-    expect(effects.map((e) => e.key)).toEqual(['model', expect.stringMatching(/^note:call_/)])
+    expect(effects.map((e) => e.key)).toEqual(['model', expect.stringMatching(/^tool:saveNote:call_/)])
     expect(saved[0].idempotencyKey).toBe(`a2-${run.id}-${effects[1].key}`)
   })
 })

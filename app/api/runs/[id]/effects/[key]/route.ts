@@ -5,6 +5,7 @@ import { parse, readBody, route } from '@/lib/http/route'
 import { recordResolution } from '@/lib/http/audit'
 import { isA2Error } from '@/lib/a2'
 import { runId } from '../../../views'
+import { recordToolVerdict } from '@/lib/chat/tools/operator-verdict'
 
 export const dynamic = 'force-dynamic'
 
@@ -26,10 +27,12 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
       const key = parse(z.string().min(1).max(200), rawKey, 'effect key')
       const body = parse(verdict, await readBody(request, 16 * 1024), 'verdict')
       const { server } = await getChatServer()
-      await server.operator.runDetail(id) // 404 for a run that does not exist
+      const { job } = await server.operator.runDetail(id) // 404 for a run that does not exist
       try {
         const resolved = await server.operator.resolveEffect(id, key, body, operator)
         await recordResolution(server.store, { operator, jobId: id, effectKey: key, verdict: body, outcome: String(resolved.status ?? 'resolved') })
+        // A tool call the answer showed as "may have happened" now shows what the operator decided.
+        await recordToolVerdict(server, job, key, body)
         return Response.json(resolved)
       } catch (error) {
         await recordResolution(server.store, {

@@ -1,0 +1,121 @@
+'use client'
+import type { AnswerPart, ReasoningPart, ToolPart } from '@/lib/chat/reducer'
+import { partText, toolPhase } from '@/lib/chat/parts'
+import { ActivityIcon, AlertIcon, CheckIcon, SpinnerIcon, StopCircleIcon } from '../icons'
+
+/** An answer's reasoning and tool calls, in log order, above its text. */
+export function AnswerParts({ parts, ended }: { parts: readonly AnswerPart[]; ended: boolean }) {
+  if (parts.length === 0) return null
+  return (
+    <div className="mb-3 flex flex-col gap-2">
+      {parts.map((part) =>
+        part.kind === 'reasoning' ? (
+          <Reasoning key={`r${part.index}`} part={part} ended={ended} />
+        ) : (
+          <ToolCall key={`t${part.call}`} part={part} ended={ended} />
+        ),
+      )}
+    </div>
+  )
+}
+
+/** Collapsible: open while the model thinks, closed once the answer ended (a click opens it again). */
+function Reasoning({ part, ended }: { part: ReasoningPart; ended: boolean }) {
+  return (
+    <details
+      data-testid="answer-reasoning"
+      open={!ended}
+      className="group rounded-xl border border-neutral-200 bg-neutral-50 px-3 py-2 text-sm dark:border-neutral-800 dark:bg-neutral-900/60"
+    >
+      <summary className="cursor-pointer select-none text-xs font-medium text-neutral-600 dark:text-neutral-300">
+        {ended ? 'Reasoning' : 'Thinking…'}
+      </summary>
+      <p data-testid="answer-reasoning-text" className="mt-1.5 whitespace-pre-wrap text-neutral-600 dark:text-neutral-400">
+        {partText(part)}
+      </p>
+    </details>
+  )
+}
+
+/**
+ * What a tool call shows, from its effect's record: not started, running, done with its result,
+ * failed, stopped before it happened, or may have happened (with how it will be settled).
+ */
+function describe(part: ToolPart, ended: boolean): { label: string; detail?: string; tone: 'busy' | 'done' | 'stopped' | 'failed' | 'unknown' } {
+  const phase = toolPhase(part)
+  switch (phase) {
+    case 'input':
+    case 'called':
+      // The model's side only: once the answer ended without a state, the tool never ran.
+      return ended ? { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' } : { label: 'Preparing…', tone: 'busy' }
+    case 'not-started':
+      return { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' }
+    case 'running':
+      // Still running when its answer ended: its attempt died mid-call, and the run was settled by
+      // asking the receiver (the consumer's reconcile hook), which this log does not record.
+      return ended
+        ? { label: 'May have happened', detail: 'Its worker stopped mid-call; the receiver is asked (see /runs).', tone: 'unknown' }
+        : { label: 'Running…', tone: 'busy' }
+    case 'done':
+      return { label: 'Done', tone: 'done' }
+    case 'failed':
+      return { label: 'Failed', detail: part.error, tone: 'failed' }
+    case 'cancelled':
+      return { label: 'Stopped — did not happen', detail: 'Stopped mid-call; the receiver has no record of it.', tone: 'stopped' }
+    case 'unknown':
+      return {
+        label: 'May have happened',
+        detail:
+          part.settle === 'reconcile'
+            ? 'Stopped mid-call; it will be settled by asking the receiver.'
+            : 'Stopped mid-call and the receiver could not say; an operator settles it on /runs.',
+        tone: 'unknown',
+      }
+  }
+}
+
+const TONES = {
+  busy: 'border-neutral-200 bg-white text-neutral-700 dark:border-neutral-800 dark:bg-neutral-900 dark:text-neutral-200',
+  done: 'border-emerald-200 bg-emerald-50 text-emerald-900 dark:border-emerald-900/60 dark:bg-emerald-950/40 dark:text-emerald-200',
+  stopped: 'border-neutral-200 bg-neutral-50 text-neutral-700 dark:border-neutral-700 dark:bg-neutral-800/60 dark:text-neutral-200',
+  failed: 'border-red-200 bg-red-50 text-red-800 dark:border-red-900/60 dark:bg-red-950/40 dark:text-red-200',
+  unknown: 'border-amber-200 bg-amber-50 text-amber-900 dark:border-amber-900/60 dark:bg-amber-950/40 dark:text-amber-200',
+}
+
+function ToolCall({ part, ended }: { part: ToolPart; ended: boolean }) {
+  const { label, detail, tone } = describe(part, ended)
+  const input = part.input !== undefined ? JSON.stringify(part.input) : partText(part)
+  const Icon =
+    tone === 'busy' ? SpinnerIcon : tone === 'done' ? CheckIcon : tone === 'failed' ? AlertIcon : tone === 'unknown' ? ActivityIcon : StopCircleIcon
+  return (
+    <section
+      data-testid="tool-call"
+      data-tool={part.tool}
+      data-state={toolPhase(part)}
+      aria-label={`Tool call: ${part.tool}`}
+      className={`rounded-xl border px-3 py-2 text-sm ${TONES[tone]}`}
+    >
+      <div className="flex items-center gap-2">
+        <Icon className="size-3.5 shrink-0" aria-hidden="true" />
+        <code className="font-mono text-xs">{part.tool}</code>
+        <span data-testid="tool-call-state" className="text-xs font-medium">
+          {label}
+        </span>
+      </div>
+      {detail && <p className="mt-1 text-xs opacity-90">{detail}</p>}
+      {input && (
+        <pre data-testid="tool-call-input" className="mt-1.5 overflow-x-auto whitespace-pre-wrap break-all font-mono text-xs opacity-80">
+          {input}
+        </pre>
+      )}
+      {part.state === 'done' && part.result !== undefined && (
+        <details className="mt-1.5">
+          <summary className="cursor-pointer select-none text-xs">Result</summary>
+          <pre data-testid="tool-call-result" className="mt-1 overflow-x-auto whitespace-pre-wrap break-all font-mono text-xs opacity-80">
+            {JSON.stringify(part.result, null, 2)}
+          </pre>
+        </details>
+      )}
+    </section>
+  )
+}
