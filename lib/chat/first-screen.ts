@@ -51,6 +51,11 @@ function lookup(state: ChatState) {
       const position = layer?.firstUserOf(id) ?? layer?.answerPositions(id)[0]
       return position === undefined ? undefined : state.turns[position]
     },
+    /** Where `turn` sits in the state's turn list (-1: not there). */
+    positionOf(turn: Turn): number {
+      const positions = turn.kind === 'user' ? [layer?.firstUserOf(turn.id)] : (layer?.answerPositions(turn.id) ?? [])
+      return positions.find((p) => p !== undefined && state.turns[p] === turn) ?? -1
+    },
     newestIn(slot: string): Turn | undefined {
       const position = layer?.newestIn(slot)
       return position === undefined ? undefined : state.turns[position]
@@ -112,16 +117,20 @@ function parentOf(byId: (id: string) => Turn | undefined, turn: Turn): Turn | un
 
 function windowOf(state: ChatState, shown: Turn[], older: string | null): TurnsWindow {
   const slots = new Set(shown.map(slotOf))
-  const turns = versionsOf(state, shown, slots)
+  // Every version of the window's slots was written after the turn above the window (a turn
+  // comes after its parent): the scan starts there, not at the chat's first turn.
+  const { byId, positionOf } = lookup(state)
+  const above = shown.length > 0 ? parentOf(byId, shown[0]) : undefined
+  const turns = versionsOf(state, shown, slots, above ? Math.max(0, positionOf(above)) : 0)
   return { turns, older, continues: continuing(state, turns) }
 }
 
 /** Every turn in `slots`, in log order, but at most MAX_VERSIONS a slot: the newest, and the ones `shown`. */
-function versionsOf(state: ChatState, shown: Turn[], slots: Set<string>): Turn[] {
+function versionsOf(state: ChatState, shown: Turn[], slots: Set<string>, from = 0): Turn[] {
   const kept = new Map<string, number>()
   const turns: Turn[] = []
   const mustKeep = new Set(shown)
-  for (let i = state.turns.length - 1; i >= 0; i--) {
+  for (let i = state.turns.length - 1; i >= from; i--) {
     const turn = state.turns[i]
     const slot = slotOf(turn)
     if (!slots.has(slot)) continue
