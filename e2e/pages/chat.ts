@@ -65,11 +65,17 @@ export class ChatPage {
    * Resolves once the message shows in the conversation.
    */
   async send(text: string): Promise<void> {
-    const before = this.page.url().includes('/c/') ? await this.userMessages.count() : 0
+    // The newest message on screen changes (a count would not: a long chat shows its newest 60 turns).
+    const last = () => Array.from(document.querySelectorAll('[data-testid="message-user"]')).at(-1)?.getAttribute('data-message-id') ?? null
+    const before = this.page.url().includes('/c/') ? await this.page.evaluate(last) : null
     await this.input.fill(text)
     await this.sendButton.click()
     if (!this.page.url().includes('/c/')) await this.page.waitForURL(/\/c\/[^/]+/)
-    await this.page.waitForFunction((n) => document.querySelectorAll('[data-testid="message-user"]').length > n, before)
+    await this.page.waitForFunction(
+      (previous) =>
+        (Array.from(document.querySelectorAll('[data-testid="message-user"]')).at(-1)?.getAttribute('data-message-id') ?? null) !== previous,
+      before,
+    )
   }
 
   /** Presses Stop (the answer must be active) and waits for the button to turn back into Send. */

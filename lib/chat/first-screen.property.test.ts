@@ -11,7 +11,7 @@ import fc from 'fast-check'
 import type { ChatEvent } from './contract'
 import { foldChat, latestBranch, slotOf, type ChatState, type Turn } from './reducer'
 import { visibleTurns, type Selection } from './versions'
-import { firstScreen, joinWindow, pageAbove, pageBelow, type TurnsWindow } from './first-screen'
+import { firstScreen, joinWindow, MAX_VERSIONS, pageAbove, pageBelow, type TurnsWindow } from './first-screen'
 
 const SEED = 20261203
 const RUNS = Number(process.env.FC_RUNS || 200)
@@ -168,6 +168,21 @@ describe('a chat a window at a time', () => {
       }),
       { seed: SEED, numRuns: RUNS },
     )
+  })
+})
+
+describe('versions', () => {
+  it('a slot sends at most MAX_VERSIONS of its versions, the newest and the one on screen', () => {
+    // Bare messages, no answers: every one is a version of the first message's slot.
+    const events = Array.from(
+      { length: 100 },
+      (_, i) =>
+        ({ id: `e${i}`, sessionId: 's', index: i, type: 'message', payload: { text: `m${i}` }, createdAt: '2026-12-03T00:00:00.000Z' }) as ChatEvent,
+    )
+    const full = foldChat(events)
+    const screen = firstScreen(full)
+    expect(screen.turns.map((t) => t.id)).toEqual(full.turns.slice(-MAX_VERSIONS).map((t) => t.id))
+    expect(shape({ turns: screen.turns }).at(-1)?.id).toBe('e99')
   })
 })
 

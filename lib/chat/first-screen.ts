@@ -3,8 +3,8 @@
  * conversation, never the whole. A chat of 2,500 short turns answered its whole fold,
  * 6.3 MB in 689 ms, before the browser showed the newest 60 of them.
  *
- * A window is a run of turns on one branch, each with every version of its slot (so ‹ 1/2 ›
- * works on any turn shown), in log order. Windows of one chat hold disjoint slots, so the
+ * A window is a run of turns on one branch, each with the versions of its slot (so ‹ 1/2 ›
+ * works on any turn shown; at most MAX_VERSIONS of them), in log order. Windows of one chat hold disjoint slots, so the
  * browser joins them by putting an older one in front (versions.ts needs only each slot's
  * versions in log order, and the walk from slot to slot). `older` is the cursor: the id of
  * the window's top turn, from which the next page walks up by parent links. Walking up by
@@ -15,7 +15,8 @@
  * window: `continues` names the versions in a window whose next turns it does not hold, and
  * `below(id)` is the page under one of them.
  */
-import { activeAnswer, latestBranch, nextSlot, slotOf, type ChatState, type Turn } from './reducer'
+import { activeAnswer, nextSlot, ROOT_SLOT, slotOf, type ChatState, type Turn } from './reducer'
+import { indexOf } from './turn-index'
 
 /** Turns the first screen shows (components/chat/messages.tsx renders the newest 60). */
 export const FIRST_SCREEN_TURNS = 60
@@ -31,35 +32,49 @@ export interface TurnsWindow {
   continues: string[]
 }
 
-/** The chat's turns by id, by slot, and the slots that have turns: one pass, reused by every window of a state. */
-interface Lookup {
-  byId: Map<string, Turn>
-  bySlot: Map<string, Turn[]>
+/**
+ * At most this many versions of one slot go with a window: the newest, and the one on the
+ * branch. A log of 50k bare messages (no answers) is one slot of 50k versions, 3.9 MiB of
+ * first screen before the cap.
+ */
+export const MAX_VERSIONS = 32
+
+/**
+ * The state's own index (turn-index.ts: kept beside each fold's state and shared by the folds
+ * from it) answers by id and by slot. Building a map of every turn at each open instead cost
+ * 1.9 MiB of heap and most of a 22 ms open at 100k events (9k turns).
+ */
+function lookup(state: ChatState) {
+  const { layer } = indexOf(state, slotOf)
+  return {
+    byId(id: string): Turn | undefined {
+      const position = layer?.firstUserOf(id) ?? layer?.answerPositions(id)[0]
+      return position === undefined ? undefined : state.turns[position]
+    },
+    /** Where `turn` sits in the state's turn list (-1: not there). */
+    positionOf(turn: Turn): number {
+      const positions = turn.kind === 'user' ? [layer?.firstUserOf(turn.id)] : (layer?.answerPositions(turn.id) ?? [])
+      return positions.find((p) => p !== undefined && state.turns[p] === turn) ?? -1
+    },
+    newestIn(slot: string): Turn | undefined {
+      const position = layer?.newestIn(slot)
+      return position === undefined ? undefined : state.turns[position]
+    },
+  }
 }
 
-const lookups = new WeakMap<ChatState, Lookup>()
-
-function lookup(state: ChatState): Lookup {
-  let known = lookups.get(state)
-  if (known) return known
-  const byId = new Map<string, Turn>()
-  const bySlot = new Map<string, Turn[]>()
-  for (const turn of state.turns) {
-    // The first turn with an id is the one a reference names (the fold's own rule, turn-index.ts).
-    if (!byId.has(turn.id)) byId.set(turn.id, turn)
-    const slot = slotOf(turn)
-    const versions = bySlot.get(slot)
-    if (versions) versions.push(turn)
-    else bySlot.set(slot, [turn])
-  }
-  known = { byId, bySlot }
-  lookups.set(state, known)
-  return known
+/** The latest branch (each slot's newest version from the first message down), by the index. */
+function latestBranchOf(state: ChatState): Turn[] {
+  const { newestIn } = lookup(state)
+  const branch: Turn[] = []
+  // At most one step per turn: ids are unique per session, so a branch cannot loop.
+  for (let turn = newestIn(ROOT_SLOT); turn && branch.length <= state.turns.length; turn = newestIn(nextSlot(turn))) branch.push(turn)
+  return branch
 }
 
 /** The newest `count` turns of the latest branch (and the open answer, wherever it is), with their versions. */
 export function firstScreen(state: ChatState, count = FIRST_SCREEN_TURNS): TurnsWindow {
-  const branch = latestBranch(state.turns)
+  const branch = latestBranchOf(state)
   const start = Math.max(0, branch.length - count)
   const screen = windowOf(state, branch.slice(start), start > 0 ? branch[start].id : null)
   // The open answer (what Stop names) and the log's newest turn (the one the fold keeps chunk
@@ -68,14 +83,14 @@ export function firstScreen(state: ChatState, count = FIRST_SCREEN_TURNS): Turns
   const held = new Set(screen.turns.map(slotOf))
   const extra = new Set([activeAnswer(state), state.turns.at(-1)].flatMap((turn) => (turn && !held.has(slotOf(turn)) ? [slotOf(turn)] : [])))
   if (extra.size === 0) return screen
-  const turns = [...screen.turns, ...state.turns.filter((turn) => extra.has(slotOf(turn)))]
+  const turns = [...screen.turns, ...versionsOf(state, [], extra)]
   return { turns, older: screen.older, continues: continuing(state, turns) }
 }
 
 /** The `count` turns above turn `id` on its path, with their versions; undefined when the chat has no such turn. */
 export function pageAbove(state: ChatState, id: string, count = PAGE_TURNS): TurnsWindow | undefined {
   const { byId } = lookup(state)
-  const from = byId.get(id)
+  const from = byId(id)
   if (!from) return undefined
   const above: Turn[] = []
   let turn = parentOf(byId, from)
@@ -86,33 +101,52 @@ export function pageAbove(state: ChatState, id: string, count = PAGE_TURNS): Tur
 
 /** The `count` turns below turn `id`, following each slot's newest version, with their versions; undefined: no such turn. */
 export function pageBelow(state: ChatState, id: string, count = PAGE_TURNS): TurnsWindow | undefined {
-  const { byId, bySlot } = lookup(state)
-  const from = byId.get(id)
+  const { byId, newestIn } = lookup(state)
+  const from = byId(id)
   if (!from) return undefined
   const below: Turn[] = []
-  for (let versions = bySlot.get(nextSlot(from)); versions && below.length < count; versions = bySlot.get(nextSlot(below[below.length - 1]))) {
-    below.push(versions[versions.length - 1])
-  }
+  for (let turn = newestIn(nextSlot(from)); turn && below.length < count; turn = newestIn(nextSlot(turn))) below.push(turn)
   return windowOf(state, below, null)
 }
 
 /** The turn above `turn` on its path: a message's parent answer, an answer's message. */
-function parentOf(byId: Map<string, Turn>, turn: Turn): Turn | undefined {
+function parentOf(byId: (id: string) => Turn | undefined, turn: Turn): Turn | undefined {
   const up = turn.kind === 'user' ? turn.parent : turn.for
-  return up === null ? undefined : byId.get(up)
+  return up === null ? undefined : byId(up)
 }
 
 function windowOf(state: ChatState, shown: Turn[], older: string | null): TurnsWindow {
   const slots = new Set(shown.map(slotOf))
-  const turns = state.turns.filter((turn) => slots.has(slotOf(turn)))
+  // Every version of the window's slots was written after the turn above the window (a turn
+  // comes after its parent): the scan starts there, not at the chat's first turn.
+  const { byId, positionOf } = lookup(state)
+  const above = shown.length > 0 ? parentOf(byId, shown[0]) : undefined
+  const turns = versionsOf(state, shown, slots, above ? Math.max(0, positionOf(above)) : 0)
   return { turns, older, continues: continuing(state, turns) }
+}
+
+/** Every turn in `slots`, in log order, but at most MAX_VERSIONS a slot: the newest, and the ones `shown`. */
+function versionsOf(state: ChatState, shown: Turn[], slots: Set<string>, from = 0): Turn[] {
+  const kept = new Map<string, number>()
+  const turns: Turn[] = []
+  const mustKeep = new Set(shown)
+  for (let i = state.turns.length - 1; i >= from; i--) {
+    const turn = state.turns[i]
+    const slot = slotOf(turn)
+    if (!slots.has(slot)) continue
+    const count = kept.get(slot) ?? 0
+    if (count >= MAX_VERSIONS && !mustKeep.has(turn)) continue
+    kept.set(slot, count + 1)
+    turns.push(turn)
+  }
+  return turns.reverse()
 }
 
 /** The turns with turns below them in the chat but not among `turns`. */
 function continuing(state: ChatState, turns: Turn[]): string[] {
-  const { bySlot } = lookup(state)
+  const { newestIn } = lookup(state)
   const slots = new Set(turns.map(slotOf))
-  return turns.filter((turn) => bySlot.has(nextSlot(turn)) && !slots.has(nextSlot(turn))).map((turn) => turn.id)
+  return turns.filter((turn) => !slots.has(nextSlot(turn)) && newestIn(nextSlot(turn)) !== undefined).map((turn) => turn.id)
 }
 
 /**
