@@ -105,10 +105,11 @@ test('search finds chats by title and by message text; clearing it (or Esc) brin
   await expect(results).toHaveCount(0)
   await expect(sidebar.item(neither)).toBeVisible()
 
-  // A result opens its chat.
+  // A result opens its chat, at the message that matched.
   await search.fill(`quokka-${marker}`)
   await results.first().click()
-  await page.waitForURL(new RegExp(`/c/${byText}$`))
+  await page.waitForURL(new RegExp(`/c/${byText}\\?turn=[\\w-]+$`))
+  await expect(page.getByTestId('message-user').filter({ hasText: `quokka-${marker}` })).toBeInViewport()
 })
 
 test('a chat still generating is marked in the sidebar until its answer ends', async ({ page }) => {
