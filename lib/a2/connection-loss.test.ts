@@ -11,7 +11,7 @@ import { sql } from 'drizzle-orm'
 import { createServer, openPostgresStore, type Store } from '@/lib/a2/server'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { testContract } from './test-kit/contract'
-import { eventsOf, historyOf, jobOf, waitForJob, waitUntil } from './test-kit/runtime'
+import { eventsOf, historyOf, interceptStore, jobOf, waitForJob, waitUntil } from './test-kit/runtime'
 import { consumer } from './internal/runtime/consumer'
 import { livenessFor } from './internal/runtime/liveness'
 import { LIFE_LOCK_CLASS, query } from './internal/store/store'
@@ -43,17 +43,28 @@ describe.runIf(layers.includes('postgres'))('a worker whose lock and LISTEN conn
   })
 
   it('takes both back within a second; the answer goes on under its attempt; nobody declares it dead; a Stop then lands at once', async () => {
-    // Streams a chunk every 20 ms until stopped.
+    // The observer's every statement (its drain ticks, its liveness checks) is told here.
+    const observerStatements = new Set<() => void>()
+    const observed = interceptStore(observerStore, { after: () => observerStatements.forEach((told) => told()) })
+    const nextObserverStatement = () =>
+      new Promise<void>((resolve) =>
+        observerStatements.add(function told() {
+          observerStatements.delete(told)
+          resolve()
+        }),
+      )
+    // Streams a chunk after each statement of the observer, until stopped: while the answer goes
+    // on, the observer keeps looking (each chunk counted below is one more look it took).
     const generate = consumer({ contract: testContract, name: 'generate', types: ['generate'], abortOn: ['cancelled'] }).run(async (ctx) => {
       while (!ctx.signal.aborted) {
         await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'x' } }).catch((error) => {
           if (!ctx.signal.aborted) throw error
         })
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        await nextObserverStatement()
       }
     })
     const victim = createServer({ contract: testContract, consumers: [generate], store: victimStore })
-    const observer = createServer({ contract: testContract, consumers: [generate], store: observerStore })
+    const observer = createServer({ contract: testContract, consumers: [generate], store: observed })
     // The observer claims nothing (concurrency 0) and drains every 100 ms: it would release
     // the victim's run within a tick of judging it dead.
     const watching = await observer.startWorker({ pollMs: 100, concurrency: 0 })

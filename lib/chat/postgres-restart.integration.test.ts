@@ -7,6 +7,7 @@
  * nothing FAILED; one `finished` per answer; the Stop cut exactly at what its reader saw.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sql } from 'drizzle-orm'
 import { openPostgresStore, type Store } from '@/lib/a2/server'
 import { runOf, waitForRun, waitUntil } from '@/lib/a2/testing'
 import { migrateDatabase } from '@/lib/store/migrate'
@@ -49,6 +50,12 @@ describe.runIf(clusterAvailable)('a Postgres restart under answers in flight', (
     await cluster?.destroy()
   })
 
+  /** Whether `store` answers a statement now. */
+  const answers = (store: Store) =>
+    store.db.execute(sql`select 1`).then(
+      () => true,
+      () => false,
+    )
   const log = async (id: string) => (await app.server.read(id, 'alice', { limit: 100_000 })) as ChatEvent[]
   const chunks = async (id: string) => (await log(id)).filter((e) => e.type === 'chunk')
   /** When each answer's first chunk after `wall` was committed, less `wall` (ms). */
@@ -92,7 +99,8 @@ describe.runIf(clusterAvailable)('a Postgres restart under answers in flight', (
         } catch (error) {
           expect(isStoreUnreachable(error), String(error)).toBe(true)
           refusals++
-          await new Promise((resolve) => setTimeout(resolve, 250))
+          // Sent again once the app's store answers again (what the route's 503 tells the browser to wait for).
+          await waitUntil(() => answers(appStore), 'the app’s store to answer again', 15_000, 50)
         }
       }
     })()
