@@ -1,7 +1,7 @@
 /**
  * A dispatch by an attempt while that attempt's run is being ended. A handler that starts
  * `ctx.effect` and returns before it is dispatched (a call it did not await) ends its run
- * while the effect's dispatch compare-and-set is on its way. The ending (`finishRuns`) decides
+ * while the effect's dispatch compare-and-set is on its way. The ending (`endRuns`) decides
  * from the stored state of the run's effects; a dispatch it does not see leaves a terminal
  * run over a DISPATCHED effect — the stored state contradicting it, and nothing left to
  * reconcile it. The dispatch must be refused, or committed before the ending reads.

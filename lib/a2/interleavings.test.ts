@@ -8,7 +8,7 @@
  * backoff running out, an operator's verdict, and a database outage (it goes away at a
  * chosen statement, refusing it or losing its answer, and comes back: test-kit/state-models/outage.ts says
  * how, the same on both stores) — and runs them against the real runtime (Attempt, drain,
- * finishRun, the log, push) on PGlite, and on Postgres when TEST_DATABASE_URL is set. After
+ * endRuns, the log, push) on PGlite, and on Postgres when TEST_DATABASE_URL is set. After
  * every step the invariants below are checked against the database and a small reference
  * model. Time passes only when a command says so: leases outlive a sequence, and a retry's
  * backoff is held until `retry comes due` (else a claim would take it or not by the clock).
@@ -36,7 +36,7 @@
  *      of its lane is open;
  *   8. a run's history never goes back in attempts: every change is made by the attempt that
  *      holds the run or a later one (a superseded attempt's ending — run endings share a
- *      statement, internal/runtime/finish-batch.ts — is fenced out row by row); no history row a step
+ *      statement, internal/runtime/end-runs.ts — is fenced out row by row); no history row a step
  *      writes names an attempt older than the one that held the run before the step; and an
  *      effect's call starts only while its attempt holds the run ACTIVE (an effect's late
  *      outcome is the one write a superseded attempt makes, by design: §6's delivery record);
@@ -1316,7 +1316,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
   /**
    * Found by the property's first run (seed 20261201, path 20:1:6:8:12:19:18:19:16:13:12), its
    * shrunk counterexample kept: a Stop lands while the LAST attempt runs (its hint lost), then the
-   * handler throws. failRun's ending said RETRY_REVOKED, though no retry was waiting to revoke;
+   * handler throws. settleFailed's ending said RETRY_REVOKED, though no retry was waiting to revoke;
    * the same failure on an earlier attempt says STOPPED_BY_CANCEL (scheduleRetry's
    * compare-and-set, detail retryRevoked), and so does this one now.
    */

@@ -11,7 +11,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
-import { claimJobs, completeJob, finishRun, scheduleRetry, type ClaimedJob } from './internal/runtime/jobs'
+import { claimJobs, scheduleRetry, type ClaimedJob } from './internal/runtime/jobs'
+import { endRuns, RETURNED, type Ending } from './internal/runtime/end-runs'
+import type { Executor } from './internal/store/store'
+import type { Fence } from './internal/core/types'
 import { query } from './internal/store/store'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 import { MIGRATIONS } from './sql'
@@ -20,6 +23,12 @@ import { testContract as chat } from './test-kit/contract'
 import { quarantineOpenJobs, waitUntil } from './test-kit/runtime'
 
 const OPEN = new Set(['ACTIVE', 'CANCELLING', 'UNKNOWN'])
+
+/** One run's ending in a statement of its own: the status it moved to, or undefined when the fence no longer holds it. */
+async function endOne(executor: Executor, fence: Fence, ending: Ending) {
+  const [status] = await endRuns(executor, [{ fence, ending }])
+  return status
+}
 
 describe.each(layers)('lane heads on %s', (kind) => {
   let testDb: TestDb
@@ -90,7 +99,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
     await l.append()
     const second = await l.append()
     const [head] = await l.claim()
-    expect(await completeJob(store.db, { jobId: head.id, attempt: head.attempt })).toBe('COMPLETED')
+    expect(await endOne(store.db, { jobId: head.id, attempt: head.attempt }, RETURNED)).toBe('COMPLETED')
     expect(await l.jobs()).toEqual(['COMPLETED', 'ACTIVE'])
     expect((await l.claim()).map((j) => j.id)).toEqual([second.jobId])
   })
@@ -103,7 +112,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
     await l.cancel(first.eventId)
     expect(await l.jobs()).toEqual(['CANCELLING', 'ACTIVE (waits)'])
     expect(await l.claim()).toEqual([])
-    expect(await completeJob(store.db, { jobId: head.id, attempt: head.attempt })).toBe('CANCELLED')
+    expect(await endOne(store.db, { jobId: head.id, attempt: head.attempt }, RETURNED)).toBe('CANCELLED')
     expect(await l.jobs()).toEqual(['CANCELLED', 'ACTIVE'])
     expect((await l.claim()).map((j) => j.id)).toEqual([second.jobId])
   })
@@ -113,7 +122,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
     await l.append()
     const second = await l.append()
     const [head] = await l.claim()
-    const ended = await finishRun(store.db, { jobId: head.id, attempt: head.attempt }, { ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' } })
+    const ended = await endOne(store.db, { jobId: head.id, attempt: head.attempt }, { ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' } })
     expect(ended).toBe('FAILED')
     expect(await l.jobs()).toEqual(['FAILED', 'ACTIVE'])
     expect((await l.claim()).map((j) => j.id)).toEqual([second.jobId])
@@ -139,7 +148,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
       store.db,
       sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${head.id}, 'tool', 'UNKNOWN', ${head.attempt}, 0)`,
     )
-    expect(await completeJob(store.db, { jobId: head.id, attempt: head.attempt })).toBe('UNKNOWN')
+    expect(await endOne(store.db, { jobId: head.id, attempt: head.attempt }, RETURNED)).toBe('UNKNOWN')
     return head
   }
 
@@ -154,7 +163,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
     expect(await l.jobs()).toEqual(['ACTIVE', 'ACTIVE (waits)'])
     const [again] = await l.claim()
     expect([again.id, again.attempt]).toEqual([head.id, 2])
-    expect(await completeJob(store.db, { jobId: again.id, attempt: again.attempt })).toBe('COMPLETED')
+    expect(await endOne(store.db, { jobId: again.id, attempt: again.attempt }, RETURNED)).toBe('COMPLETED')
     expect((await l.claim()).map((j) => j.id)).toEqual([second.jobId])
   })
 
@@ -178,12 +187,12 @@ describe.each(layers)('lane heads on %s', (kind) => {
     const [head] = await l.claim()
     await l.cancel(second.eventId)
     // As the drain settles a run cancelled before it started (attempt 0, never claimed).
-    expect(
-      await finishRun(store.db, { jobId: second.jobId, attempt: 0 }, { CANCELLING: { to: 'CANCELLED', reason: 'CANCELLED_BEFORE_START' } }),
-    ).toBe('CANCELLED')
+    expect(await endOne(store.db, { jobId: second.jobId, attempt: 0 }, { CANCELLING: { to: 'CANCELLED', reason: 'CANCELLED_BEFORE_START' } })).toBe(
+      'CANCELLED',
+    )
     expect(await l.jobs()).toEqual(['ACTIVE', 'CANCELLED', 'ACTIVE (waits)'])
     expect(await l.claim()).toEqual([])
-    expect(await completeJob(store.db, { jobId: head.id, attempt: head.attempt })).toBe('COMPLETED')
+    expect(await endOne(store.db, { jobId: head.id, attempt: head.attempt }, RETURNED)).toBe('COMPLETED')
     expect(await l.jobs()).toEqual(['COMPLETED', 'CANCELLED', 'ACTIVE'])
     expect((await l.claim()).map((j) => j.id)).toEqual([third.jobId])
   })
@@ -291,7 +300,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
       (tx) =>
         tx`insert into a2_jobs (session_id, event_index, event_id, consumer, lane, max_attempts)
            values (${l.sessionId}, 1, 'late', ${l.name}, 'gen', 3)`,
-      () => completeJob(store.db, { jobId: head.id, attempt: head.attempt }),
+      () => endOne(store.db, { jobId: head.id, attempt: head.attempt }, RETURNED),
     )
     expect(ended).toBe('COMPLETED')
     expect(await l.jobs()).toEqual(['COMPLETED', 'ACTIVE'])
@@ -310,7 +319,7 @@ describe.each(layers)('lane heads on %s', (kind) => {
     // finds it open, waits for its lock, and must then skip it for the job after it.
     const ended = await holding(
       (tx) => tx`update a2_jobs set status = 'CANCELLED' where id = ${second.jobId}`,
-      () => completeJob(store.db, { jobId: head.id, attempt: head.attempt }),
+      () => endOne(store.db, { jobId: head.id, attempt: head.attempt }, RETURNED),
     )
     expect(ended).toBe('COMPLETED')
     expect(await l.jobs()).toEqual(['COMPLETED', 'CANCELLED', 'ACTIVE'])

@@ -219,7 +219,7 @@ describe.each(layers)('the log on %s', (kind) => {
     await s.push(plan[7].id, 'u1', { type: 'cancelled', payload: { of: plan[7].of, lastSeenIndex: 0 } })
 
     const counted = countingStore(store) // the same database, its own committer
-    const { appendSteps } = await import('./internal/log/group-commit')
+    const { appendSteps } = await import('./internal/log/batched-appends')
     const outcomes = await Promise.all(
       plan.map(({ id, of, jobId, fate }) => {
         // jsonb cannot hold U+0000: the database refuses that statement as a whole.
@@ -259,7 +259,7 @@ describe.each(layers)('the log on %s', (kind) => {
 
   it('fails only the batch whose payload cannot be serialised; the others land', async () => {
     const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map(() => server.sessions.create('u1')))
-    const { appendSteps } = await import('./internal/log/group-commit')
+    const { appendSteps } = await import('./internal/log/batched-appends')
     // Postgres: the three that could be serialised each take one of the four statements in
     // flight. PGlite: they go together at the end of the loop turn.
     const counted = countingStore(store)
@@ -278,7 +278,7 @@ describe.each(layers)('the log on %s', (kind) => {
   it('coalesces concurrent batches into fewer statements than batches when none is refused', async () => {
     const sessions = await Promise.all(Array.from({ length: 40 }, () => server.sessions.create('u1')))
     const counted = countingStore(store)
-    const { appendSteps } = await import('./internal/log/group-commit')
+    const { appendSteps } = await import('./internal/log/batched-appends')
     const results = await Promise.all(sessions.map(({ id }) => appendSteps(counted, id, [{ type: 'message', payload: { text: id } }])))
     expect(results.map((events) => events.map((e) => e.index))).toEqual(sessions.map(() => [0]))
     // Postgres: four statements go at once; the other 36 batches wait and share one. PGlite runs

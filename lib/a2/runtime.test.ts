@@ -19,7 +19,7 @@ import {
   type Worker,
 } from '@/lib/a2/server'
 import { isA2Error } from '@/lib/a2'
-import { completeJob } from './internal/runtime/jobs'
+import { endRuns, RETURNED } from './internal/runtime/end-runs'
 import { query } from './internal/store/store'
 import { decodeHint } from './internal/core/wire'
 import { createTestDb, layers, POSTGRES_URL, type TestDb } from './test-kit/db'
@@ -391,7 +391,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       expect(isA2Error(writes.append, 'fenced')).toBe(true)
       expect(writes.effect).toBeInstanceOf(Error)
       expect(writes.dispatched).toBe(false)
-      expect(await completeJob(store.db, { jobId: held.id, attempt: 1 })).toBeUndefined() // row count 0
+      expect(await endRuns(store.db, [{ fence: { jobId: held.id, attempt: 1 }, ending: RETURNED }])).toEqual([undefined]) // row count 0
 
       successorMayFinish.open()
       const done = await waitForJob(store, g.id, 'lapse', (j) => j.status === 'COMPLETED')

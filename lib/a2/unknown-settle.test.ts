@@ -3,7 +3,7 @@
  * race: an effect's late outcome (the forced-out attempt's call returns) and an operator's
  * verdict (`operator.resolveEffect`, a transaction), for two effects of one run at once. Each
  * resolution changes its effect's row and then tries to settle the run (effects.ts,
- * settleIfResolved); the last one to do so must see every other resolution, or the run stays
+ * resolveUnknownRun); the last one to do so must see every other resolution, or the run stays
  * UNKNOWN for good with nothing left to resolve (its lane held with it, README §7, §10).
  *
  * fast-check draws who resolves each effect and the order in which the two sides' statements
@@ -281,7 +281,7 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
     Math.max(60_000, RUNS * 2_000),
   )
   /**
-   * The drain takes the forced-out run and settles it (take, reconcile, finishRuns) while the
+   * The drain takes the forced-out run and settles it (take, reconcile, endRuns) while the
    * attempt's late outcome for its one effect arrives (record, settle). Whichever commits
    * second must settle the run, at once: no later drain tick, no lease waited for. Before the
    * fix, the late outcome landing between the drain's read of the DISPATCHED effects and its
@@ -381,7 +381,7 @@ describe.each(layers)('an UNKNOWN run with two unresolved effects, resolved at o
   })
 
   /**
-   * The drain ends the forced-out run (finishRuns) while the attempt's late outcomes arrive:
+   * The drain ends the forced-out run (endRuns) while the attempt's late outcomes arrive:
    * e1's is recorded before the drain's ending and e2's after it starts and before it
    * commits. The ending decides from the effects as last committed, or it calls the run
    * UNKNOWN for an effect already DONE, whose own settle found the run not yet UNKNOWN and

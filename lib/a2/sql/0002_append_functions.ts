@@ -1,5 +1,5 @@
 /**
- * Migration 0002: the append functions, a2's hot path (../internal/log/group-commit.ts).
+ * Migration 0002: the append functions, a2's hot path (../internal/log/batched-appends.ts).
  *
  * The status lists inside are literals, not the constants of transitions.ts: a migration
  * is frozen once shipped, and a changed constant must come with a new migration. The

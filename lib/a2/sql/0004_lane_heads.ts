@@ -9,7 +9,7 @@ export default /* sql */ `
 -- open (ACTIVE, CANCELLING, UNKNOWN). The claim then reads one partial index of claimable
 -- jobs instead of probing every waiting job's lane on every claim (bench, 10k stuck lanes:
 -- 377 jobs/s, 0.07x a bare SKIP LOCKED loop). Two triggers keep the flag in the transaction
--- that changes a lane, on every path (append, finishRun, settleIfResolved, or a bulk insert):
+-- that changes a lane, on every path (append, endRuns, resolveUnknownRun, or a bulk insert):
 --   - on insert, a laned job is blocked when an earlier job of its lane is open;
 --   - when a lane's head leaves the open statuses, the lane's next open job is unblocked.
 -- A blocked job never runs, and only the head's close moves the head (a waiting job that is

@@ -9,7 +9,7 @@ import type { A2Event } from '../core/contract'
 import { A2Error } from '../core/errors'
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Executor, type Store } from '../store/store'
-import { appendSteps } from './group-commit'
+import { appendSteps } from './batched-appends'
 import { sameEventsAgain } from './append-checks'
 import { push, type PushOptions, type PushResult } from './push'
 
@@ -22,7 +22,7 @@ export type { PushOptions as AppendOptions, PushResult as AppendResult } from '.
  * Two ways in, by what the append carries:
  * - a server's batch that starts and cancels nothing, for no owner and with nothing of the
  *   caller's to commit with it (a consumer's chunks, its other events) goes to the
- *   cross-session group commit (group-commit.ts);
+ *   cross-session group commit (batched-appends.ts);
  * - everything else is a push (push.ts): one statement, or a transaction when the caller's own
  *   rows commit with the events (`within`).
  */

@@ -19,7 +19,8 @@ import { announceEnding } from './ending'
 import { foldSession } from '../log/checkpoints'
 import { eventFromRow, type EventRow } from '../log/event-row'
 import type { Fence, ValidInput } from '../core/types'
-import { settleAttempt, settleCancelling } from './settle'
+import { settleAttempt, settleRun } from './settle'
+import { stopped } from './end-runs'
 import { query, sqlState, type Executor } from '../store/store'
 import type { RunStatus } from '../core/transitions'
 
@@ -189,7 +190,7 @@ export class Attempt {
         if (!returned) await announceEnding(this.host, this.fence, job)
       } else if (abortReason(this.signal)?.isCancel) {
         // Never started: CANCELLING → CANCELLED (or UNKNOWN while a dead attempt's effect cannot be reconciled).
-        await settle(() => settleCancelling(this.host, this.fence, job.consumer, 'CANCELLED_BEFORE_START'))
+        await settle(() => settleRun(this.host, job.consumer, this.fence, stopped('CANCELLED_BEFORE_START')))
         await announceEnding(this.host, this.fence, job)
       }
     } catch (settleError) {

@@ -13,7 +13,8 @@ import { sql } from 'drizzle-orm'
 import { leaseMsOf, type RuntimeHost } from './runtime-host'
 import { describeError } from './jobs'
 import type { Liveness } from './liveness'
-import { failRun, settleCancelling } from './settle'
+import { settleFailed, settleRun } from './settle'
+import { stopped } from './end-runs'
 import { announceEnding } from './ending'
 import { query, type Executor } from '../store/store'
 import { LEASED, type TransitionReason } from '../core/transitions'
@@ -72,7 +73,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
     // A forced-out attempt may still be inside an effect: "not done" is no proof for it. The take
     // recorded it (FORCED_AFTER_GRACE at that attempt), so a drain that resumes after this one
     // died knows it too (applyVerdict reads the record).
-    await settleCancelling(host, fence, run.consumer, reason, { runningAttempt: run.live ? run.previousAttempt : undefined }).then(
+    await settleRun(host, run.consumer, fence, stopped(reason), { runningAttempt: run.live ? run.previousAttempt : undefined }).then(
       // No handler ends a run the drain settles: its consumer's `ending` hook writes the terminal event (ending.ts).
       () => announceEnding(host, fence, run),
       (error) => console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
@@ -80,7 +81,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
   }
 
   for (const run of await takeExhausted(host.store.db, claim)) {
-    await failRun(
+    await settleFailed(
       host,
       run,
       { jobId: run.id, attempt: run.attempt },

@@ -8,14 +8,14 @@
  *   DISPATCHED by a dead attempt ──reconcile──▶ DONE | INTENT (not done: dispatch again)
  *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
  */
-import { wakeWorkers } from '../log/bus'
 import { sql } from 'drizzle-orm'
 import { A2Error } from '../core/errors'
 import { brandOf } from '../core/brand'
 import { RunAborted, abortReason } from '../core/abort'
 import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from '../core/types'
 import { query, type Executor } from '../store/store'
-import { LEASED, type RunStatus, type TransitionReason } from '../core/transitions'
+import { resolveUnknownRun } from './end-runs'
+import { LEASED } from '../core/transitions'
 
 export type { EffectOptions, EffectStatus } from '../core/types'
 
@@ -51,7 +51,7 @@ export class EffectSettledMeanwhile extends A2Error {
  * The calls of one attempt, from their dispatch compare-and-set until their outcome is
  * recorded, so that its ending sees them and never outruns them.
  *
- * The dispatch: `finishRuns` decides from the effects as its statement's snapshot has them (and
+ * The dispatch: `endRuns` decides from the effects as its statement's snapshot has them (and
  * as last committed for the effects that were open in it): a dispatch that commits after that
  * snapshot is taken — a handler that did not await its `ctx.effect` ends while the dispatch
  * compare-and-set is in flight — is not seen, and the run would end COMPLETED over a DISPATCHED
@@ -177,7 +177,7 @@ export async function runEffect<R>(
   // more, though its attempt number stands until the next claim takes it: its dispatch would
   // leave the next attempt an effect it cannot prove stopped). Zero rows: a cancel (or a
   // successor, or a release) got there first. The run's
-  // row is share-locked until this commits, so a run cannot end (finishRun counts effects
+  // row is share-locked until this commits, so a run cannot end (endRuns counts effects
   // under its row lock) between this check and the effect it lets through.
   if (run.dispatches && !run.dispatches.enter()) throw ending(fence, key)
   const dispatched = await query(
@@ -311,48 +311,7 @@ async function recordOutcome(
   if (status === 'UNKNOWN') return // nothing was resolved
   // The truth arrived late for an effect the controller had to call UNKNOWN: record it,
   // and settle the run if nothing else about it is unresolved.
-  await settleIfResolved(db, fence.jobId, 'EFFECT_RESOLVED_LATE', { key, status })
-}
-
-/**
- * An UNKNOWN run whose effects are all resolved settles, in one statement under its row
- * lock: CANCELLED if a Stop was recorded against it (a cancel is honoured whenever it
- * landed), else ACTIVE again (with one more attempt of budget) so a new attempt replays
- * what was recorded, or dispatches again under the same idempotency key.
- *
- * The unresolved effects are counted with their rows share-locked, after the run's row:
- * a locked row is read as last committed, not as the statement's snapshot had it. Two
- * resolutions of one run's effects at once (an operator's verdict, a late outcome) each
- * settle after their own change; the one that waited on the run's row must see the other's
- * change, which committed while it waited, or the run stays UNKNOWN with nothing left to
- * resolve (unknown-settle.test.ts, on Postgres, where the two commit concurrently). The operator locks the run's row
- * before its effect's (operator.ts), so the two locks are always taken in that order.
- */
-export async function settleIfResolved(db: Executor, jobId: number, reason: TransitionReason, detail: unknown): Promise<RunStatus | undefined> {
-  const [moved] = await query<{ to_status: RunStatus }>(
-    db,
-    sql`with run as (
-          select id, attempt, cancelled_by from a2_jobs where id = ${jobId} and status = 'UNKNOWN' for update
-        ), unsettled as (
-          select e.key from a2_effects e join run on e.job_id = run.id
-          where e.status in ('UNKNOWN', 'DISPATCHED')
-          for share of e
-        ), moved as (
-          update a2_jobs j
-          set status = case when run.cancelled_by is not null then 'CANCELLED' else 'ACTIVE' end,
-              owner = null, lease_until = null, run_at = now(),
-              max_attempts = greatest(j.max_attempts, j.attempt + 1), updated_at = now()
-          from run where j.id = run.id and not exists (select 1 from unsettled)
-          returning j.id, j.attempt, j.status
-        )
-        insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
-        select id, attempt, 'UNKNOWN', status, ${reason}, ${JSON.stringify(detail ?? null)}::jsonb from moved
-        returning to_status`,
-  )
-  if (moved?.to_status === 'ACTIVE') await wakeWorkers(db)
-  if (moved) return moved.to_status
-  const [job] = await query<{ status: RunStatus }>(db, sql`select status from a2_jobs where id = ${jobId}`)
-  return job?.status
+  await resolveUnknownRun(db, fence.jobId, 'EFFECT_RESOLVED_LATE', { key, status })
 }
 
 async function reconcileDispatched<R>(

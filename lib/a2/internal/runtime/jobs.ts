@@ -9,7 +9,7 @@ import { FAILED_TYPE, type A2Event } from '../core/contract'
 import { eventFromRow } from '../log/event-row'
 import type { Fence } from '../core/types'
 import { query, type Executor } from '../store/store'
-import { LEASED, type RunStatus, type TransitionReason } from '../core/transitions'
+import { LEASED, type RunStatus } from '../core/transitions'
 
 export interface ClaimedJob {
   id: number
@@ -168,95 +168,6 @@ export async function whyNotHeld(executor: Executor, fence: Fence): Promise<'SUP
  */
 function detailSql(detail: unknown): SQL {
   return detail === undefined ? sql`null::jsonb` : sql`${JSON.stringify(detail)}::jsonb`
-}
-
-/** Where a run goes from each status it may be in when it ends, and why. */
-export type Ending = Partial<Record<RunStatus, { to: 'COMPLETED' | 'CANCELLED' | 'FAILED'; reason: TransitionReason }>>
-
-/** One run's ending, as `finishRuns` takes it. */
-export interface FinishRequest {
-  fence: Fence
-  ending: Ending
-  detail?: unknown
-}
-
-/**
- * The one statement by which runs end: each request fenced on its (job, attempt), from a
- * status its `ending` names, and decided from the stored state of its run's effects — while
- * any effect is DISPATCHED or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a
- * reconcile or an operator to settle. Each job row is locked while its effects are counted,
- * and a dispatch share-locks it (effects.ts), so no effect can be dispatched between the count
- * and the change. The effects still open are counted with their rows share-locked, so as
- * last committed, not as this statement's snapshot had them: an effect's late outcome that
- * committed while this statement waited on a run's row (its own settle found the run not yet
- * UNKNOWN and left it) would otherwise leave the run UNKNOWN with nothing left to resolve
- * (unknown-settle.test.ts, on Postgres); only effects still open are locked, so an
- * ordinary ending locks nothing more (figure 4, 7 alternated pairs at load 1.2-2.5: 1.36× the
- * bare loop's throughput before, 1.45× after, medians within the noise). Rows are locked in
- * id order (the lock order of sql/0004_lane_heads.ts), job rows before effect rows, so two
- * batches, or a batch and a push, wait on each other instead of deadlocking on each other's
- * rows. One result per request, in order: the status it moved its run to, or
- * undefined when its attempt no longer holds the run (its row count is 0). At most one
- * request per job (finish-batch.ts sends a second one in the next statement).
- *
- * Many runs in one statement (finish-batch.ts groups the endings of a worker's attempts that
- * end together): one commit for all of them where each paid its own (bench figure 4).
- * The requests go as one jsonb, so the text, and its prepared plan, is the same for any count.
- */
-export async function finishRuns(executor: Executor, requests: readonly FinishRequest[]): Promise<Array<RunStatus | undefined>> {
-  if (requests.length === 0) return []
-  const rows = requests.map(({ fence, ending, detail }, i) => ({ i, id: fence.jobId, attempt: fence.attempt, ending, detail: detail ?? null }))
-  const moved = await query<{ i: number; to_status: RunStatus }>(
-    executor,
-    sql`with req as (
-          select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(i int, id bigint, attempt int, ending jsonb, detail jsonb)
-        ), prev as (
-          select j.id, j.status, req.i, req.attempt, req.ending, req.detail
-          from a2_jobs j join req on j.id = req.id and j.attempt = req.attempt
-          where req.ending ? j.status
-          order by j.id
-          for update of j
-        ), open_effects as (
-          select e.job_id from a2_effects e join prev on e.job_id = prev.id
-          where e.status in ('DISPATCHED', 'UNKNOWN')
-          for share of e
-        ), unsettled as (
-          select prev.id, (select count(*) from open_effects o where o.job_id = prev.id)::int as n
-          from prev
-        ), moved as (
-          update a2_jobs j
-          set status = case when u.n > 0 then 'UNKNOWN' else prev.ending -> prev.status ->> 'to' end,
-              owner = null, lease_until = null, updated_at = now()
-          from prev join unsettled u on u.id = prev.id
-          where j.id = prev.id
-          returning j.id, j.status, prev.status as from_status, prev.i, prev.attempt, prev.ending, prev.detail
-        ), logged as (
-          insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
-          select id, attempt, from_status, status,
-                 case when status = 'UNKNOWN' then 'EFFECT_UNKNOWN' else ending -> from_status ->> 'reason' end,
-                 detail
-          from moved
-        )
-        select i, status as to_status from moved`,
-  )
-  const out: Array<RunStatus | undefined> = requests.map(() => undefined)
-  for (const row of moved) out[Number(row.i)] = row.to_status
-  return out
-}
-
-/** One run's ending (finishRuns); inside a transaction, the ending commits with the rest of it. */
-export async function finishRun(executor: Executor, fence: Fence, ending: Ending, detail?: unknown): Promise<RunStatus | undefined> {
-  if (Object.keys(ending).length === 0) return undefined
-  const [status] = await finishRuns(executor, [{ fence, ending, detail }])
-  return status
-}
-
-/** The handler returned: COMPLETED, or CANCELLED when a cancel landed during the run (the stop is the outcome). */
-export function completeJob(executor: Executor, fence: Fence): Promise<RunStatus | undefined> {
-  return finishRun(executor, fence, {
-    ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' },
-    CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' },
-  })
 }
 
 /**

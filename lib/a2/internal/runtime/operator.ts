@@ -6,7 +6,7 @@ import { desc, eq, sql, asc } from 'drizzle-orm'
 import { effects, jobTransitions, jobs, type EffectRow, type JobRow, type JobTransitionRow } from '../../schema'
 import { A2Error } from '../core/errors'
 import { query, type Store } from '../store/store'
-import { settleIfResolved } from './effects'
+import { resolveUnknownRun } from './end-runs'
 import type { RunStatus } from '../core/transitions'
 
 /** `server.operator`: every user's runs, and the verdict on an UNKNOWN effect. */
@@ -59,7 +59,7 @@ export function operator(store: Store): A2Operator {
      */
     async resolveEffect(jobId: number, key: string, verdict: { done: boolean; result?: unknown }, by: string) {
       return db.transaction(async (tx) => {
-        // The run's row first, the order settleIfResolved locks in: otherwise this verdict holds
+        // The run's row first, the order resolveUnknownRun locks in: otherwise this verdict holds
         // its effect's row while a late outcome's settle holds the run's and waits for that
         // effect's (a deadlock; unknown-settle.test.ts, on Postgres).
         await query(tx, sql`select id from a2_jobs where id = ${jobId} for update`)
@@ -70,7 +70,7 @@ export function operator(store: Store): A2Operator {
               where job_id = ${jobId} and key = ${key} and status = 'UNKNOWN' returning job_id`,
         )
         if (updated.length !== 1) throw new A2Error('conflict', 'that effect is not UNKNOWN')
-        const status = await settleIfResolved(tx, jobId, 'OPERATOR_RESOLVED', { key, verdict, by })
+        const status = await resolveUnknownRun(tx, jobId, 'OPERATOR_RESOLVED', { key, verdict, by })
         return { status }
       })
     },

@@ -1,21 +1,22 @@
 /**
- * How a run ends. Every path is a fenced compare-and-set on (job, attempt), and every
- * terminal state is reached through `finishRuns` (jobs.ts): one statement that decides from
- * the stored state of the run's effects. Before it, effects still DISPATCHED are put to the
- * consumer's reconcile hook. The attempt (attempt.ts) and the drain (drain.ts) settle here
- * and nowhere else.
+ * Settling a run: its effects still DISPATCHED are put to the consumer's reconcile hook, and
+ * then it ends (end-runs.ts: one fenced statement that decides from the stored state of the
+ * run's effects). The attempt (attempt.ts) and the drain (drain.ts) settle runs here and
+ * nowhere else: `settleAttempt` turns an attempt's outcome into an ending (or a retry, or a
+ * surrender), `settleFailed` ends a run FAILED with its `a2.failed` event, and `settleRun`
+ * is the one path both take to an ending.
  */
 import { sql } from 'drizzle-orm'
 import { abortReason } from '../core/abort'
 import { EffectNotDispatched, EffectSettledMeanwhile, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
 import { isA2Error } from '../core/errors'
 import { NotRetryable } from '../core/not-retryable'
-import { finishBatched } from './finish-batch'
+import { endRun, endRuns, RETURNED, stopped, type Ending } from './end-runs'
 import type { RuntimeHost } from './runtime-host'
-import { backoffMs, describeError, failureEvent, finishRun, scheduleRetry, surrenderJob, type ClaimedJob, type Ending } from './jobs'
+import { backoffMs, describeError, failureEvent, scheduleRetry, surrenderJob, type ClaimedJob } from './jobs'
 import type { Fence } from '../core/types'
 import { query } from '../store/store'
-import type { RunStatus, TransitionReason } from '../core/transitions'
+import type { RunStatus } from '../core/transitions'
 
 /** The outcome rules: how an attempt whose handler returned or threw ends, by its signal's reason. */
 export async function settleAttempt(
@@ -31,21 +32,18 @@ export async function settleAttempt(
   const reason = abortReason(signal)
   if (reason?.code === 'FENCED_OUT') return // the drain took the run over and settles it
   const end = (ending: Ending, detail?: unknown) =>
-    endRun(host, job.consumer, fence, ending, { detail, runningAttempt: job.attempt, effectFree: options.effectFree })
+    settleRun(host, job.consumer, fence, ending, { detail, runningAttempt: job.attempt, effectFree: options.effectFree })
   if (returned) {
-    await end({ ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } })
+    await end(RETURNED)
     return
   }
   if (error instanceof EffectUnknown) {
-    // The effect is stored UNKNOWN, so the run ends UNKNOWN (finishRun decides from it).
-    await end(
-      { ACTIVE: { to: 'FAILED', reason: 'EFFECT_UNKNOWN' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } },
-      describeError(error),
-    )
+    // The effect is stored UNKNOWN, so the run ends UNKNOWN (endRuns decides from it).
+    await end({ ACTIVE: { to: 'FAILED', reason: 'EFFECT_UNKNOWN' }, ...stopped() }, describeError(error))
     return
   }
   if (reason?.isCancel || error instanceof EffectNotDispatched) {
-    await end({ CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }, { by: reason?.event })
+    await end(stopped(), { by: reason?.event })
     return
   }
   if (reason?.code === 'SHUTDOWN') {
@@ -55,28 +53,28 @@ export async function settleAttempt(
   }
   if (reason?.isLeaseLoss) {
     if (job.attempt < job.maxAttempts) await surrenderJob(host.store.db, fence, reason.code)
-    else await failRun(host, job, fence, { message: `lost its claim on the last attempt (${reason.code})`, code: reason.code })
+    else await settleFailed(host, job, fence, { message: `lost its claim on the last attempt (${reason.code})`, code: reason.code })
     return
   }
   if (isA2Error(error, 'fenced')) return // a successor or the drain owns the job now
   const failure = describeError(error)
   // The handler said another attempt would fail the same way: the budget left is not spent.
   if (error instanceof NotRetryable) {
-    await failRun(host, job, fence, failure, job.attempt, 'NOT_RETRYABLE')
+    await settleFailed(host, job, fence, failure, job.attempt, 'NOT_RETRYABLE')
     return
   }
   if (job.attempt < job.maxAttempts) {
     // A cancel that landed first revokes the retry: that compare-and-set ends the run, so it
-    // goes through reconcile and finishRun like every other ending.
+    // is settled like every other ending.
     const retried = await scheduleRetry(host.store.db, fence, backoffMs(job.attempt), failure)
-    if (retried === 'REVOKED') await end({ CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }, { error: failure, retryRevoked: true })
+    if (retried === 'REVOKED') await end(stopped(), { error: failure, retryRevoked: true })
   } else {
-    await failRun(host, job, fence, failure)
+    await settleFailed(host, job, fence, failure)
   }
 }
 
 /** Out of attempts (or told not to retry): FAILED and an `a2.failed` event in the log, committed together — or UNKNOWN/CANCELLED without the event. */
-export async function failRun(
+export async function settleFailed(
   host: RuntimeHost,
   job: Pick<ClaimedJob, 'id' | 'sessionId' | 'eventId' | 'consumer' | 'attempt'>,
   fence: Fence,
@@ -86,12 +84,10 @@ export async function failRun(
   reason: 'ATTEMPTS_EXHAUSTED' | 'NOT_RETRYABLE' = 'ATTEMPTS_EXHAUSTED',
 ): Promise<void> {
   if (!(await reconcileInFlight(host, job.consumer, fence, {}))) return
-  const ending: Ending = {
-    ACTIVE: { to: 'FAILED', reason },
-    // Out of attempts, no retry was waiting to revoke: a Stop that landed during the last one
-    // stopped it, so the reason is STOPPED_BY_CANCEL, not RETRY_REVOKED (interleavings.test.ts).
-    CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' },
-  }
+  // Out of attempts, no retry was waiting to revoke: a Stop that landed during the last one
+  // stopped it, so the reason is STOPPED_BY_CANCEL, not RETRY_REVOKED (interleavings.test.ts).
+  const ending: Ending = { ACTIVE: { to: 'FAILED', reason }, ...stopped() }
+  const request = { fence, ending, detail: failure }
   let ended: RunStatus | undefined
   try {
     await host.append(
@@ -100,7 +96,7 @@ export async function failRun(
       [{ id: `failed-${job.id}-${job.attempt}`, ...failureEvent(job, attempts, failure) }],
       {
         within: async (tx) => {
-          ended = await finishRun(tx, fence, ending, failure)
+          ;[ended] = await endRuns(tx, [request])
           if (ended !== 'FAILED') throw new NotFailed()
         },
       },
@@ -108,34 +104,28 @@ export async function failRun(
   } catch (error) {
     if (!(error instanceof NotFailed)) throw error
     // Cancelled, or UNKNOWN: no failure to report; the same ending without the event.
-    if (ended) await finishRun(host.store.db, fence, ending, failure)
+    if (ended) await endRuns(host.store.db, [request])
   }
 }
 
 class NotFailed extends Error {}
 
-/** CANCELLING → CANCELLED (or UNKNOWN while an effect of the run cannot be reconciled). */
-export function settleCancelling(
-  host: RuntimeHost,
-  fence: Fence,
-  consumerName: string,
-  reason: TransitionReason,
-  options: { runningAttempt?: number } = {},
-): Promise<RunStatus | undefined> {
-  return endRun(host, consumerName, fence, { CANCELLING: { to: 'CANCELLED', reason } }, options)
-}
-
-async function endRun(
+/**
+ * Ends the run at `fence` as `ending` says, from the stored state of its effects, once those
+ * still DISPATCHED were put to the reconcile hook (UNKNOWN while one cannot be reconciled).
+ * Undefined when this attempt no longer holds the run.
+ */
+export async function settleRun(
   host: RuntimeHost,
   consumerName: string,
   fence: Fence,
   ending: Ending,
-  options: { detail?: unknown; runningAttempt?: number; effectFree?: boolean },
+  options: { detail?: unknown; runningAttempt?: number; effectFree?: boolean } = {},
 ): Promise<RunStatus | undefined> {
-  // finishRun still decides from the stored effects, under the run's row lock; the runs that end
-  // together share its statement (finish-batch.ts).
+  // endRuns still decides from the stored effects, under the run's row lock; the runs that end
+  // together share its statement (endRun's group commit).
   if (!options.effectFree && !(await reconcileInFlight(host, consumerName, fence, options))) return undefined
-  return finishBatched(host.store, { fence, ending, detail: options.detail })
+  return endRun(host.store, { fence, ending, detail: options.detail })
 }
 
 /**

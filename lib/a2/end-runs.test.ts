@@ -1,6 +1,6 @@
 /**
- * Runs that end together end in one statement (internal/runtime/finish-batch.ts, finishRuns in
- * internal/runtime/jobs.ts), on PGlite and on Postgres — and each is still its own compare-and-set:
+ * Runs that end together end in one statement (endRun's group commit and endRuns, in
+ * internal/runtime/end-runs.ts), on PGlite and on Postgres — and each is still its own compare-and-set:
  *   - a worker's runs that end in one turn share one statement;
  *   - model-based (fast-check, seeded): any batch of endings over runs in any state —
  *     held, superseded, already settled, CANCELLING, with effects DISPATCHED or UNKNOWN —
@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
-import { finishRuns, type Ending, type FinishRequest } from './internal/runtime/jobs'
+import { endRuns, RETURNED, stopped, type Ending, type EndRequest } from './internal/runtime/end-runs'
 import { query } from './internal/store/store'
 import type { RunStatus } from './internal/core/transitions'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
@@ -25,8 +25,8 @@ const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261201
 const RUNS = Number(process.env.FC_RUNS ?? 40)
 
 const ENDINGS: Record<string, Ending> = {
-  returned: { ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } },
-  stopped: { CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } },
+  returned: RETURNED,
+  stopped: stopped(),
   exhausted: { ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' }, CANCELLING: { to: 'CANCELLED', reason: 'RETRY_REVOKED' } },
 }
 
@@ -97,7 +97,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
     let finishes = 0
     // The driver's error as drizzle hands it on: its own error with the database's as its cause.
     const deadlock = () =>
-      new Error('Failed query: (a finishRuns batch)', { cause: Object.assign(new Error('deadlock detected'), { code: '40P01', severity: 'ERROR' }) })
+      new Error('Failed query: (a endRuns batch)', { cause: Object.assign(new Error('deadlock detected'), { code: '40P01', severity: 'ERROR' }) })
     const failing = interceptStore(store, {
       before: (text) => {
         if (isFinish(text) && finishes++ === 0) throw deadlock()
@@ -122,8 +122,8 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
     await set(cancelling, 'CANCELLING', 1)
     await set(inFlight, 'ACTIVE', 1)
     await query(store.db, sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${inFlight}, 'k', 'DISPATCHED', 1, 0)`)
-    const request = (jobId: number, detail?: unknown): FinishRequest => ({ fence: { jobId, attempt: 1 }, ending: ENDINGS.returned, detail })
-    const results = await finishRuns(store.db, [
+    const request = (jobId: number, detail?: unknown): EndRequest => ({ fence: { jobId, attempt: 1 }, ending: ENDINGS.returned, detail })
+    const results = await endRuns(store.db, [
       request(inFlight),
       request(superseded),
       request(held, { why: 'x' }),
@@ -182,11 +182,11 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
           }
         }
         const asked = order.filter((i) => runs[i].request)
-        const requests = asked.map((i): FinishRequest => {
+        const requests = asked.map((i): EndRequest => {
           const r = runs[i].request!
           return { fence: { jobId: ids[i], attempt: r.attempt }, ending: ENDINGS[r.ending], detail: r.detail }
         })
-        const results = await finishRuns(store.db, requests)
+        const results = await endRuns(store.db, requests)
 
         // The one-run rules, applied to each run alone.
         const expected = new Map<number, { status: RunStatus; owner: string | null; transition?: unknown; result?: RunStatus }>()
@@ -243,7 +243,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
           const heads = lanes ? ids.filter((_, i) => i % 2 === 0) : ids
           await query(store.db, sql`update a2_jobs set attempt = 1, owner = 'w', lease_until = now() + interval '1 hour' where id in ${heads}`)
           const batch = (picks: number[]) =>
-            finishRuns(
+            endRuns(
               store.db,
               picks.map((p) => ({ fence: { jobId: ids[p], attempt: 1 }, ending: ENDINGS.returned })),
             )
@@ -292,13 +292,13 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
           })
           await held.promise
           const batch = store.db.transaction(async (tx) => {
-            await tx.execute(sql`set local application_name = 'finish-batch-under-test'`)
+            await tx.execute(sql`set local application_name = 'end-runs-under-test'`)
             // Planned as on a big table: an index probe per request, in the requests' order (the
             // plan a2_jobs gets once it holds a few thousand rows), not one scan in id order.
             await tx.execute(sql`set local enable_seqscan = off`)
             await tx.execute(sql`set local enable_hashjoin = off`)
             await tx.execute(sql`set local enable_mergejoin = off`)
-            return finishRuns(
+            return endRuns(
               tx,
               order.map((p) => ({ fence: { jobId: ids[p], attempt: 1 }, ending: ENDINGS.returned })),
             )
@@ -306,7 +306,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
           await waitUntil(async () => {
             const [row] = await query<{ n: number }>(
               store.db,
-              sql`select count(*)::int as n from pg_stat_activity where application_name = 'finish-batch-under-test' and wait_event_type = 'Lock'`,
+              sql`select count(*)::int as n from pg_stat_activity where application_name = 'end-runs-under-test' and wait_event_type = 'Lock'`,
             )
             return row.n === 1
           }, 'the batch to wait on the held row')
