@@ -16,26 +16,27 @@
  */
 import type { A2Event } from '../core/contract'
 import { A2HttpError } from '../core/http-error'
+import { createDurableDelivery } from './durable-delivery'
 import {
   claimOutbox,
   createOutbox,
   defaultOutboxStorage,
-  heldForReference,
-  keptForItsIdentity,
   OUTBOX_PREFIX,
   UNSEEN_REFERENCE_HOLD_MS,
   type OutboxEntry,
   type OutboxStorage,
 } from './outbox'
+import { OrderedQueue } from './ordered-queue'
 import { postPush, PushError } from './post-push'
-import { decodeSseEvent, WireError, type PushedEvent } from '../core/wire'
+import { createTailSource, type Connection } from './tail-source'
+import { WakeableSleeps } from './wakeable-sleep'
+import type { PushedEvent } from '../core/wire'
 
 export type { OutboxEntry, OutboxStorage } from './outbox'
 export { PushError } from './post-push'
+export type { Connection } from './tail-source'
 
 export type PushInput = PushedEvent
-
-export type Connection = 'connecting' | 'open' | 'reconnecting' | 'closed'
 
 export interface SessionSnapshot<S> {
   /** The fold of confirmed events, then this browser's pending pushes on top. */
@@ -144,49 +145,19 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   let connection: Connection = 'closed'
   let error: PushError | undefined
   let snapshot: SessionSnapshot<S> | undefined
-  let source: EventSource | undefined
-  let reconnectTimer: ReturnType<typeof setTimeout> | undefined
-  let reconnectDelay = 500
   let closed = false
   /** While connected this store delivers its session's outbox; closed, the page's courier does (outbox-courier.ts). */
   let releaseOutbox: (() => void) | undefined
   let loaded = !options.snapshot
-  let queue: Promise<void> = Promise.resolve()
+  const queue = new OrderedQueue()
   let loading: Promise<void> | undefined
   /** Ordinary pushes not settled yet (each as its place in the queue): what a close waits for before the courier takes the outbox. */
   const ordinaryInFlight = new Set<Promise<void>>()
-  /** Outbox ids with a delivery loop running, and the push() promises waiting on them. */
-  const delivering = new Set<string>()
-  const waiting = new Map<string, Array<{ resolve: (events: A2Event[]) => void; reject: (error: PushError) => void }>>()
-  /** Retry sleeps cut short when the server is known to be back (the tail reopened, the browser went online). */
-  const sleepers = new Set<() => void>()
+  const sleeps = new WakeableSleeps()
 
   const emit = () => {
     snapshot = undefined
     for (const listener of listeners) listener()
-  }
-
-  const wake = () => {
-    for (const sleeper of [...sleepers]) sleeper()
-  }
-
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer)
-        sleepers.delete(done)
-        resolve()
-      }
-      const timer = setTimeout(done, ms)
-      sleepers.add(done)
-    })
-
-  const settle = (id: string, outcome: { events: A2Event[] } | { error: PushError }) => {
-    for (const waiter of waiting.get(id) ?? []) {
-      if ('events' in outcome) waiter.resolve(outcome.events)
-      else waiter.reject(outcome.error)
-    }
-    waiting.delete(id)
   }
 
   const receive = (incoming: A2Event[]) => {
@@ -196,18 +167,18 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       if (event.index <= lastSeenIndex) continue
       if (event.index !== lastSeenIndex + 1) {
         // A gap should be impossible (the log is gapless and the tail ordered); resync from lastSeenIndex.
-        resubscribe()
+        tail.resubscribe()
         break
       }
       lastSeenIndex = event.index
       events.push(event)
       confirmedIds.add(event.id)
       confirmedState = options.reducer(confirmedState, event)
-      if (waiting.has(event.id) || outbox.entries().some((e) => e.event.id === event.id)) {
+      if (durable.awaits(event.id) || outbox.entries().some((e) => e.event.id === event.id)) {
         // The tail brought an intent whose answer was lost, or that another tab delivered: it is
         // in the log, so it is acknowledged.
         outbox.remove(event.id)
-        settle(event.id, { events: [event] })
+        durable.landed(event.id, [event])
       }
       changed = true
     }
@@ -228,55 +199,20 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     emit()
   }
 
-  const open = () => {
-    if (closed || (typeof options.EventSource === 'undefined' && typeof EventSource === 'undefined')) return
-    const Source = options.EventSource ?? EventSource
-    connection = connection === 'open' ? 'reconnecting' : connection === 'closed' ? 'connecting' : connection
-    emit()
-    const es = new Source(`${url}?after=${lastSeenIndex}`)
-    source = es
-    es.onopen = () => {
-      reconnectDelay = 500
-      connection = 'open'
-      emit()
-      wake() // the server is back: an intent waiting in the outbox goes now, not at its next retry
-    }
-    es.onmessage = (message) => {
-      let event: A2Event
-      try {
-        event = decodeSseEvent(message.data)
-      } catch (error) {
-        // Not an event (a proxy's injected frame): dropped, loudly. A real gap it leaves is
-        // caught by the index check in receive(), which resubscribes.
-        console.error('[a2] session store: dropped an SSE frame:', error instanceof WireError ? error.message : error)
-        return
-      }
-      receive([event])
-    }
-    es.onerror = () => {
-      if (source !== es) return
-      // The browser retries by itself (with Last-Event-ID) unless the stream was refused;
-      // then we reopen after our own lastSeenIndex, backing off to 10 s.
-      if (es.readyState === 2 /* CLOSED */) {
-        es.close()
-        source = undefined
-        connection = 'reconnecting'
+  const tail = createTailSource({
+    url,
+    EventSource: options.EventSource,
+    after: () => lastSeenIndex,
+    onEvent: (event) => receive([event]),
+    connection: {
+      get: () => connection,
+      set: (next) => {
+        connection = next
         emit()
-        reconnectTimer = setTimeout(open, reconnectDelay)
-        reconnectDelay = Math.min(10_000, reconnectDelay * 2)
-      } else if (connection !== 'reconnecting') {
-        connection = 'reconnecting'
-        emit()
-      }
-    }
-  }
-
-  const resubscribe = () => {
-    source?.close()
-    source = undefined
-    clearTimeout(reconnectTimer)
-    if (!closed) reconnectTimer = setTimeout(open, 0)
-  }
+      },
+    },
+    onOpen: () => sleeps.wakeAll(), // the server is back: an intent waiting in the outbox goes now, not at its next retry
+  })
 
   const postOnce = (inputs: PushInput[], durable = false) => postPush(doFetch, url, inputs, { keepalive: durable })
 
@@ -286,66 +222,27 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       const outcome = await postOnce(inputs)
       if (outcome.kind === 'ok') return outcome.events
       if (outcome.kind === 'final' || attempt >= retryDelays.length) throw outcome.error
-      await sleep(retryDelays[attempt])
+      await sleeps.sleep(retryDelays[attempt])
     }
   }
 
-  /**
-   * Delivers one outbox entry: retried until acknowledged or finally refused. It waits its
-   * turn in the push queue (a Stop must land after the `generate` it names) and holds it
-   * while it retries, so later pushes keep their order behind it. A closed store suspends
-   * the loop; the entry stays in storage and connect() (or the next page) resumes it.
-   */
-  const deliver = (id: string) => {
-    if (delivering.has(id)) return
-    delivering.add(id)
-    const run = queue.then(async () => {
-      for (;;) {
-        const entry = outbox.entries().find((e) => e.event.id === id)
-        if (!entry || closed) return
-        const outcome = await postOnce([{ id, type: entry.event.type, payload: entry.event.payload }], true)
-        if (outcome.kind === 'ok') {
-          acknowledge(outcome.events)
-          settle(id, { events: outcome.events })
-          return
-        }
-        // A Stop that overtook the answer it names (another tab's, or this page's still on its way) is held a while, not dropped.
-        if (outcome.kind === 'final' && !heldForReference(entry.event, outcome.error.code)) {
-          // Another identity's chat (this browser switched accounts): kept for a page of that identity.
-          if (!keptForItsIdentity(entry.event, outcome.error.code)) outbox.remove(id)
-          pending = pending.filter((p) => p.id !== id)
-          error = outcome.error
-          emit()
-          settle(id, { error: outcome.error })
-          return
-        }
-        outbox.failed(id)
-        emit()
-        await sleep(durableDelays[Math.min(entry.failures, durableDelays.length - 1)])
-      }
-    })
-    queue = run
-      .finally(() => delivering.delete(id))
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-  }
+  const durable = createDurableDelivery({
+    outbox,
+    queue,
+    sleeps,
+    delaysMs: durableDelays,
+    post: (event) => postOnce([{ id: event.id, type: event.type, payload: event.payload }], true),
+    isClosed: () => closed,
+    acknowledged: acknowledge,
+    refused: (event, refusal) => {
+      pending = pending.filter((p) => p.id !== event.id)
+      error = refusal
+      emit()
+    },
+    failed: emit,
+  })
 
-  const pushDurable = (optimistic: A2Event[]): Promise<A2Event[]> => {
-    const acknowledged = optimistic.map(
-      (event) =>
-        new Promise<A2Event[]>((resolve, reject) => {
-          waiting.set(event.id, [...(waiting.get(event.id) ?? []), { resolve, reject }])
-          outbox.add(event)
-          deliver(event.id)
-        }),
-    )
-    emit()
-    return Promise.all(acknowledged).then((lists) => lists.flat())
-  }
-
-  const onOnline = () => wake()
+  const onOnline = () => sleeps.wakeAll()
 
   /** Another tab's intents, found in the shared list: this page shows them and sends them too. */
   function adopt(stored: A2Event[]) {
@@ -353,7 +250,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     if (added.length === 0) return
     pending = [...pending, ...added]
     emit()
-    if (!closed) for (const event of added) deliver(event.id)
+    if (!closed) for (const event of added) durable.deliver(event.id)
   }
 
   /** Another tab changed this session's outbox (the browser's `storage` event). */
@@ -391,17 +288,18 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
       }))
       pending = [...pending, ...optimistic]
       error = undefined
-      if (inputs.every((i) => durableTypes.has(i.type))) return pushDurable(optimistic)
+      if (inputs.every((i) => durableTypes.has(i.type))) {
+        const acknowledged = durable.push(optimistic)
+        emit()
+        return acknowledged
+      }
       emit()
       try {
-        // Pushes leave in the order they were made: a Stop pressed right after Send must
-        // reach the log after the `generate` it names, or it would cancel nothing.
-        const sending = queue.then(() => send(inputs))
-        queue = sending.then(
+        const sending = queue.run(() => send(inputs))
+        const settled = sending.then(
           () => undefined,
           () => undefined,
         )
-        const settled = queue
         ordinaryInFlight.add(settled)
         void settled.then(() => ordinaryInFlight.delete(settled))
         const confirmed = await sending
@@ -429,9 +327,9 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
         window.addEventListener('storage', onStorage)
       }
       releaseOutbox ??= claimOutbox(outboxKey)
-      for (const entry of outbox.entries()) deliver(entry.event.id)
+      for (const entry of outbox.entries()) durable.deliver(entry.event.id)
       if (loaded) {
-        if (!source) open()
+        tail.start()
         return
       }
       loading ??= (async () => {
@@ -444,7 +342,7 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
             }
             loaded = true
             emit()
-            if (!closed && !source) open()
+            if (!closed) tail.start()
             return
           } catch (failure) {
             if (failure instanceof A2HttpError && failure.refused) {
@@ -481,10 +379,8 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
           release()
         })
       }
-      wake() // retry loops see `closed` and suspend
-      clearTimeout(reconnectTimer)
-      source?.close()
-      source = undefined
+      sleeps.wakeAll() // retry loops see `closed` and suspend
+      tail.stop()
       connection = 'closed'
       emit()
     },
