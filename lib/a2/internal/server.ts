@@ -200,42 +200,12 @@ export function createServer<C extends Contract>(options: ServerOptions<C>): A2S
     store,
     routing,
 
+    push: (sessionId, owner, body, pushOptions = {}) =>
+      pushFromBrowser({ store, routing, prepare, caps: options.caps }, sessionId, owner, body, pushOptions),
+
     /** Server-side append (consumers, seeds, tests): any type of the contract. */
     async append(sessionId: string, ...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>> {
       return (await serverAppend(sessionId, inputs)).events as Array<EventOf<C>>
-    },
-
-    /**
-     * A browser's push: one event or `{ events: [...] }`, validated against the contract
-     * (browser-pushable types only), into a session the owner holds. All or nothing.
-     */
-    async push(
-      sessionId: string,
-      owner: string,
-      body: unknown,
-      pushOptions: PushOptions<C> = {},
-    ): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
-      checkJsonValue(body)
-      const list = pushedEvents(body)
-      if (!list || list.length === 0) throw new A2Error('bad_request', 'push one event or { events: [...] }')
-      if (list.length > MAX_EVENTS_PER_PUSH) {
-        throw new A2Error('payload_too_large', `at most ${MAX_EVENTS_PER_PUSH} events per push`)
-      }
-      const inputs = list.map((input) => prepare(input, 'browser'))
-      const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
-      if (new Set(ids).size !== ids.length) throw new A2Error('bad_request', 'each event in one push needs its own id')
-      let context: PushContext | undefined
-      if (pushOptions.admit) {
-        const named = [...ids, ...(pushOptions.refersTo?.(inputs) ?? [])]
-        context = await readPushContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
-        const running = context.unsettledRuns.filter((run) => run.status !== 'UNKNOWN')
-        await pushOptions.admit(inputs, {
-          events: context.events as Array<EventOf<C>>,
-          running: running.map((run) => ({ jobId: run.jobId, consumer: run.consumer, eventId: run.trigger.id, payload: run.trigger.payload })),
-        })
-      }
-      const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps ?? options.caps, context })
-      return { events: result.events as Array<EventOf<C>>, duplicate: result.duplicate }
     },
 
     /** Events after `after`, for the session's owner. */
@@ -260,18 +230,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>): A2S
       return { ...folded, session }
     },
 
-    runs: {
-      /** How many runs of `consumer` are running, of one owner or of everyone: what a concurrency cap counts. */
-      async countOpen(filter: { consumer: string; owner?: string }): Promise<number> {
-        const [row] = await query<{ n: number }>(
-          store.db,
-          sql`select count(*)::int as n from a2_jobs
-              where consumer = ${filter.consumer} and status in ${LEASED}
-                ${filter.owner !== undefined ? sql`and session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
-        )
-        return row.n
-      },
-    },
+    runs: { countOpen: (filter) => countOpenRuns(store, filter) },
 
     /** A live tail for the session's owner; ends when `signal` aborts. */
     async tail(sessionId: string, owner: string, options: { after: number; signal: AbortSignal; pollMs?: number }) {
@@ -279,31 +238,7 @@ export function createServer<C extends Contract>(options: ServerOptions<C>): A2S
       return tail(store, sessionId, options) as AsyncGenerator<Array<EventOf<C>>>
     },
 
-    sessions: {
-      create: (owner: string, init: { id?: string; title?: string } = {}) => createSession(store, owner, init),
-      get: (sessionId: string, owner: string) => getOwnedSession(store, sessionId, owner),
-      list: (owner: string, page: { limit?: number; before?: string } = {}) => listSessions(store, owner, page),
-      /** How many sessions an owner holds: what a per-user cap counts. */
-      count: async (owner: string): Promise<number> => {
-        const [row] = await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_sessions where owner = ${owner}`)
-        return row.n
-      },
-      /** Sets the title and appends `a2.renamed` in one transaction; `{ event: false }`: the row only (see renameSession). */
-      rename: (sessionId: string, owner: string, title: string, options: { event?: boolean } = {}) =>
-        renameSession(store, routing, sessionId, owner, title, options),
-      /** Deletes the session, its log, jobs and their history and effects. Stop its open runs first (`openRuns`). */
-      delete: (sessionId: string, owner: string, options: { within?: (tx: Executor) => Promise<void> } = {}) =>
-        deleteSession(store, sessionId, owner, options),
-      /** Gives every session of `from` to `to`, with the app's own rows (`within`) in the same transaction; returns how many moved. */
-      transfer: (from: string, to: string, options: { within?: (tx: Executor) => Promise<void> } = {}) => transferSessions(store, from, to, options),
-      /** The owner's sessions whose title or `in` events' text contains `text`. */
-      search: (owner: string, text: string, options: { limit?: number; in: { type: string; field: string } }) =>
-        searchSessions(store, owner, text, options),
-      /** Those of these sessions with a run an operator has yet to settle (what `delete` refuses as `unresolved`). Pass only sessions the caller owns. */
-      unresolved: (sessionIds: readonly string[]) => unresolvedSessions(store, sessionIds),
-      /** Runs of these sessions not yet settled. Pass only sessions the caller owns. */
-      openRuns: (sessionIds: readonly string[]) => openRuns(store, sessionIds),
-    },
+    sessions: sessionsOf(store, routing),
 
     /** Starts a worker in this process for the server's consumers. */
     async startWorker(workerOptions: WorkerOptions = {}): Promise<Worker> {
@@ -324,5 +259,67 @@ export function createServer<C extends Contract>(options: ServerOptions<C>): A2S
       await Promise.all([...workers].map((w) => w.stop(stopOptions)))
       workers.clear()
     },
+  }
+}
+
+/** A browser's push (A2Server.push): checked whole before anything is read, admitted by the app, then appended all or nothing. */
+async function pushFromBrowser<C extends Contract>(
+  server: { store: Store; routing: Routing; prepare: (input: unknown, origin: 'browser') => ValidInput; caps?: SessionCaps },
+  sessionId: string,
+  owner: string,
+  body: unknown,
+  pushOptions: PushOptions<C>,
+): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
+  const { store, routing } = server
+  checkJsonValue(body)
+  const list = pushedEvents(body)
+  if (!list || list.length === 0) throw new A2Error('bad_request', 'push one event or { events: [...] }')
+  if (list.length > MAX_EVENTS_PER_PUSH) {
+    throw new A2Error('payload_too_large', `at most ${MAX_EVENTS_PER_PUSH} events per push`)
+  }
+  const inputs = list.map((input) => server.prepare(input, 'browser'))
+  const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
+  if (new Set(ids).size !== ids.length) throw new A2Error('bad_request', 'each event in one push needs its own id')
+  let context: PushContext | undefined
+  if (pushOptions.admit) {
+    const named = [...ids, ...(pushOptions.refersTo?.(inputs) ?? [])]
+    context = await readPushContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
+    const running = context.unsettledRuns.filter((run) => run.status !== 'UNKNOWN')
+    await pushOptions.admit(inputs, {
+      events: context.events as Array<EventOf<C>>,
+      running: running.map((run) => ({ jobId: run.jobId, consumer: run.consumer, eventId: run.trigger.id, payload: run.trigger.payload })),
+    })
+  }
+  const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps ?? server.caps, context })
+  return { events: result.events as Array<EventOf<C>>, duplicate: result.duplicate }
+}
+
+/** `server.runs.countOpen`: runs of a consumer still leased (ACTIVE or CANCELLING), of one owner or of everyone. */
+async function countOpenRuns(store: Store, filter: { consumer: string; owner?: string }): Promise<number> {
+  const [row] = await query<{ n: number }>(
+    store.db,
+    sql`select count(*)::int as n from a2_jobs
+        where consumer = ${filter.consumer} and status in ${LEASED}
+          ${filter.owner !== undefined ? sql`and session_id in (select id from a2_sessions where owner = ${filter.owner})` : sql``}`,
+  )
+  return row.n
+}
+
+/** `server.sessions`: each a function of log/sessions.ts over this store (A2Sessions says what each does). */
+function sessionsOf(store: Store, routing: Routing): A2Sessions {
+  return {
+    create: (owner, init = {}) => createSession(store, owner, init),
+    get: (sessionId, owner) => getOwnedSession(store, sessionId, owner),
+    list: (owner, page = {}) => listSessions(store, owner, page),
+    count: async (owner) => {
+      const [row] = await query<{ n: number }>(store.db, sql`select count(*)::int as n from a2_sessions where owner = ${owner}`)
+      return row.n
+    },
+    rename: (sessionId, owner, title, options = {}) => renameSession(store, routing, sessionId, owner, title, options),
+    delete: (sessionId, owner, options = {}) => deleteSession(store, sessionId, owner, options),
+    transfer: (from, to, options = {}) => transferSessions(store, from, to, options),
+    search: (owner, text, options) => searchSessions(store, owner, text, options),
+    unresolved: (sessionIds) => unresolvedSessions(store, sessionIds),
+    openRuns: (sessionIds) => openRuns(store, sessionIds),
   }
 }

@@ -51,24 +51,78 @@ export function busFor(store: Store): Promise<Bus> {
  */
 export const BUS_POLL_MS = 2_000
 
+/**
+ * Who listens to what in this process: tails by session, workers to everything on the jobs
+ * channel, and the highest head each tailed session was last seen at (from a hint or the poll).
+ */
+class Subscribers {
+  readonly bySession = new Map<string, Set<Listener>>()
+  readonly any = new Set<Listener>()
+  private readonly heads = new Map<string, number>()
+
+  constructor(private readonly changed: () => void) {}
+
+  onSession(sessionId: string, listener: Listener): () => void {
+    let set = this.bySession.get(sessionId)
+    if (!set) this.bySession.set(sessionId, (set = new Set()))
+    set.add(listener)
+    this.changed()
+    return () => {
+      set.delete(listener)
+      if (set.size === 0) {
+        this.bySession.delete(sessionId)
+        this.heads.delete(sessionId)
+        this.changed()
+      }
+    }
+  }
+
+  onAny(listener: Listener): () => void {
+    this.any.add(listener)
+    return () => this.any.delete(listener)
+  }
+
+  get size(): number {
+    let n = this.any.size
+    for (const set of this.bySession.values()) n += set.size
+    return n
+  }
+
+  /** Whether `head` is past what the session's tails were last told. */
+  moved(sessionId: string, head: number): boolean {
+    return head > (this.heads.get(sessionId) ?? -1)
+  }
+
+  fanOut(hint: Hint, toWorkers: boolean): void {
+    if (this.bySession.has(hint.sessionId)) this.heads.set(hint.sessionId, Math.max(hint.head, this.heads.get(hint.sessionId) ?? -1))
+    for (const listener of this.bySession.get(hint.sessionId) ?? []) deliver(listener, hint)
+    if (toWorkers) for (const listener of this.any) deliver(listener, hint)
+  }
+}
+
+function deliver(listener: Listener, hint: Hint): void {
+  try {
+    listener(hint)
+  } catch (error) {
+    console.error('[a2] bus listener failed', error)
+  }
+}
+
 async function createBus(store: Store): Promise<Bus> {
-  const bySession = new Map<string, Set<Listener>>()
-  const any = new Set<Listener>()
-  /** The highest head each tailed session was last seen at (from a hint or the poll). */
-  const heads = new Map<string, number>()
+  const subscribers = new Subscribers(() => updatePoll())
   let polling = false
   const pollHeads = async () => {
-    if (polling || bySession.size === 0) return
+    if (polling || subscribers.bySession.size === 0) return
     polling = true
     try {
-      const ids = [...bySession.keys()]
+      const ids = [...subscribers.bySession.keys()]
       // One statement shape whatever the number of tails (statements are prepared per shape).
       const rows = await query<{ id: string; head: number }>(
         store.db,
         sql`select id, head from a2_sessions where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))`,
       )
       for (const { id, head } of rows) {
-        if (head > (heads.get(id) ?? -1)) fanOut({ sessionId: id, head }, false)
+        if (subscribers.moved(id, head)) subscribers.fanOut({ sessionId: id, head }, false)
       }
     } catch {
       // The store is unreachable: the next tick tries again.
@@ -79,27 +133,16 @@ async function createBus(store: Store): Promise<Bus> {
   // Runs only while this process tails some session: no timer is left behind by an idle bus.
   let poll: ReturnType<typeof setInterval> | undefined
   const updatePoll = () => {
-    if (bySession.size > 0 && !poll) poll = setInterval(pollHeads, BUS_POLL_MS)
-    else if (bySession.size === 0 && poll) {
+    const tails = subscribers.bySession.size
+    if (tails > 0 && !poll) poll = setInterval(pollHeads, BUS_POLL_MS)
+    else if (tails === 0 && poll) {
       clearInterval(poll)
       poll = undefined
     }
   }
-  const deliver = (listener: Listener, hint: Hint) => {
-    try {
-      listener(hint)
-    } catch (error) {
-      console.error('[a2] bus listener failed', error)
-    }
-  }
-  function fanOut(hint: Hint, toWorkers: boolean) {
-    if (bySession.has(hint.sessionId)) heads.set(hint.sessionId, Math.max(hint.head, heads.get(hint.sessionId) ?? -1))
-    for (const listener of bySession.get(hint.sessionId) ?? []) deliver(listener, hint)
-    if (toWorkers) for (const listener of any) deliver(listener, hint)
-  }
   // Events are decoded once per notification, for the sessions this process tails only;
   // every tail of the session shares them.
-  const tailed = (sessionId: string) => bySession.has(sessionId)
+  const tailed = (sessionId: string) => subscribers.bySession.has(sessionId)
   const onPayload = (toWorkers: boolean) => (raw: string) => {
     let hint: Hint
     try {
@@ -109,14 +152,14 @@ async function createBus(store: Store): Promise<Bus> {
       console.error('[a2] bus: dropped a notification that is not a hint:', error instanceof WireError ? error.message : error)
       return
     }
-    fanOut(hint, toWorkers)
+    subscribers.fanOut(hint, toWorkers)
   }
   // A lost LISTEN connection, taken again: what was notified meanwhile reached nobody here (a
   // Stop's cancel hint, a new job). Workers look again at once — a running attempt rechecks
   // its run (a Stop would otherwise wait for its next lease renewal, 5 s for the chat), the
   // claim loop claims — and tails read their sessions' heads.
   const relistened = () => {
-    for (const listener of any) deliver(listener, { sessionId: '', head: 0, newJobs: true, recheckCancels: true })
+    for (const listener of subscribers.any) deliver(listener, { sessionId: '', head: 0, newJobs: true, recheckCancels: true })
     void pollHeads()
   }
   const unlistenJobs = await store.listen(JOBS_CHANNEL, onPayload(true), relistened)
@@ -131,28 +174,10 @@ async function createBus(store: Store): Promise<Bus> {
         })
       return tailChannel.then(() => undefined)
     },
-    onSession(sessionId, listener) {
-      let set = bySession.get(sessionId)
-      if (!set) bySession.set(sessionId, (set = new Set()))
-      set.add(listener)
-      updatePoll()
-      return () => {
-        set.delete(listener)
-        if (set.size === 0) {
-          bySession.delete(sessionId)
-          heads.delete(sessionId)
-          updatePoll()
-        }
-      }
-    },
-    onAny(listener) {
-      any.add(listener)
-      return () => any.delete(listener)
-    },
+    onSession: (sessionId, listener) => subscribers.onSession(sessionId, listener),
+    onAny: (listener) => subscribers.onAny(listener),
     get size() {
-      let n = any.size
-      for (const set of bySession.values()) n += set.size
-      return n
+      return subscribers.size
     },
     close: async () => {
       clearInterval(poll)
