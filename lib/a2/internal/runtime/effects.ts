@@ -130,8 +130,21 @@ export async function runEffect<R>(
   const { fence } = run
   const stableKey = idempotencyKey(fence.jobId, key)
   if (run.dispatches?.isClosed) throw ending(fence, key)
-  // Intent first: if this insert fails (store unreachable), nothing is dispatched — fail closed.
-  // Fenced like every write of an attempt: a superseded attempt records nothing.
+  await recordIntent(db, run, key, options)
+  const recorded = await replayOrReconcile(db, run, key, stableKey, options)
+  if (recorded) return recorded.value
+  await dispatch(db, run, key)
+  // In flight from here until its outcome is recorded: the attempt's ending waits for it.
+  try {
+    return await callAndRecord(db, run, key, stableKey, fn, options)
+  } finally {
+    run.dispatches?.leave()
+  }
+}
+
+/** Intent first: if this insert fails (store unreachable), nothing is dispatched — fail closed. Fenced like every write of an attempt: a superseded attempt records nothing. */
+async function recordIntent<R>(db: Executor, run: EffectRun, key: string, options: EffectOptions<R>): Promise<void> {
+  const { fence } = run
   await query(
     db,
     sql`insert into a2_effects (job_id, key, status, attempt, cancel_version, overlap_safe)
@@ -140,6 +153,21 @@ export async function runEffect<R>(
                         and status in ${LEASED})
         on conflict (job_id, key) do nothing`,
   )
+}
+
+/**
+ * What the effect's record already says: its result to replay (DONE: never call twice), a
+ * refusal (UNKNOWN, cancelled before dispatch, in flight in this very attempt), or — for a dead
+ * attempt's dispatch — the reconcile hook's verdict. Undefined: dispatch it.
+ */
+async function replayOrReconcile<R>(
+  db: Executor,
+  run: EffectRun,
+  key: string,
+  stableKey: string,
+  options: EffectOptions<R>,
+): Promise<{ value: R } | undefined> {
+  const { fence } = run
   const readEffect = async () =>
     (
       await query<{ status: EffectStatus; attempt: number; result: { value: R } | null }>(
@@ -153,20 +181,26 @@ export async function runEffect<R>(
   for (let reads = 0; ; reads++) {
     const row = await readEffect()
     if (!row) throw fenced(fence, key)
-    if (row.status === 'DONE') return (row.result as { value: R }).value // replay: never call twice
+    if (row.status === 'DONE') return row.result as { value: R } // replay: never call twice
     if (row.status === 'UNKNOWN') throw new EffectUnknown(key)
     if (row.status === 'CANCELLED_BEFORE_DISPATCH') throw new EffectNotDispatched(key)
-    if (row.status !== 'DISPATCHED') break // INTENT or FAILED: dispatch
+    if (row.status !== 'DISPATCHED') return undefined // INTENT or FAILED: dispatch
     if (row.attempt === fence.attempt) throw new A2Error('conflict', `effect "${key}" is already in flight in this attempt`)
     try {
-      const settled = await reconcileDispatched(db, fence, key, stableKey, options.reconcile ?? run.reconcile)
-      if (settled) return settled.value as R
-      break
+      return (await reconcileDispatched(db, fence, key, stableKey, options.reconcile ?? run.reconcile)) as { value: R } | undefined
     } catch (error) {
       if (!(error instanceof EffectSettledMeanwhile) || reads > 0) throw error
     }
   }
+}
 
+/**
+ * The dispatch: the effect enters the attempt's calls in flight and its record goes DISPATCHED,
+ * or it is refused — EffectNotDispatched when a Stop got there first, RunAborted when the run
+ * lost its claim, `fenced` when another attempt holds it.
+ */
+async function dispatch(db: Executor, run: EffectRun, key: string): Promise<void> {
+  const { fence } = run
   await run.beforeDispatch?.(key)
   // A run that lost its claim (lapsed lease, successor, shutdown) starts no new external
   // work: a successor is taking over. The intent stays for the successor to dispatch.
@@ -209,13 +243,6 @@ export async function runEffect<R>(
       if (state?.status !== 'CANCELLED_BEFORE_DISPATCH') throw fenced(fence, key)
     }
     throw new EffectNotDispatched(key)
-  }
-
-  // In flight from here until its outcome is recorded: the attempt's ending waits for it.
-  try {
-    return await callAndRecord(db, run, key, stableKey, fn, options)
-  } finally {
-    run.dispatches?.leave()
   }
 }
 
