@@ -239,9 +239,10 @@ describe('a Stop through tabs, the courier and networks that are not the app', (
           const delivered = () => gensInFlight === 0 && stopsDue().every((p) => app.log.some((e) => e.id === p.id))
           const deadline = Date.now() + 5_000
           while (!delivered() && Date.now() < deadline) {
-            await turn()
+            // Nothing waiting: a retry timer is due (1–3 ms), or an answer is still being taken in;
+            // the loop turns (timers fire between turns) until what it sends waits in the scheduler.
             if (scheduler.count() > 0) await scheduler.waitOne()
-            else await new Promise((r) => setTimeout(r, 1)) // a retry timer is due: let it send
+            else await turn()
           }
           reached.stopBeforeItsAnswer += pressed.filter((p) => app.refusedEarly.includes(p.id)).length
           const lost = stopsDue().filter((p) => !app.log.some((e) => e.id === p.id))
