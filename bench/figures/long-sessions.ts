@@ -29,7 +29,7 @@ export interface LongSessionLevel {
   /** The first screen's body, as the client received it. */
   snapshotBytes: number
   baselineBytes: number
-  /** Server heap taken by one warm open (the fold and the answer's body), KiB: median of the rounds. */
+  /** Server heap taken by one warm open (the fold and the answer's body), KiB: median of the opens. */
   heldKiB: { ours: number; baseline: number }
   firstToken: { ours: Summary; baseline: Summary }
   cpu: CpuSample
@@ -101,7 +101,15 @@ async function firstToken(rig: ChatRig, id: string, after: string | undefined, t
 
 export async function longSessionFigure(
   rig: ChatRig,
-  options: { levels: Array<{ label: string; answers: number; messagesOnly?: boolean }>; rounds: number; deadline: number; timeoutMs?: number },
+  options: {
+    levels: Array<{ label: string; answers: number; messagesOnly?: boolean }>
+    /** Opens of each chat a level (and heap samples of each): enough for a stable median. */
+    opens: number
+    /** Answers started in each chat a level. */
+    rounds: number
+    deadline: number
+    timeoutMs?: number
+  },
 ): Promise<LongSessionLevel[]> {
   const timeoutMs = options.timeoutMs ?? 30_000
   const out: LongSessionLevel[] = []
@@ -110,19 +118,19 @@ export async function longSessionFigure(
     const long = await seed(rig, level.answers, level.messagesOnly ?? false)
     await rig.cpu()
     const cold = await open(rig, long.id)
+    const fresh = await seed(rig, 1, false)
+    const baselineBytes = (await open(rig, fresh.id)).bytes // its first open folds it: both sides are warm below
     const opens = { ours: [] as number[], baseline: [] as number[] }
     const heaps = { ours: [] as number[], baseline: [] as number[] }
-    let baselineBytes = 0
+    // The two chats' opens alternate, each going first every other time, so the machine's load
+    // drifting within the level (the fresh baseline moved 3.4–8.1 ms within one run) weighs on both alike.
+    for (let i = 0; i < options.opens; i++) {
+      const order = i % 2 === 0 ? ([fresh, long] as const) : ([long, fresh] as const)
+      for (const chat of order) (chat === long ? opens.ours : opens.baseline).push((await open(rig, chat.id)).ms)
+      for (const chat of order) (chat === long ? heaps.ours : heaps.baseline).push(await held(rig, chat.id))
+    }
     const tokens = { ours: [] as number[], baseline: [] as number[] }
     for (let round = 0; round < options.rounds; round++) {
-      const fresh = await seed(rig, 1, false)
-      await open(rig, fresh.id) // its first open folds it and writes nothing: both sides are warm below
-      const freshOpen = await open(rig, fresh.id)
-      baselineBytes = freshOpen.bytes
-      opens.baseline.push(freshOpen.ms)
-      opens.ours.push((await open(rig, long.id)).ms)
-      heaps.baseline.push(await held(rig, fresh.id))
-      heaps.ours.push(await held(rig, long.id))
       tokens.baseline.push(await firstToken(rig, fresh.id, fresh.lastAnswer, timeoutMs))
       tokens.ours.push(await firstToken(rig, long.id, long.lastAnswer, timeoutMs))
     }

@@ -265,6 +265,19 @@ describe('the work of an open', () => {
     expect(short).toBeLessThan(FIRST_SCREEN_TURNS * 4)
   })
 
+  it('and in a chat of 2,000 bare messages (one slot of 2,000 versions) as in one of 100', () => {
+    const messages = (count: number) =>
+      foldChat(
+        Array.from(
+          { length: count },
+          (_, i) => ({ id: `e${i}`, sessionId: 's', index: i, type: 'message', payload: { text: `m${i}` }, createdAt: '2026-12-03T00:00:00.000Z' }) as ChatEvent,
+        ),
+      )
+    const short = turnsRead(messages(100), (state) => firstScreen(state))
+    expect(turnsRead(messages(2_000), (state) => firstScreen(state))).toBe(short)
+    expect(short).toBeLessThan(MAX_VERSIONS * 4)
+  })
+
   it('and so does the first screen of a chat read back from its checkpoint with an answer folded on', () => {
     const reopened = (answers: number) => {
       const decoder = chatCheckpoint.decoder()
