@@ -270,7 +270,15 @@ describe('the work of an open', () => {
       foldChat(
         Array.from(
           { length: count },
-          (_, i) => ({ id: `e${i}`, sessionId: 's', index: i, type: 'message', payload: { text: `m${i}` }, createdAt: '2026-12-03T00:00:00.000Z' }) as ChatEvent,
+          (_, i) =>
+            ({
+              id: `e${i}`,
+              sessionId: 's',
+              index: i,
+              type: 'message',
+              payload: { text: `m${i}` },
+              createdAt: '2026-12-03T00:00:00.000Z',
+            }) as ChatEvent,
         ),
       )
     const short = turnsRead(messages(100), (state) => firstScreen(state))
@@ -285,7 +293,14 @@ describe('the work of an open', () => {
       const state = decoder.end()
       const last = state.turns.at(-1)!.id
       const more = [
-        { id: 'm-new', sessionId: 's', index: 1e6, type: 'message', payload: { text: 'one more', after: last }, createdAt: '2026-12-03T00:00:00.000Z' },
+        {
+          id: 'm-new',
+          sessionId: 's',
+          index: 1e6,
+          type: 'message',
+          payload: { text: 'one more', after: last },
+          createdAt: '2026-12-03T00:00:00.000Z',
+        },
         { id: 'g-new', sessionId: 's', index: 1e6 + 1, type: 'generate', payload: { for: 'm-new' }, createdAt: '2026-12-03T00:00:00.000Z' },
       ] as ChatEvent[]
       return foldChat(more, state)
