@@ -18,6 +18,7 @@ import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { chatFold } from '@/lib/chat/checkpoint'
 import { snapshotResponse } from '@/lib/chat/snapshot'
+import { forgetFolds } from '@/lib/a2/internal/log/checkpoints'
 
 export interface LongSessionLevel {
   label: string
@@ -29,8 +30,14 @@ export interface LongSessionLevel {
   /** The first screen's body, as the client received it. */
   snapshotBytes: number
   baselineBytes: number
-  /** Server heap taken by one warm open (the fold and the answer's body), KiB: median of the rounds. */
+  /** Server heap taken by one warm open (the fold and the answer's body), KiB: median of the opens. */
   heldKiB: { ours: number; baseline: number }
+  /**
+   * The same GET and heap in a process that holds no folded state (after a restart, on another
+   * instance, or once the 64 MiB of remembered states moved on): the newest checkpoint is read whole.
+   */
+  openNoState: { ours: Summary; baseline: Summary }
+  heldNoStateKiB: { ours: number; baseline: number }
   firstToken: { ours: Summary; baseline: Summary }
   cpu: CpuSample
 }
@@ -49,6 +56,9 @@ async function open(rig: ChatRig, id: string): Promise<{ ms: number; bytes: numb
   if (!response.ok) throw new Error(`the first screen of ${id} answered ${response.status}`)
   return { ms: performance.now() - started, bytes }
 }
+
+/** Opens of each chat before the measured ones, a level. */
+const WARM_OPENS = 5
 
 v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc') as () => void
@@ -101,7 +111,17 @@ async function firstToken(rig: ChatRig, id: string, after: string | undefined, t
 
 export async function longSessionFigure(
   rig: ChatRig,
-  options: { levels: Array<{ label: string; answers: number; messagesOnly?: boolean }>; rounds: number; deadline: number; timeoutMs?: number },
+  options: {
+    levels: Array<{ label: string; answers: number; messagesOnly?: boolean }>
+    /** Opens of each chat a level (and heap samples of each): enough for a stable median. */
+    opens: number
+    /** Opens of each chat a level in a process that holds no folded state. */
+    opensNoState: number
+    /** Answers started in each chat a level. */
+    rounds: number
+    deadline: number
+    timeoutMs?: number
+  },
 ): Promise<LongSessionLevel[]> {
   const timeoutMs = options.timeoutMs ?? 30_000
   const out: LongSessionLevel[] = []
@@ -110,19 +130,32 @@ export async function longSessionFigure(
     const long = await seed(rig, level.answers, level.messagesOnly ?? false)
     await rig.cpu()
     const cold = await open(rig, long.id)
+    const fresh = await seed(rig, 1, false)
+    const baselineBytes = (await open(rig, fresh.id)).bytes // its first open folds it: both sides are warm below
+    // Unmeasured opens of both first, so the measured ones find the route's code compiled and its connections open.
+    for (let i = 0; i < WARM_OPENS; i++) for (const chat of [fresh, long]) await open(rig, chat.id)
     const opens = { ours: [] as number[], baseline: [] as number[] }
     const heaps = { ours: [] as number[], baseline: [] as number[] }
-    let baselineBytes = 0
+    // The two chats' opens alternate, each going first every other time, so the machine's load
+    // drifting within the level (the fresh baseline moved 3.4–8.1 ms within one run) weighs on both alike.
+    for (let i = 0; i < options.opens; i++) {
+      const order = i % 2 === 0 ? ([fresh, long] as const) : ([long, fresh] as const)
+      for (const chat of order) (chat === long ? opens.ours : opens.baseline).push((await open(rig, chat.id)).ms)
+      for (const chat of order) (chat === long ? heaps.ours : heaps.baseline).push(await held(rig, chat.id))
+    }
+    const unremembered = { ours: [] as number[], baseline: [] as number[] }
+    const coldHeaps = { ours: [] as number[], baseline: [] as number[] }
+    for (let i = 0; i < options.opensNoState; i++) {
+      const order = i % 2 === 0 ? ([fresh, long] as const) : ([long, fresh] as const)
+      for (const chat of order) {
+        forgetFolds()
+        ;(chat === long ? unremembered.ours : unremembered.baseline).push((await open(rig, chat.id)).ms)
+        forgetFolds()
+        ;(chat === long ? coldHeaps.ours : coldHeaps.baseline).push(await held(rig, chat.id))
+      }
+    }
     const tokens = { ours: [] as number[], baseline: [] as number[] }
     for (let round = 0; round < options.rounds; round++) {
-      const fresh = await seed(rig, 1, false)
-      await open(rig, fresh.id) // its first open folds it and writes nothing: both sides are warm below
-      const freshOpen = await open(rig, fresh.id)
-      baselineBytes = freshOpen.bytes
-      opens.baseline.push(freshOpen.ms)
-      opens.ours.push((await open(rig, long.id)).ms)
-      heaps.baseline.push(await held(rig, fresh.id))
-      heaps.ours.push(await held(rig, long.id))
       tokens.baseline.push(await firstToken(rig, fresh.id, fresh.lastAnswer, timeoutMs))
       tokens.ours.push(await firstToken(rig, long.id, long.lastAnswer, timeoutMs))
     }
@@ -134,6 +167,8 @@ export async function longSessionFigure(
       baselineBytes,
       open: { ours: summarize(opens.ours), baseline: summarize(opens.baseline) },
       heldKiB: { ours: summarize(heaps.ours).p50, baseline: summarize(heaps.baseline).p50 },
+      openNoState: { ours: summarize(unremembered.ours), baseline: summarize(unremembered.baseline) },
+      heldNoStateKiB: { ours: summarize(coldHeaps.ours).p50, baseline: summarize(coldHeaps.baseline).p50 },
       firstToken: { ours: summarize(tokens.ours), baseline: summarize(tokens.baseline) },
       cpu: await rig.cpu(),
     })

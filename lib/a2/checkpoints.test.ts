@@ -177,6 +177,20 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     expect(counter.seen).toBe(100) // from the checkpoint at 2,499
   })
 
+  it('folds a session too short for a checkpoint once: the next fold starts from that state, with and without a codec', async () => {
+    for (const { fold, counter } of [textsFold(), piecesFold()]) {
+      const { id, texts } = await sessionWith(900)
+      expect((await server.fold(id, 'ann', fold)).state.texts).toEqual(texts.map(kept))
+      expect(await checkpointsOf(id)).toEqual([]) // 900 folded: no checkpoint
+      await server.append(id, { type: 'message', payload: { text: 'one more' } })
+      counter.seen = 0
+      const later = await server.fold(id, 'ann', fold)
+      expect(counter.seen).toBe(1)
+      expect(later.state.texts).toEqual([...texts, 'one more'].map(kept))
+      expect(later.lastSeenIndex).toBe(900)
+    }
+  })
+
   it('never reads a checkpoint at or past `before`, nor one of another fold name', async () => {
     const { id, texts } = await sessionWith(2_200)
     const { fold } = textsFold()

@@ -9,9 +9,11 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import type { ChatEvent } from './contract'
-import { foldChat, latestBranch, slotOf, type ChatState, type Turn } from './reducer'
+import { activeAnswer, foldChat, isTerminal, latestBranch, slotOf, type ChatState, type Turn } from './reducer'
+import { chatCheckpoint } from './checkpoint'
 import { visibleTurns, type Selection } from './versions'
-import { firstScreen, joinWindow, MAX_VERSIONS, pageAbove, pageBelow, type TurnsWindow } from './first-screen'
+import { firstScreen, FIRST_SCREEN_TURNS, joinWindow, latestBranchEnd, MAX_VERSIONS, pageAbove, pageBelow, type TurnsWindow } from './first-screen'
+import { indexOf, keepIndex } from './turn-index'
 
 const SEED = 20261203
 const RUNS = Number(process.env.FC_RUNS || 200)
@@ -193,5 +195,118 @@ describe('cursors', () => {
       expect(pageAbove(full, bad)).toBeUndefined()
       expect(pageBelow(full, bad)).toBeUndefined()
     }
+  })
+})
+
+describe('the work of an open', () => {
+  /** A chat of `answers` answered messages, each after the answer before, folded as the server folds it (in pages). */
+  function linearChat(answers: number): ChatState {
+    const events: ChatEvent[] = []
+    const add = (type: ChatEvent['type'], payload: unknown): string => {
+      const id = `e${events.length}`
+      events.push({ id, sessionId: 's', index: events.length, type, payload, createdAt: '2026-12-03T00:00:00.000Z' } as ChatEvent)
+      return id
+    }
+    for (let i = 0, after: string | undefined; i < answers; i++) {
+      const message = add('message', { text: `m${i}`, ...(after ? { after } : {}) })
+      after = add('generate', { for: message })
+      add('chunk', { of: after, attempt: 1, delta: `w${i} ` })
+      add('finished', { of: after, attempt: 1, reason: 'stop' })
+    }
+    let state: ChatState = { turns: [] }
+    for (let from = 0; from < events.length; from += 1_000) state = foldChat(events.slice(from, from + 1_000), state)
+    return state
+  }
+
+  /** How many of the state's turns `read` looks at: its turn list behind a proxy that counts, with the state's own index. */
+  function turnsRead(state: ChatState, read: (state: ChatState) => unknown): number {
+    let reads = 0
+    const turns = new Proxy(state.turns, {
+      get(target, key, receiver) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) reads++
+        return Reflect.get(target, key, receiver)
+      },
+    })
+    const counted = { turns }
+    keepIndex(counted, indexOf(state, slotOf))
+    read(counted)
+    return reads
+  }
+
+  it('what an open starts from (the branch end and the open answers in the index) stays true across checkpoints and folds in pages', () => {
+    fc.assert(
+      fc.property(conversation, fc.array(fc.nat(), { maxLength: 4 }), ([actions, open, size], cuts) => {
+        const events = logOf(actions, open)
+        const full = foldChat(events)
+        // Folded as the server folds: from a checkpoint written at some index (read back through its codec), then the rest in pages.
+        const at = cuts.map((cut) => cut % (events.length + 1)).sort((a, b) => a - b)
+        let state: ChatState = { turns: [] }
+        let from = 0
+        for (const cut of at) {
+          state = foldChat(events.slice(from, cut), state)
+          const decoder = chatCheckpoint.decoder()
+          for (const piece of chatCheckpoint.encode(state)) decoder.push(piece)
+          state = decoder.end()
+          from = cut
+        }
+        state = foldChat(events.slice(from), state)
+        expect(activeAnswer(state)?.id).toBe(full.turns.findLast((t) => t.kind === 'assistant' && !isTerminal(t.status))?.id)
+        expect(latestBranchEnd(state)?.id).toBe(latestBranch(full.turns).at(-1)?.id)
+        expect(firstScreen(state, size)).toEqual(firstScreen(full, size))
+      }),
+      { seed: SEED, numRuns: RUNS },
+    )
+  })
+
+  it('the first screen reads as many turns in a chat of 2,000 answers as in one of 100', () => {
+    const short = turnsRead(linearChat(100), (state) => firstScreen(state))
+    const long = turnsRead(linearChat(2_000), (state) => firstScreen(state))
+    expect(long).toBe(short)
+    expect(short).toBeLessThan(FIRST_SCREEN_TURNS * 4)
+  })
+
+  it('and in a chat of 2,000 bare messages (one slot of 2,000 versions) as in one of 100', () => {
+    const messages = (count: number) =>
+      foldChat(
+        Array.from(
+          { length: count },
+          (_, i) =>
+            ({
+              id: `e${i}`,
+              sessionId: 's',
+              index: i,
+              type: 'message',
+              payload: { text: `m${i}` },
+              createdAt: '2026-12-03T00:00:00.000Z',
+            }) as ChatEvent,
+        ),
+      )
+    const short = turnsRead(messages(100), (state) => firstScreen(state))
+    expect(turnsRead(messages(2_000), (state) => firstScreen(state))).toBe(short)
+    expect(short).toBeLessThan(MAX_VERSIONS * 4)
+  })
+
+  it('and so does the first screen of a chat read back from its checkpoint with an answer folded on', () => {
+    const reopened = (answers: number) => {
+      const decoder = chatCheckpoint.decoder()
+      for (const piece of chatCheckpoint.encode(linearChat(answers))) decoder.push(piece)
+      const state = decoder.end()
+      const last = state.turns.at(-1)!.id
+      const more = [
+        {
+          id: 'm-new',
+          sessionId: 's',
+          index: 1e6,
+          type: 'message',
+          payload: { text: 'one more', after: last },
+          createdAt: '2026-12-03T00:00:00.000Z',
+        },
+        { id: 'g-new', sessionId: 's', index: 1e6 + 1, type: 'generate', payload: { for: 'm-new' }, createdAt: '2026-12-03T00:00:00.000Z' },
+      ] as ChatEvent[]
+      return foldChat(more, state)
+    }
+    const short = turnsRead(reopened(100), (state) => firstScreen(state))
+    expect(turnsRead(reopened(2_000), (state) => firstScreen(state))).toBe(short)
+    expect(short).toBeLessThan(FIRST_SCREEN_TURNS * 4)
   })
 })

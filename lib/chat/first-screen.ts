@@ -63,27 +63,47 @@ function lookup(state: ChatState) {
   }
 }
 
-/** The latest branch (each slot's newest version from the first message down), by the index. */
-function latestBranchOf(state: ChatState): Turn[] {
-  const { newestIn } = lookup(state)
-  const branch: Turn[] = []
-  // At most one step per turn: ids are unique per session, so a branch cannot loop.
-  for (let turn = newestIn(ROOT_SLOT); turn && branch.length <= state.turns.length; turn = newestIn(nextSlot(turn))) branch.push(turn)
-  return branch
+/**
+ * The last turn of the latest branch (each slot's newest version from the first message down).
+ * The fold keeps where it is in the state's index; a state whose index does not know it (one
+ * read from a checkpoint) is walked from the first message once, and the index keeps it.
+ */
+export function latestBranchEnd(state: ChatState): Turn | undefined {
+  const index = indexOf(state, slotOf)
+  if (index.branchEnd === undefined) {
+    const { newestIn, positionOf } = lookup(state)
+    let end: Turn | undefined
+    // At most one step per turn: ids are unique per session, so a branch cannot loop.
+    for (let turn = newestIn(ROOT_SLOT), steps = 0; turn && steps <= state.turns.length; turn = newestIn(nextSlot(turn)), steps++) end = turn
+    index.branchEnd = end ? positionOf(end) : null
+  }
+  return index.branchEnd === null ? undefined : state.turns[index.branchEnd]
+}
+
+/**
+ * The newest `count` turns of the latest branch, walked up from its end by parent links, and
+ * whether turns lie above them: what an open reads is these turns, not the branch above them
+ * (walking down from the first message was ~520 KiB of heap per open at 100k events).
+ */
+function newestOfBranch(state: ChatState, count: number): { turns: Turn[]; more: boolean } {
+  const { byId } = lookup(state)
+  const turns: Turn[] = []
+  let turn = latestBranchEnd(state)
+  for (; turn && turns.length < count; turn = parentOf(byId, turn)) turns.push(turn)
+  return { turns: turns.reverse(), more: turn !== undefined }
 }
 
 /** The newest `count` turns of the latest branch (and the open answer, wherever it is), with their versions. */
 export function firstScreen(state: ChatState, count = FIRST_SCREEN_TURNS): TurnsWindow {
-  const branch = latestBranchOf(state)
-  const start = Math.max(0, branch.length - count)
-  const screen = windowOf(state, branch.slice(start), start > 0 ? branch[start].id : null)
+  const newest = newestOfBranch(state, count)
+  const screen = windowOf(state, newest.turns, newest.more ? newest.turns[0].id : null)
   // The open answer (what Stop names) and the log's newest turn (the one the fold keeps chunk
   // ends for, so a late Stop cuts alike here and in the browser) come too, wherever they hang:
   // after the branch's turns, so the first turn is still the top and the newest still last.
   const held = new Set(screen.turns.map(slotOf))
   const extra = new Set([activeAnswer(state), state.turns.at(-1)].flatMap((turn) => (turn && !held.has(slotOf(turn)) ? [slotOf(turn)] : [])))
   if (extra.size === 0) return screen
-  const turns = [...screen.turns, ...versionsOf(state, [], extra)]
+  const turns = [...screen.turns, ...versionsOf(state, [], extra, firstPossible(state, [activeAnswer(state), state.turns.at(-1)]))]
   return { turns, older: screen.older, continues: continuing(state, turns) }
 }
 
@@ -117,12 +137,24 @@ function parentOf(byId: (id: string) => Turn | undefined, turn: Turn): Turn | un
 
 function windowOf(state: ChatState, shown: Turn[], older: string | null): TurnsWindow {
   const slots = new Set(shown.map(slotOf))
-  // Every version of the window's slots was written after the turn above the window (a turn
-  // comes after its parent): the scan starts there, not at the chat's first turn.
-  const { byId, positionOf } = lookup(state)
-  const above = shown.length > 0 ? parentOf(byId, shown[0]) : undefined
-  const turns = versionsOf(state, shown, slots, above ? Math.max(0, positionOf(above)) : 0)
+  const turns = versionsOf(state, shown, slots, firstPossible(state, shown.slice(0, 1)))
   return { turns, older, continues: continuing(state, turns) }
+}
+
+/**
+ * Where the versions of these turns' slots can start in the turn list: every version of a
+ * slot was written after the turn above it (a turn comes after its parent), so a scan for them
+ * starts at the highest of those parents, not at the chat's first turn.
+ */
+function firstPossible(state: ChatState, turns: Array<Turn | undefined>): number {
+  const { byId, positionOf } = lookup(state)
+  let from = state.turns.length
+  for (const turn of turns) {
+    if (!turn) continue
+    const above = parentOf(byId, turn)
+    from = Math.min(from, above ? Math.max(0, positionOf(above)) : 0)
+  }
+  return from
 }
 
 /** Every turn in `slots`, in log order, but at most MAX_VERSIONS a slot: the newest, and the ones `shown`. */
@@ -130,13 +162,20 @@ function versionsOf(state: ChatState, shown: Turn[], slots: Set<string>, from = 
   const kept = new Map<string, number>()
   const turns: Turn[] = []
   const mustKeep = new Set(shown)
-  for (let i = state.turns.length - 1; i >= from; i--) {
+  let unseen = mustKeep.size
+  let full = 0
+  // Newest first, until every slot has its MAX_VERSIONS and every turn shown is met: nothing
+  // older would be kept (50k bare messages are one slot: 32 steps, not 50k).
+  for (let i = state.turns.length - 1; i >= from && (full < slots.size || unseen > 0); i--) {
     const turn = state.turns[i]
     const slot = slotOf(turn)
     if (!slots.has(slot)) continue
     const count = kept.get(slot) ?? 0
-    if (count >= MAX_VERSIONS && !mustKeep.has(turn)) continue
+    const shownHere = mustKeep.has(turn)
+    if (shownHere) unseen--
+    if (count >= MAX_VERSIONS && !shownHere) continue
     kept.set(slot, count + 1)
+    if (count + 1 === MAX_VERSIONS) full++
     turns.push(turn)
   }
   return turns.reverse()

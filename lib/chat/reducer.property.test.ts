@@ -2,12 +2,15 @@
  * The fast fold is the simple fold, faster: on generated logs — hostile ones included —
  * `foldChat` equals the one-event-at-a-time reference, returns the very same state when an
  * event changes nothing, and resumes exactly from a JSON checkpoint at any index (what the
- * server stores in a2_checkpoints). Seeded: a failure prints its seed and path to replay.
+ * server stores in a2_checkpoints), keeping beside each state what an open starts from (its
+ * newest open answer, its latest branch's end) as a scan of the reference finds them. Seeded: a
+ * failure prints its seed and path to replay.
  */
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { TOOL_CALL_STATES, type ChatEvent } from './contract'
-import { answerRest, answerText, foldChat, type AnswerTurn, type ChatState } from './reducer'
+import { activeAnswer, answerRest, answerText, foldChat, isTerminal, latestBranch, type AnswerTurn, type ChatState } from './reducer'
+import { latestBranchEnd } from './first-screen'
 import { referenceReduce } from './reducer.reference'
 import { chatCheckpoint } from './checkpoint'
 
@@ -165,6 +168,16 @@ function onPrefix(log: ChatEvent[], own: boolean): ChatEvent[] {
   ]
 }
 
+/**
+ * What an open starts from, as the state's index keeps it (the newest open answer, the latest
+ * branch's last turn: turn-index.ts), beside the same found by scanning the reference's turns.
+ */
+function startsOfOpen(state: ChatState, reference: ChatState) {
+  const open = reference.turns.findLast((t) => t.kind === 'assistant' && !isTerminal(t.status))
+  expect(activeAnswer(state)?.id).toBe(open?.id)
+  expect(latestBranchEnd(state)?.id).toBe(latestBranch(reference.turns).at(-1)?.id)
+}
+
 describe('foldChat against the reference fold', () => {
   it('folds every generated log to the same state', () => {
     fc.assert(
@@ -187,6 +200,7 @@ describe('foldChat against the reference fold', () => {
           expect(nextFast === fast).toBe(nextSlow === slow)
           fast = nextFast
           slow = nextSlow
+          startsOfOpen(fast, slow)
         }
         expect(viaJson(fast)).toEqual(viaJson(slow))
       }),
@@ -207,8 +221,12 @@ describe('foldChat against the reference fold', () => {
         for (const event of renumbered) elsewhere = foldChat([event], elsewhere)
         let state = shared
         for (let i = at; i < log.length; i += step + 1) state = foldChat(log.slice(i, i + step + 1), state)
-        expect(viaJson(state)).toEqual(viaJson(log.reduce(referenceReduce, { turns: [] } as ChatState)))
-        expect(viaJson(elsewhere)).toEqual(viaJson([...log.slice(0, at), ...renumbered].reduce(referenceReduce, { turns: [] } as ChatState)))
+        const reference = log.reduce(referenceReduce, { turns: [] } as ChatState)
+        const elsewhereReference = [...log.slice(0, at), ...renumbered].reduce(referenceReduce, { turns: [] } as ChatState)
+        expect(viaJson(state)).toEqual(viaJson(reference))
+        expect(viaJson(elsewhere)).toEqual(viaJson(elsewhereReference))
+        startsOfOpen(state, reference)
+        startsOfOpen(elsewhere, elsewhereReference)
       }),
       { seed: SEED + 3, numRuns: RUNS },
     )
@@ -250,6 +268,7 @@ describe('foldChat against the reference fold', () => {
         expect(viaPieces(atSecond).pieces.flatMap((piece) => JSON.parse(piece) as unknown[])).toEqual(viaJson(atSecond).turns)
         const resumed = viaPieces(atSecond).state
         expect(viaJson(foldChat(log.slice(second), resumed))).toEqual(whole)
+        startsOfOpen(foldChat(log.slice(second), resumed), log.slice(PREFIX.length).reduce(referenceReduce, PREFIX_REFERENCE))
         expect(JSON.stringify(atFirst)).toBe(frozen)
         expect(JSON.stringify(read.state)).toBe(frozen)
       }),

@@ -136,8 +136,22 @@ class ChatDraft {
     const turns = this.base.turns.concat(this.added)
     for (const [position, turn] of this.replaced) turns[position] = turn
     const state = { turns }
-    keepIndex(state, { layer: settle(this.layer), branchEnd: this.branchEnd })
+    keepIndex(state, { layer: settle(this.layer), branchEnd: this.branchEnd, open: this.openAfter(turns) })
     return state
+  }
+
+  /** The open answers' positions in `turns` (this fold's result): the base's, less those this fold ended, plus those it opened. */
+  private openAfter(turns: Turn[]): number[] | undefined {
+    const before = indexOf(this.base, slotOf).open
+    if (before === undefined) return undefined
+    const open = new Set(before)
+    const changed = [...this.replaced.keys(), ...this.added.map((_, i) => this.base.turns.length + i)]
+    for (const position of changed) {
+      const turn = turns[position]
+      if (turn.kind === 'assistant' && !isTerminal(turn.status)) open.add(position)
+      else open.delete(position)
+    }
+    return [...open].sort((a, b) => a - b)
   }
 
   apply(event: ChatEvent): void {
@@ -404,13 +418,23 @@ export function isTerminal(status: AnswerStatus): boolean {
   return status === 'done' || status === 'stopped' || status === 'failed'
 }
 
-/** The answer still being written, if any: what Stop applies to. */
+/** The answer still being written, if any (the newest, when several are): what Stop applies to. */
 export function activeAnswer(state: ChatState): AnswerTurn | undefined {
-  for (let i = state.turns.length - 1; i >= 0; i--) {
-    const turn = state.turns[i]
-    if (turn.kind === 'assistant' && !isTerminal(turn.status)) return turn
-  }
-  return undefined
+  // The state's index keeps its open answers (turn-index.ts): an open finds it without
+  // scanning every turn. A state the index does not know them for is scanned once.
+  const index = indexOf(state, slotOf)
+  index.open ??= openAnswers(state.turns)
+  const newest = index.open.at(-1)
+  return newest === undefined ? undefined : (state.turns[newest] as AnswerTurn)
+}
+
+/** The positions of the answers not yet terminal, oldest first. */
+export function openAnswers(turns: readonly Turn[]): number[] {
+  const open: number[] = []
+  turns.forEach((turn, position) => {
+    if (turn.kind === 'assistant' && !isTerminal(turn.status)) open.push(position)
+  })
+  return open
 }
 
 /** The branch made of every slot's newest version (what a fresh page shows). */

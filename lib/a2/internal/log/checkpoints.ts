@@ -51,8 +51,21 @@ export async function foldSession<S>(store: Store, sessionId: string, reducer: F
     folded += page.length
   }
   if (folded >= CHECKPOINT_AFTER) await saveCheckpoint(store, sessionId, reducer, lastSeenIndex, state)
-  else if (folded > 0 && loaded) rememberLatest(sessionId, reducer.name, lastSeenIndex, state, loaded.bytes)
+  // A session too short for a checkpoint is remembered too: else every open of a 990-event
+  // chat folded all of it again (~1.7 MiB of heap and ~50 ms, against ~0.2 MiB for a fresh chat).
+  else if (folded > 0) rememberLatest(sessionId, reducer.name, lastSeenIndex, state, loaded ? loaded.bytes : sizeOf(reducer, state))
   return { state, lastSeenIndex }
+}
+
+/**
+ * What a state counts for in the budget of remembered states: the size its checkpoint would
+ * have. Made only for a state folded from the first event and short of CHECKPOINT_AFTER events.
+ */
+function sizeOf<S>(reducer: Fold<S>, state: S): number {
+  if (!reducer.checkpoint) return JSON.stringify(state).length
+  let total = 0
+  for (const piece of reducer.checkpoint.encode(state)) total += piece.length
+  return total
 }
 
 /**
