@@ -8,6 +8,7 @@ import { env } from '@/lib/env'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, latestBranch, type AnswerTurn, type ChatState, type Turn } from './reducer'
 import { pathTo } from './versions'
+import { answerMessages } from './answer-messages'
 
 /** A short system prompt; the chat is about whatever the user asks. */
 export const SYSTEM_PROMPT =
@@ -32,7 +33,8 @@ export function estimateTokens(text: string): number {
 /**
  * The branch that leads to message `forMessage`, as model messages — other versions (the
  * answer a regenerate follows, the branch an edit left) are left out — newest first within
- * `budgetTokens` less the system prompt's and `answerSoFar`'s share. The message being
+ * `budgetTokens` less the system prompt's and `answerSoFar`'s share; an earlier answer's tool
+ * calls and their results are sent with it (answer-messages.ts) and counted. The message being
  * answered is always kept (the contract bounds it to 16k characters); older turns are
  * dropped whole, and the kept history starts with a user turn. `answerSoFar` (a successor
  * attempt's committed text) ends the list as the assistant's unfinished message, for the
@@ -45,19 +47,25 @@ export function estimateTokens(text: string): number {
 export function toModelMessages(state: ChatState, forMessage: string, options: { answerSoFar?: string; budgetTokens?: number } = {}): ModelMessage[] {
   const { answerSoFar = '', budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
   let left = budgetTokens - estimateTokens(SYSTEM_PROMPT) - (answerSoFar ? estimateTokens(answerSoFar) : 0)
-  const newestFirst: Array<{ role: 'user' | 'assistant'; content: string }> = []
+  // Each turn's messages (an answer with tool calls is up to three), newest turn first: a turn is kept or dropped whole.
+  const newestFirst: ModelMessage[][] = []
   for (const turn of branchBackwards(state, forMessage)) {
-    const message = turn.kind === 'user' ? { role: 'user' as const, content: turn.text } : { role: 'assistant' as const, content: answerText(turn) }
-    if (!message.content && message.role === 'assistant') continue
-    const cost = estimateTokens(message.content)
+    const group: ModelMessage[] = turn.kind === 'user' ? [{ role: 'user', content: turn.text }] : answerMessages(turn)
+    if (group.length === 0) continue
+    const cost = group.reduce((sum, message) => sum + messageTokens(message), 0)
     if (cost > left && newestFirst.length > 0) break
     left -= cost
-    newestFirst.push(message)
+    newestFirst.push(group)
   }
-  while (newestFirst.length > 1 && newestFirst[newestFirst.length - 1].role !== 'user') newestFirst.pop()
-  const messages: ModelMessage[] = newestFirst.reverse()
+  while (newestFirst.length > 1 && newestFirst[newestFirst.length - 1][0].role !== 'user') newestFirst.pop()
+  const messages: ModelMessage[] = newestFirst.reverse().flat()
   if (answerSoFar) messages.push({ role: 'assistant', content: answerSoFar })
   return messages
+}
+
+/** A message's estimated cost: its text, or the JSON of its parts (tool calls and results are sent as JSON). */
+function messageTokens(message: ModelMessage): number {
+  return estimateTokens(typeof message.content === 'string' ? message.content : JSON.stringify(message.content))
 }
 
 /**
