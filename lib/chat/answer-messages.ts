@@ -13,7 +13,7 @@
  * - The fold keeps an answer's text as one string (compacted at its end), so where text lay
  *   between calls is not kept: the calls go first, since a step's text most often answers them.
  */
-import type { AssistantModelMessage, ModelMessage, ToolModelMessage } from 'ai'
+import type { AssistantModelMessage, JSONValue, ModelMessage, ToolModelMessage } from 'ai'
 import { answerText, type AnswerTurn, type ToolPart } from './reducer'
 import { toolPhase } from './parts'
 
@@ -43,9 +43,11 @@ export function answerMessages(answer: AnswerTurn): ModelMessage[] {
 function outputOf(part: ToolPart): ToolResultOutput {
   switch (toolPhase(part)) {
     case 'done':
-      return { type: 'json', value: (part.result ?? null) as never }
+      return { type: 'json', value: (part.result ?? null) as JSONValue }
     case 'failed':
       return { type: 'error-text', value: `The call failed: ${part.error ?? 'no reason was recorded'}.` }
+    // 'called': logged, but its answer ended with no state: it never dispatched (a dispatch writes 'running' first), as the page says.
+    case 'called':
     case 'not-started':
       return { type: 'text', value: 'Not started: the answer was stopped before this call was made. It did not happen.' }
     case 'cancelled':
@@ -56,7 +58,7 @@ function outputOf(part: ToolPart): ToolResultOutput {
         value: `Its outcome is UNKNOWN: it may have happened; the receiver could not say. ${part.settle === 'operator' ? 'An operator will settle it.' : 'It will be settled by asking the receiver again.'}`,
       }
     default:
-      // 'running' or only 'called' in an answer that has ended: its outcome was never recorded.
+      // 'running' in an answer that has ended: its attempt died mid-call and no outcome was recorded.
       return { type: 'text', value: 'Its outcome is UNKNOWN: it may have happened; no outcome was recorded.' }
   }
 }
