@@ -24,7 +24,8 @@ import type { Webhook } from './tools/webhook'
 import { restatementFilter } from './restatement'
 import { finishedId, writeMissingFinished } from './ending'
 import { chatFold } from './checkpoint'
-import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
+import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, callsSoFar, committedAnswer, toModelMessages } from './history'
+import { settleInFlight } from './tools/settle-in-flight'
 import type { NoteOutbox } from './notes'
 import { modelErrorLine, modelFailure } from './model-failure'
 
@@ -124,8 +125,13 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
       // worker's loop past the 15 s lease).
       const { state: history } = await ctx.fold(chatFold)
       // A successor attempt, or a Continue (which starts from the stopped answer's cut, as the fold shows it).
-      const soFar = ctx.attempt > 1 || ctx.event.payload.continues ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
-      const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
+      const continuing = ctx.attempt > 1 || ctx.event.payload.continues !== undefined
+      let own = continuing ? await readOwnSteps(ctx) : []
+      // A successor first settles the calls its dead predecessor left running (asked of their receivers), then tells the model of them.
+      if (ctx.attempt > 1 && (await settleInFlight(ctx, own))) own = await readOwnSteps(ctx)
+      const soFar = continuing ? committedAnswer(history, ctx.event, own) : ''
+      const calls = ctx.attempt > 1 ? callsSoFar(history, ctx.event, own) : []
+      const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar, callsSoFar: calls })
       const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
       const outcome = await ctx.effect(
         'model',

@@ -38,15 +38,23 @@ export function estimateTokens(text: string): number {
  * answered is always kept (the contract bounds it to 16k characters); older turns are
  * dropped whole, and the kept history starts with a user turn. `answerSoFar` (a successor
  * attempt's committed text) ends the list as the assistant's unfinished message, for the
- * model to continue.
+ * model to continue, after `callsSoFar` (the tool calls its predecessors made, with what each did).
  *
  * The branch is walked back from the message only as far as the budget needs: at 100k
  * events (9k turns) building the whole branch first cost 7 ms per answer, at 50k user
  * messages 40 ms, for the ~8k tokens kept.
  */
-export function toModelMessages(state: ChatState, forMessage: string, options: { answerSoFar?: string; budgetTokens?: number } = {}): ModelMessage[] {
-  const { answerSoFar = '', budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
-  let left = budgetTokens - estimateTokens(SYSTEM_PROMPT) - (answerSoFar ? estimateTokens(answerSoFar) : 0)
+export function toModelMessages(
+  state: ChatState,
+  forMessage: string,
+  options: { answerSoFar?: string; callsSoFar?: ModelMessage[]; budgetTokens?: number } = {},
+): ModelMessage[] {
+  const { answerSoFar = '', callsSoFar = [], budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
+  let left =
+    budgetTokens -
+    estimateTokens(SYSTEM_PROMPT) -
+    (answerSoFar ? estimateTokens(answerSoFar) : 0) -
+    callsSoFar.reduce((sum, message) => sum + messageTokens(message), 0)
   // Each turn's messages (an answer with tool calls is up to three), newest turn first: a turn is kept or dropped whole.
   const newestFirst: ModelMessage[][] = []
   for (const turn of branchBackwards(state, forMessage)) {
@@ -58,7 +66,7 @@ export function toModelMessages(state: ChatState, forMessage: string, options: {
     newestFirst.push(group)
   }
   while (newestFirst.length > 1 && newestFirst[newestFirst.length - 1][0].role !== 'user') newestFirst.pop()
-  const messages: ModelMessage[] = newestFirst.reverse().flat()
+  const messages: ModelMessage[] = [...newestFirst.reverse().flat(), ...callsSoFar]
   if (answerSoFar) messages.push({ role: 'assistant', content: answerSoFar })
   return messages
 }
@@ -113,3 +121,15 @@ export function committedTurn(history: ChatState, generation: ChatEvent, later: 
 }
 
 const STEP_TYPES = new Set<ChatEvent['type']>(['chunk', 'reasoning', 'tool.input', 'tool.call'])
+
+/**
+ * The tool calls a generation's earlier attempts made, with what each did (their states), as
+ * model messages: what a successor tells the model before it goes on, so it does not make a
+ * call again that was made (or, told it did not happen, decides again). No text: that is the answer so far.
+ */
+export function callsSoFar(history: ChatState, generation: ChatEvent, later: ChatEvent[]): ModelMessage[] {
+  const own = later.filter((e) => (STEP_TYPES.has(e.type) || e.type === 'tool.state') && (e.payload as { of?: string }).of === generation.id)
+  const turn = foldChat([generation, ...own], history).turns.find((t) => t.id === generation.id)
+  if (turn?.kind !== 'assistant') return []
+  return answerMessages({ ...turn, chunks: [], text: '', prefix: undefined })
+}
