@@ -22,7 +22,8 @@ import { chatTools, reconcileToolCall } from './tools/chat-tools'
 import type { ToolCall } from './tools/tool-call'
 import type { Webhook } from './tools/webhook'
 import { restatementFilter } from './restatement'
-import { finishedId, writeMissingFinished } from './ending'
+import { endingHook, finishedId } from './ending'
+import type { StoredEffect } from './tools/stored-effect'
 import { chatFold } from './checkpoint'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, callsSoFar, committedAnswer, toModelMessages } from './history'
 import { settleInFlight } from './tools/settle-in-flight'
@@ -39,9 +40,18 @@ export interface GenerateOptions {
   models?: readonly ChatModel[]
   /** Where the sendWebhook tool delivers (A2_WEBHOOK_URL); unset, the tool is not offered. */
   webhook?: Webhook
+  /** A run's stored effects (the server's operator view): how a run settled without its handler tells its calls' states. */
+  storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>
 }
 
-export function generateConsumer({ model: defaultModel, notes, takesTools: defaultTakesTools = true, models = [], webhook }: GenerateOptions) {
+export function generateConsumer({
+  model: defaultModel,
+  notes,
+  takesTools: defaultTakesTools = true,
+  models = [],
+  webhook,
+  storedEffects,
+}: GenerateOptions) {
   const byId = new Map(models.map((m) => [m.id, m]))
   return consumer({
     contract: chat,
@@ -57,8 +67,8 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
     // Stop, the last attempt's crash), with the key its fn received. A saved note is looked
     // up; a model call changed nothing outside the log, so asking again is safe: "not done".
     reconcile: (idempotencyKey, { key }) => reconcileToolCall(key, idempotencyKey, { notes, webhook }),
-    // An answer this handler did not finish still gets its one `finished` (ending.ts).
-    ending: writeMissingFinished,
+    // An answer this handler did not finish still gets its one `finished`, and its calls left running their settled states (ending.ts).
+    ending: endingHook(storedEffects),
   }).run(async (ctx) => {
     const of = ctx.event.id
     const chosen = ctx.event.payload.model
