@@ -24,8 +24,8 @@ export function describeToolCall(part: ToolPart, ended: boolean): ToolCallStatus
     case 'not-started':
       return { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' }
     case 'running':
-      // Still running when its answer ended: its attempt died mid-call, and the run was settled by
-      // asking the receiver (the consumer's reconcile hook), which this log does not record.
+      // Still running when its answer ended: its attempt died mid-call. Its settled state follows once
+      // the receiver is asked (the next attempt, settle-in-flight.ts, or the drain's ending hook, ending.ts).
       return ended
         ? { label: 'May have happened', detail: 'Its worker stopped mid-call; the receiver is asked (see /runs).', tone: 'unknown' }
         : { label: 'Running…', tone: 'busy' }
