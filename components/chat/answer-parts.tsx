@@ -1,6 +1,7 @@
 'use client'
 import type { AnswerPart, ReasoningPart, ToolPart } from '@/lib/chat/reducer'
 import { partText, toolPhase } from '@/lib/chat/parts'
+import { describeToolCall } from '@/lib/chat/tool-status'
 import { ActivityIcon, AlertIcon, CheckIcon, SpinnerIcon, StopCircleIcon } from '../icons'
 
 /** An answer's reasoning and tool calls, in log order, above its text. */
@@ -37,43 +38,6 @@ function Reasoning({ part, ended }: { part: ReasoningPart; ended: boolean }) {
   )
 }
 
-/**
- * What a tool call shows, from its effect's record: not started, running, done with its result,
- * failed, stopped before it happened, or may have happened (with how it will be settled).
- */
-function describe(part: ToolPart, ended: boolean): { label: string; detail?: string; tone: 'busy' | 'done' | 'stopped' | 'failed' | 'unknown' } {
-  const phase = toolPhase(part)
-  switch (phase) {
-    case 'input':
-    case 'called':
-      // The model's side only: once the answer ended without a state, the tool never ran.
-      return ended ? { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' } : { label: 'Preparing…', tone: 'busy' }
-    case 'not-started':
-      return { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' }
-    case 'running':
-      // Still running when its answer ended: its attempt died mid-call, and the run was settled by
-      // asking the receiver (the consumer's reconcile hook), which this log does not record.
-      return ended
-        ? { label: 'May have happened', detail: 'Its worker stopped mid-call; the receiver is asked (see /runs).', tone: 'unknown' }
-        : { label: 'Running…', tone: 'busy' }
-    case 'done':
-      return { label: 'Done', tone: 'done' }
-    case 'failed':
-      return { label: 'Failed', detail: part.error, tone: 'failed' }
-    case 'cancelled':
-      return { label: 'Stopped — did not happen', detail: 'Stopped mid-call; the receiver has no record of it.', tone: 'stopped' }
-    case 'unknown':
-      return {
-        label: 'May have happened',
-        detail:
-          part.settle === 'reconcile'
-            ? 'Stopped mid-call; it will be settled by asking the receiver.'
-            : 'Stopped mid-call and the receiver could not say; an operator settles it on /runs.',
-        tone: 'unknown',
-      }
-  }
-}
-
 const TONES = {
   busy: 'border-neutral-200 bg-white text-neutral-700 dark:border-neutral-800 dark:bg-neutral-900 dark:text-neutral-200',
   done: 'border-emerald-200 bg-emerald-50 text-emerald-900 dark:border-emerald-900/60 dark:bg-emerald-950/40 dark:text-emerald-200',
@@ -83,7 +47,7 @@ const TONES = {
 }
 
 function ToolCall({ part, ended }: { part: ToolPart; ended: boolean }) {
-  const { label, detail, tone } = describe(part, ended)
+  const { label, detail, tone } = describeToolCall(part, ended)
   const input = part.input !== undefined ? JSON.stringify(part.input) : partText(part)
   const Icon =
     tone === 'busy' ? SpinnerIcon : tone === 'done' ? CheckIcon : tone === 'failed' ? AlertIcon : tone === 'unknown' ? ActivityIcon : StopCircleIcon

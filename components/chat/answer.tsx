@@ -126,7 +126,9 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
                   : 'Stopped before the answer began'}
             </p>
           )}
-          {answer.finishedBeforeStop && <FinishedBeforeStop showingRest={showingRest} onToggle={() => setShowingRest((shown) => !shown)} />}
+          {answer.finishedBeforeStop && answerRest(answer) !== '' && (
+            <FinishedBeforeStop showingRest={showingRest} onToggle={() => setShowingRest((shown) => !shown)} />
+          )}
         </div>
 
         {waiting && <TypingIndicator />}

@@ -55,8 +55,9 @@ export const chatCheckpoint: CheckpointCodec<ChatState> = {
 export const chatFold: Fold<ChatState> = {
   // 2: AnswerTurn.cutAt was renamed lastSeenIndex; 3: stored in blocks (a process on 2 would read them as one JSON text);
   // 4: the newest finished answer keeps its chunkEnds, so a Stop landing after its end cuts it (a chat@3 state has none);
-  // 5: answers hold their reasoning and tool calls (AnswerTurn.parts; a chat@4 answer has none)
-  name: 'chat@5',
+  // 5: answers hold their reasoning and tool calls (AnswerTurn.parts; a chat@4 answer has none);
+  // 6: the newest finished answer's parts keep their chunk ends too, so a late Stop cuts them (a chat@5 state has none)
+  name: 'chat@6',
   initial: initialChatState,
   fold: (events, state) => foldChat(events as ChatEvent[], state),
   checkpoint: chatCheckpoint,

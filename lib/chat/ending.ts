@@ -14,9 +14,26 @@ import type { Chat, ChatEvent, FinishReason } from './contract'
 import { SYSTEM_PROMPT, committedTurn, toModelMessages } from './history'
 import { answerText } from './reducer'
 import { partText } from './parts'
+import { settledStates, type StoredEffect } from './tools/stored-effect'
 
 /** The one id of answer-ending events of a job: the handler's `finished` and the hook's. */
 export const finishedId = (jobId: number) => `finished-${jobId}`
+
+/**
+ * The ending hook: the calls the answer still shows running get their state from their stored
+ * effects (the drain asked their receivers before it settled the run), then the one `finished`.
+ * `storedEffects` reads the run's effects (the server's operator view).
+ */
+export function endingHook(storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>) {
+  return async (run: RunEnding<Chat, 'generate'>): Promise<void> => {
+    if (storedEffects && run.dispatched.some((key) => key.startsWith('tool:'))) {
+      const later = (await run.read({ after: run.trigger.index, limit: 10_000 })) as ChatEvent[]
+      const states = settledStates(run.trigger.id, later, await storedEffects(run.jobId))
+      if (states.length > 0) await run.append(...states.map((payload) => ({ type: 'tool.state' as const, payload })))
+    }
+    await writeMissingFinished(run)
+  }
+}
 
 export async function writeMissingFinished(run: RunEnding<Chat, 'generate'>): Promise<void> {
   const reason: FinishReason = run.status === 'CANCELLED' ? 'cancelled' : run.status === 'FAILED' ? 'error' : 'other'

@@ -46,3 +46,66 @@ describe('exporting a chat', () => {
     expect(md).not.toContain('unseen')
   })
 })
+
+describe('exporting an answer of parts', () => {
+  /** Reasoning, then three calls: one done, one a Stop left unknown, one whose input only the reader saw (and more reasoning after the cut). */
+  function partsAnswer(): ChatEvent[] {
+    index = 0
+    return [
+      ev('message', { text: 'tell the team' }, 'm1'),
+      ev('generate', { for: 'm1' }, 'g1'),
+      ev('reasoning', { of: 'g1', attempt: 1, delta: 'First list the notes,\nthen post.' }), // 2
+      ev('tool.call', { of: 'g1', attempt: 1, call: 'call_a', tool: 'listNotes', input: { limit: 3 } }), // 3
+      ev('tool.state', { of: 'g1', call: 'call_a', tool: 'listNotes', state: 'done', input: { limit: 3 }, result: ['buy milk'] }), // 4
+      ev('tool.call', { of: 'g1', attempt: 1, call: 'call_b', tool: 'sendWebhook', input: { message: 'ship it' } }), // 5
+      ev('tool.input', { of: 'g1', attempt: 1, call: 'call_c', tool: 'sendWebhook', delta: '{"message":"ag' }), // 6
+      ev('cancelled', { of: 'g1', lastSeenIndex: 6 }),
+      ev('reasoning', { of: 'g1', attempt: 1, delta: 'unseen reasoning' }),
+      ev('tool.state', { of: 'g1', call: 'call_b', tool: 'sendWebhook', state: 'unknown', input: { message: 'ship it' }, settle: 'operator' }),
+      ev('finished', { of: 'g1', attempt: 1, reason: 'cancelled' }),
+    ]
+  }
+
+  it('as JSON: the reasoning as the reader saw it (cut), and each tool call with its input, state and result', () => {
+    const chat = exportChat({ id: 's', title: 'Team' }, foldChat(partsAnswer()), new Date('2026-12-03T00:00:00Z'))
+    const answer = chat.turns[1].versions[0]
+    expect(answer.parts).toEqual([
+      { kind: 'reasoning', text: 'First list the notes,\nthen post.' },
+      { kind: 'tool', call: 'call_a', tool: 'listNotes', input: { limit: 3 }, state: 'done', shows: 'Done', result: ['buy milk'] },
+      {
+        kind: 'tool',
+        call: 'call_b',
+        tool: 'sendWebhook',
+        input: { message: 'ship it' },
+        state: 'unknown',
+        shows: 'May have happened',
+        detail: expect.stringContaining('operator'),
+        settle: 'operator',
+      },
+      {
+        kind: 'tool',
+        call: 'call_c',
+        tool: 'sendWebhook',
+        inputText: '{"message":"ag',
+        state: 'input',
+        shows: 'Not started',
+        detail: expect.any(String),
+      },
+    ])
+    expect(JSON.stringify(chat)).not.toContain('unseen reasoning')
+  })
+
+  it('as Markdown: the reasoning quoted, each call under its own line with its state, input and result', () => {
+    const md = exportMarkdown(exportChat({ id: 's', title: 'Team' }, foldChat(partsAnswer()), new Date('2026-12-03T00:00:00Z')))
+    expect(md).toContain('> **Reasoning**\n>\n> First list the notes,\n> then post.')
+    expect(md).toContain('**Tool call `listNotes`: Done**')
+    expect(md).toContain('Input:\n\n```json\n{\n  "limit": 3\n}\n```')
+    expect(md).toContain('Result:\n\n```json\n[\n  "buy milk"\n]\n```')
+    expect(md).toMatch(/\*\*Tool call `sendWebhook`: May have happened\*\* — [^\n]*operator/)
+    expect(md).toContain('Input (as streamed):\n\n```\n{"message":"ag\n```')
+    expect(md).not.toContain('unseen reasoning')
+    // The parts come before the answer's text, in log order.
+    expect(md.indexOf('Reasoning')).toBeLessThan(md.indexOf('listNotes'))
+    expect(md.indexOf('listNotes')).toBeLessThan(md.indexOf('ship it'))
+  })
+})

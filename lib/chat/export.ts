@@ -1,11 +1,34 @@
 /**
  * A chat as a file: the conversation on screen (each slot's newest version, as a fresh open
  * shows it), with every version of each turn kept, and each answer as its owner saw it: a
- * stopped answer cut at its Stop, with what was written after a late Stop left out. Pure:
- * the fold's state in, text out.
+ * stopped answer cut at its Stop, with what was written after a late Stop left out; its
+ * reasoning cut the same way, and each tool call with its input, its state in the words the page
+ * uses (tool-status.ts) and its result. Pure: the fold's state in, text out.
  */
-import { answerText, type AnswerTurn, type ChatState, type Turn } from './reducer'
+import { answerText, isTerminal, type AnswerPart, type AnswerTurn, type ChatState, type Turn } from './reducer'
+import { partText, toolPhase } from './parts'
+import { describeToolCall } from './tool-status'
 import { visibleTurns } from './versions'
+
+export type ExportedPart =
+  | { kind: 'reasoning'; text: string }
+  | {
+      kind: 'tool'
+      call: string
+      tool: string
+      /** The parsed input of a complete call. */
+      input?: unknown
+      /** The input as it streamed, for a call the model never completed (or the reader's cut left incomplete). */
+      inputText?: string
+      /** From the call's effect record, or how far the model got with it ('input', 'called'). */
+      state: ReturnType<typeof toolPhase>
+      /** What the page shows for it, and its detail. */
+      shows: string
+      detail?: string
+      result?: unknown
+      error?: string
+      settle?: 'reconcile' | 'operator'
+    }
 
 export interface ExportedVersion {
   id: string
@@ -17,6 +40,8 @@ export interface ExportedVersion {
   stoppedAfterIndex?: number
   usage?: AnswerTurn['usage']
   error?: string
+  /** Answers with reasoning or tool calls: in log order, as the reader saw them. */
+  parts?: ExportedPart[]
 }
 
 export interface ExportedTurn {
@@ -44,6 +69,24 @@ function version(turn: Turn): ExportedVersion {
     ...(turn.lastSeenIndex !== undefined && { stoppedAfterIndex: turn.lastSeenIndex }),
     ...(turn.usage && { usage: turn.usage }),
     ...(turn.error && { error: turn.error }),
+    ...(turn.parts.length > 0 && { parts: turn.parts.map((part) => exportedPart(part, isTerminal(turn.status))) }),
+  }
+}
+
+function exportedPart(part: AnswerPart, ended: boolean): ExportedPart {
+  if (part.kind === 'reasoning') return { kind: 'reasoning', text: partText(part) }
+  const { label, detail } = describeToolCall(part, ended)
+  return {
+    kind: 'tool',
+    call: part.call,
+    tool: part.tool,
+    ...(part.input !== undefined ? { input: part.input } : { inputText: partText(part) }),
+    state: toolPhase(part),
+    shows: label,
+    ...(detail !== undefined && { detail }),
+    ...(part.state === 'done' && part.result !== undefined && { result: part.result }),
+    ...(part.error !== undefined && { error: part.error }),
+    ...(part.settle !== undefined && { settle: part.settle }),
   }
 }
 
@@ -76,8 +119,27 @@ export function exportMarkdown(chat: ExportedChat): string {
     turn.versions.forEach((v, i) => {
       const label = turn.versions.length > 1 ? ` (version ${i + 1} of ${turn.versions.length}${i === turn.shown ? '' : ', not continued'})` : ''
       const note = v.status && STATUS_NOTE[v.status] ? ` — ${STATUS_NOTE[v.status]}` : ''
-      out.push(`## ${who}${label}${note}`, '', v.text || (v.error ? `_${v.error}_` : '_(empty)_'), '')
+      out.push(`## ${who}${label}${note}`, '')
+      for (const part of v.parts ?? []) out.push(...partMarkdown(part), '')
+      out.push(v.text || (v.error ? `_${v.error}_` : v.parts ? '_(no text)_' : '_(empty)_'), '')
     })
   }
   return out.join('\n')
+}
+
+/** Reasoning as a quote; a tool call as a line with its state, then its input and result in code blocks. */
+function partMarkdown(part: ExportedPart): string[] {
+  if (part.kind === 'reasoning') return ['> **Reasoning**', '>', ...part.text.split('\n').map((line) => (line ? `> ${line}` : '>'))]
+  const lines = [`**Tool call \`${part.tool}\`: ${part.shows}**${part.detail ? ` — ${part.detail}` : ''}`, '']
+  if (part.input !== undefined) lines.push('Input:', '', fenced(JSON.stringify(part.input, null, 2), 'json'))
+  else if (part.inputText) lines.push('Input (as streamed):', '', fenced(part.inputText, ''))
+  if (part.result !== undefined) lines.push('', 'Result:', '', fenced(JSON.stringify(part.result, null, 2), 'json'))
+  return lines
+}
+
+/** A code block whose fence no backtick run inside it can close. */
+function fenced(text: string, lang: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length))
+  const fence = '`'.repeat(longest + 1)
+  return `${fence}${lang}\n${text}\n${fence}`
 }

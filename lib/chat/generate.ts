@@ -22,9 +22,11 @@ import { chatTools, reconcileToolCall } from './tools/chat-tools'
 import type { ToolCall } from './tools/tool-call'
 import type { Webhook } from './tools/webhook'
 import { restatementFilter } from './restatement'
-import { finishedId, writeMissingFinished } from './ending'
+import { endingHook, finishedId } from './ending'
+import type { StoredEffect } from './tools/stored-effect'
 import { chatFold } from './checkpoint'
-import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, committedAnswer, toModelMessages } from './history'
+import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, callsSoFar, committedAnswer, toModelMessages } from './history'
+import { settleInFlight } from './tools/settle-in-flight'
 import type { NoteOutbox } from './notes'
 import { modelErrorLine, modelFailure } from './model-failure'
 
@@ -38,9 +40,18 @@ export interface GenerateOptions {
   models?: readonly ChatModel[]
   /** Where the sendWebhook tool delivers (A2_WEBHOOK_URL); unset, the tool is not offered. */
   webhook?: Webhook
+  /** A run's stored effects (the server's operator view): how a run settled without its handler tells its calls' states. */
+  storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>
 }
 
-export function generateConsumer({ model: defaultModel, notes, takesTools: defaultTakesTools = true, models = [], webhook }: GenerateOptions) {
+export function generateConsumer({
+  model: defaultModel,
+  notes,
+  takesTools: defaultTakesTools = true,
+  models = [],
+  webhook,
+  storedEffects,
+}: GenerateOptions) {
   const byId = new Map(models.map((m) => [m.id, m]))
   return consumer({
     contract: chat,
@@ -56,8 +67,8 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
     // Stop, the last attempt's crash), with the key its fn received. A saved note is looked
     // up; a model call changed nothing outside the log, so asking again is safe: "not done".
     reconcile: (idempotencyKey, { key }) => reconcileToolCall(key, idempotencyKey, { notes, webhook }),
-    // An answer this handler did not finish still gets its one `finished` (ending.ts).
-    ending: writeMissingFinished,
+    // An answer this handler did not finish still gets its one `finished`, and its calls left running their settled states (ending.ts).
+    ending: endingHook(storedEffects),
   }).run(async (ctx) => {
     const of = ctx.event.id
     const chosen = ctx.event.payload.model
@@ -124,8 +135,13 @@ export function generateConsumer({ model: defaultModel, notes, takesTools: defau
       // worker's loop past the 15 s lease).
       const { state: history } = await ctx.fold(chatFold)
       // A successor attempt, or a Continue (which starts from the stopped answer's cut, as the fold shows it).
-      const soFar = ctx.attempt > 1 || ctx.event.payload.continues ? committedAnswer(history, ctx.event, await readOwnSteps(ctx)) : ''
-      const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar })
+      const continuing = ctx.attempt > 1 || ctx.event.payload.continues !== undefined
+      let own = continuing ? await readOwnSteps(ctx) : []
+      // A successor first settles the calls its dead predecessor left running (asked of their receivers), then tells the model of them.
+      if (ctx.attempt > 1 && (await settleInFlight(ctx, own))) own = await readOwnSteps(ctx)
+      const soFar = continuing ? committedAnswer(history, ctx.event, own) : ''
+      const calls = ctx.attempt > 1 ? callsSoFar(history, ctx.event, own) : []
+      const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar, callsSoFar: calls })
       const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
       const outcome = await ctx.effect(
         'model',

@@ -127,3 +127,105 @@ describe('the model history, walked back from the message', () => {
     )
   })
 })
+
+describe('tool calls in the model history', () => {
+  /** A log of events, numbered and stamped as the store would. */
+  function log(...events: Array<[id: string, type: string, payload: unknown]>): ChatEvent[] {
+    return events.map(
+      ([id, type, payload], index) => ({ id, sessionId: 's', index, type, payload, createdAt: '2026-12-01T00:00:00.000Z' }) as ChatEvent,
+    )
+  }
+  const call = (of: string, id: string, tool: string, input: unknown): [string, string, unknown] => [
+    `${of}-${id}`,
+    'tool.call',
+    { of, attempt: 1, call: id, tool, input },
+  ]
+  const state = (of: string, id: string, tool: string, payload: object): [string, string, unknown] => [
+    `${of}-${id}-s`,
+    'tool.state',
+    { of, call: id, tool, ...payload },
+  ]
+  /** Three turns: calls in every state, then an answer whose call a Stop cut away (the reader saw its input only). */
+  const events = log(
+    ['m1', 'message', { text: 'tell the team and list my notes' }],
+    ['g1', 'generate', { for: 'm1' }],
+    ['g1-r', 'reasoning', { of: 'g1', attempt: 1, delta: 'I should list the notes first.' }],
+    call('g1', 'call_a', 'listNotes', { limit: 3 }),
+    state('g1', 'call_a', 'listNotes', { state: 'done', result: ['buy milk'] }),
+    call('g1', 'call_b', 'sendWebhook', { message: 'release is out' }),
+    state('g1', 'call_b', 'sendWebhook', { state: 'unknown', settle: 'operator' }),
+    call('g1', 'call_c', 'sendWebhook', { message: 'again' }),
+    state('g1', 'call_c', 'sendWebhook', { state: 'failed', error: 'the receiver answered 500' }),
+    call('g1', 'call_d', 'sendWebhook', { message: 'once more' }),
+    state('g1', 'call_d', 'sendWebhook', { state: 'not-started' }),
+    call('g1', 'call_e', 'sendWebhook', { message: 'stopped mid-call' }),
+    state('g1', 'call_e', 'sendWebhook', { state: 'cancelled' }),
+    ['g1-t', 'chunk', { of: 'g1', attempt: 1, delta: 'Your notes: buy milk.' }],
+    ['g1-f', 'finished', { of: 'g1', attempt: 1, reason: 'stop' }],
+    ['m2', 'message', { text: 'send it again', after: 'g1' }],
+    ['g2', 'generate', { for: 'm2' }],
+    ['g2-t', 'chunk', { of: 'g2', attempt: 1, delta: 'Sending.' }],
+    ['g2-i', 'tool.input', { of: 'g2', attempt: 1, call: 'call_f', tool: 'sendWebhook', delta: '{"message":"rel' }],
+    call('g2', 'call_f', 'sendWebhook', { message: 'release' }),
+    ['g2-c', 'cancelled', { of: 'g2', lastSeenIndex: 18 }],
+    ['g2-f', 'finished', { of: 'g2', attempt: 1, reason: 'cancelled' }],
+    ['m3', 'message', { text: 'what happened?', after: 'g2' }],
+  )
+
+  it('sends each earlier call the reader saw as an assistant tool-call and a tool result that says what is known, never a made-up success', () => {
+    const messages = toModelMessages(foldChat(events), 'm3', { budgetTokens: 100_000 })
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'user'])
+    const calls = messages[1].content as Array<{ type: string; toolCallId: string; toolName: string; input: unknown }>
+    expect(calls.map((c) => [c.type, c.toolCallId, c.toolName, c.input])).toEqual([
+      ['tool-call', 'call_a', 'listNotes', { limit: 3 }],
+      ['tool-call', 'call_b', 'sendWebhook', { message: 'release is out' }],
+      ['tool-call', 'call_c', 'sendWebhook', { message: 'again' }],
+      ['tool-call', 'call_d', 'sendWebhook', { message: 'once more' }],
+      ['tool-call', 'call_e', 'sendWebhook', { message: 'stopped mid-call' }],
+    ])
+    const results = messages[2].content as Array<{ type: string; toolCallId: string; output: { type: string; value: unknown } }>
+    expect(results.map((r) => [r.type, r.toolCallId])).toEqual(calls.map((c) => ['tool-result', c.toolCallId]))
+    const [a, b, c, d, e] = results.map((r) => r.output)
+    expect(a).toEqual({ type: 'json', value: ['buy milk'] })
+    // Only the call that was done reads as a result; the others say what is known of them.
+    for (const output of [b, c, d, e]) expect(output.type).not.toBe('json')
+    expect(b.value).toMatch(/UNKNOWN/)
+    expect(b.value).toMatch(/may have happened/)
+    expect(c).toEqual({ type: 'error-text', value: expect.stringContaining('the receiver answered 500') })
+    expect(d.value).toMatch(/not started/i)
+    expect(e.value).toMatch(/did not happen/)
+    expect(messages[3]).toEqual({ role: 'assistant', content: 'Your notes: buy milk.' })
+    // The Stop cut the second answer's call away (its tool.call came after what the reader saw): only its text goes.
+    expect(messages[5]).toEqual({ role: 'assistant', content: 'Sending.' })
+    // Reasoning is never sent back.
+    expect(JSON.stringify(messages)).not.toContain('I should list the notes first.')
+  })
+
+  it('counts the calls and their results in the context budget: an answer whose result does not fit is dropped whole', () => {
+    const big = log(
+      ['m1', 'message', { text: 'list my notes' }],
+      ['g1', 'generate', { for: 'm1' }],
+      call('g1', 'call_a', 'listNotes', {}),
+      state('g1', 'call_a', 'listNotes', { state: 'done', result: ['n'.repeat(40_000)] }),
+      ['g1-t', 'chunk', { of: 'g1', attempt: 1, delta: 'Here they are.' }],
+      ['g1-f', 'finished', { of: 'g1', attempt: 1, reason: 'stop' }],
+      ['m2', 'message', { text: 'thanks, and now?', after: 'g1' }],
+    )
+    const budget = 8_000 // the result alone is ~10k tokens
+    const messages = toModelMessages(foldChat(big), 'm2', { budgetTokens: budget })
+    const used = messages.reduce(
+      (sum, m) => sum + estimateTokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content)),
+      estimateTokens(SYSTEM_PROMPT),
+    )
+    expect(used).toBeLessThanOrEqual(budget)
+    expect(messages).toEqual([{ role: 'user', content: 'thanks, and now?' }])
+    // With room for it, the whole answer goes: its call, its result, its text.
+    expect(toModelMessages(foldChat(big), 'm2', { budgetTokens: 100_000 }).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ])
+  })
+})

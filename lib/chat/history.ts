@@ -8,6 +8,7 @@ import { env } from '@/lib/env'
 import type { ChatEvent } from './contract'
 import { answerText, foldChat, latestBranch, type AnswerTurn, type ChatState, type Turn } from './reducer'
 import { pathTo } from './versions'
+import { answerMessages } from './answer-messages'
 
 /** A short system prompt; the chat is about whatever the user asks. */
 export const SYSTEM_PROMPT =
@@ -32,32 +33,47 @@ export function estimateTokens(text: string): number {
 /**
  * The branch that leads to message `forMessage`, as model messages — other versions (the
  * answer a regenerate follows, the branch an edit left) are left out — newest first within
- * `budgetTokens` less the system prompt's and `answerSoFar`'s share. The message being
+ * `budgetTokens` less the system prompt's and `answerSoFar`'s share; an earlier answer's tool
+ * calls and their results are sent with it (answer-messages.ts) and counted. The message being
  * answered is always kept (the contract bounds it to 16k characters); older turns are
  * dropped whole, and the kept history starts with a user turn. `answerSoFar` (a successor
  * attempt's committed text) ends the list as the assistant's unfinished message, for the
- * model to continue.
+ * model to continue, after `callsSoFar` (the tool calls its predecessors made, with what each did).
  *
  * The branch is walked back from the message only as far as the budget needs: at 100k
  * events (9k turns) building the whole branch first cost 7 ms per answer, at 50k user
  * messages 40 ms, for the ~8k tokens kept.
  */
-export function toModelMessages(state: ChatState, forMessage: string, options: { answerSoFar?: string; budgetTokens?: number } = {}): ModelMessage[] {
-  const { answerSoFar = '', budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
-  let left = budgetTokens - estimateTokens(SYSTEM_PROMPT) - (answerSoFar ? estimateTokens(answerSoFar) : 0)
-  const newestFirst: Array<{ role: 'user' | 'assistant'; content: string }> = []
+export function toModelMessages(
+  state: ChatState,
+  forMessage: string,
+  options: { answerSoFar?: string; callsSoFar?: ModelMessage[]; budgetTokens?: number } = {},
+): ModelMessage[] {
+  const { answerSoFar = '', callsSoFar = [], budgetTokens = env().A2_CONTEXT_BUDGET_TOKENS } = options
+  let left =
+    budgetTokens -
+    estimateTokens(SYSTEM_PROMPT) -
+    (answerSoFar ? estimateTokens(answerSoFar) : 0) -
+    callsSoFar.reduce((sum, message) => sum + messageTokens(message), 0)
+  // Each turn's messages (an answer with tool calls is up to three), newest turn first: a turn is kept or dropped whole.
+  const newestFirst: ModelMessage[][] = []
   for (const turn of branchBackwards(state, forMessage)) {
-    const message = turn.kind === 'user' ? { role: 'user' as const, content: turn.text } : { role: 'assistant' as const, content: answerText(turn) }
-    if (!message.content && message.role === 'assistant') continue
-    const cost = estimateTokens(message.content)
+    const group: ModelMessage[] = turn.kind === 'user' ? [{ role: 'user', content: turn.text }] : answerMessages(turn)
+    if (group.length === 0) continue
+    const cost = group.reduce((sum, message) => sum + messageTokens(message), 0)
     if (cost > left && newestFirst.length > 0) break
     left -= cost
-    newestFirst.push(message)
+    newestFirst.push(group)
   }
-  while (newestFirst.length > 1 && newestFirst[newestFirst.length - 1].role !== 'user') newestFirst.pop()
-  const messages: ModelMessage[] = newestFirst.reverse()
+  while (newestFirst.length > 1 && newestFirst[newestFirst.length - 1][0].role !== 'user') newestFirst.pop()
+  const messages: ModelMessage[] = [...newestFirst.reverse().flat(), ...callsSoFar]
   if (answerSoFar) messages.push({ role: 'assistant', content: answerSoFar })
   return messages
+}
+
+/** A message's estimated cost: its text, or the JSON of its parts (tool calls and results are sent as JSON). */
+function messageTokens(message: ModelMessage): number {
+  return estimateTokens(typeof message.content === 'string' ? message.content : JSON.stringify(message.content))
 }
 
 /**
@@ -105,3 +121,15 @@ export function committedTurn(history: ChatState, generation: ChatEvent, later: 
 }
 
 const STEP_TYPES = new Set<ChatEvent['type']>(['chunk', 'reasoning', 'tool.input', 'tool.call'])
+
+/**
+ * The tool calls a generation's earlier attempts made, with what each did (their states), as
+ * model messages: what a successor tells the model before it goes on, so it does not make a
+ * call again that was made (or, told it did not happen, decides again). No text: that is the answer so far.
+ */
+export function callsSoFar(history: ChatState, generation: ChatEvent, later: ChatEvent[]): ModelMessage[] {
+  const own = later.filter((e) => (STEP_TYPES.has(e.type) || e.type === 'tool.state') && (e.payload as { of?: string }).of === generation.id)
+  const turn = foldChat([generation, ...own], history).turns.find((t) => t.id === generation.id)
+  if (turn?.kind !== 'assistant') return []
+  return answerMessages({ ...turn, chunks: [], text: '', prefix: undefined })
+}

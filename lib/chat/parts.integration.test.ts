@@ -91,6 +91,32 @@ describe.each(layers)('answers made of parts against a real upstream on %s', (ki
     expect(answerText(answer)).toContain('tok0')
   })
 
+  it('a later turn sends the earlier answer’s tool call and its result to the model, in OpenAI’s wire format', async () => {
+    const server = await start()
+    const id = await ask(server, 'eve', 'Tell the team [[reasons]] [[call sendWebhook {"message":"ship it"}]]')
+    const first = answerOf(await logWhenFinished(server, id, 'eve'))
+    const call = first.parts.find((p): p is ToolPart => p.kind === 'tool')!
+    expect(call.state).toBe('done')
+    await server.push(id, 'eve', {
+      events: [
+        { id: 'm2', type: 'message', payload: { text: 'did it go out?', after: 'g1' } },
+        { id: 'g2', type: 'generate', payload: { for: 'm2' } },
+      ],
+    })
+    await waitUntil(async () => (await read(id, 'eve')).some((e) => e.type === 'finished' && e.payload.of === 'g2'), 'the second answer')
+    const request = upstream.requests.find((r) => r.body.messages.at(-1)?.content === 'did it go out?')!
+    const messages = request.body.messages as Array<{ role: string; content?: unknown; tool_calls?: unknown; tool_call_id?: string }>
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user'])
+    expect(messages[2].tool_calls).toEqual([
+      { id: call.call, type: 'function', function: { name: 'sendWebhook', arguments: JSON.stringify({ message: 'ship it' }) } },
+    ])
+    expect(messages[3]).toMatchObject({ role: 'tool', tool_call_id: call.call })
+    expect(JSON.parse(messages[3].content as string)).toEqual(JSON.parse(JSON.stringify(call.result)))
+    expect(messages[4]).toEqual({ role: 'assistant', content: answerText(first) })
+    // The reasoning the model streamed is not sent back.
+    expect(JSON.stringify(messages)).not.toContain(REASONING.trim())
+  })
+
   it('Stop mid-reasoning: what the reader saw of the reasoning stays, nothing past it; the request closes; the reasoning streamed is billed', async () => {
     const server = await start()
     const id = await ask(server, 'bea', 'Ponder [[long reasons]]')

@@ -19,6 +19,8 @@ export interface ReasoningPart {
   chunks: PartChunk[]
   /** The compacted reasoning, set at the terminal event. */
   text: string
+  /** Where each chunk ended in `text`: kept by the newest finished answer only, for a Stop that lands after it (late-stop.ts). */
+  ends?: Array<[index: number, end: number]>
 }
 
 export interface ToolPart {
@@ -32,6 +34,8 @@ export interface ToolPart {
   inputChunks: PartChunk[]
   /** The compacted streamed input, set at the terminal event. */
   inputText: string
+  /** Where each input chunk ended in `inputText`: kept as a reasoning part's `ends` are. */
+  inputEnds?: Array<[index: number, end: number]>
   /** The parsed input: from the complete call, or from its state. */
   input?: unknown
   /** Index of the `tool.call` step, while kept. */

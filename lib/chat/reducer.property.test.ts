@@ -352,6 +352,54 @@ describe('an answer of mixed parts, cut by a Stop', () => {
     return events
   }
 
+  it('a Stop that lands after the answer finished cuts its parts where the tab that pressed it cut them (its Stop while it streamed), from any checkpoint', () => {
+    fc.assert(
+      fc.property(fc.array(action, { minLength: 1, maxLength: 30 }), fc.nat(), fc.nat(), fc.boolean(), (actions, seen, cut, fails) => {
+        const answer = answerEvents(actions)
+        // The reader saw up to event `lastSeenIndex` (at least the generate); the answer ended before their Stop reached the log.
+        const lastSeenIndex = 1 + (seen % (answer.length - 1))
+        const stop = at('cancelled', 'c', { of: 'g', lastSeenIndex })
+        const end = fails
+          ? at('a2.failed', 'f', { of: 'g', consumer: 'generate', attempts: 3, error: { code: 'X', message: 'upstream 500' } })
+          : at('finished', 'f', { of: 'g', attempt: 1, reason: 'stop' })
+        const log = [...answer, end, stop].map((e, index) => ({ ...e, index }) as ChatEvent)
+        const refold = foldChat(log)
+        expect(viaJson(refold)).toEqual(viaJson(log.reduce(referenceReduce, { turns: [] } as ChatState)))
+        const from = cut % (log.length + 1)
+        expect(viaJson(foldChat(log.slice(from), viaPieces(foldChat(log.slice(0, from))).state))).toEqual(viaJson(refold))
+
+        // The tab that pressed Stop cut the answer while it streamed in its view, then caught up on the rest of the log.
+        const optimistic = { ...(stop as object), index: -1 } as ChatEvent
+        const tab = foldChat(
+          log.filter((e) => e.index > lastSeenIndex && e.type !== 'cancelled'),
+          foldChat([optimistic], foldChat(log.filter((e) => e.index <= lastSeenIndex))),
+        )
+        const g = (state: ChatState) => state.turns.find((t) => t.id === 'g') as AnswerTurn
+        // Chunk ends are bookkeeping, not shown: a reader who saw it all leaves the answer as it finished, ends kept.
+        const shownParts = (answer: AnswerTurn) =>
+          JSON.parse(JSON.stringify(answer.parts.map((p) => ({ ...p, ends: undefined, inputEnds: undefined })))) as unknown
+        expect(shownParts(g(refold))).toEqual(shownParts(g(tab)))
+        expect(answerText(g(refold))).toBe(answerText(g(tab)))
+        // Nothing the model streamed past the cut shows (the parts are compacted: their text is what the reader saw).
+        const seenOf = (type: string, call?: string) =>
+          log
+            .filter((e) => e.index <= lastSeenIndex && e.type === type && (call === undefined || (e.payload as { call: string }).call === call))
+            .map((e) => (e.payload as { delta: string }).delta)
+            .join('')
+        const shown = g(refold).parts
+        expect(shown.flatMap((p) => (p.kind === 'reasoning' ? [p.text] : [])).join('')).toBe(seenOf('reasoning'))
+        for (const part of shown) {
+          if (part.kind !== 'tool') continue
+          expect(part.inputText).toBe(seenOf('tool.input', part.call))
+          expect(part.calledAt === undefined || part.calledAt <= lastSeenIndex).toBe(true)
+        }
+        // Every call whose state was written stays on screen.
+        for (const e of log) if (e.type === 'tool.state') expect(shown.some((p) => p.kind === 'tool' && p.call === e.payload.call)).toBe(true)
+      }),
+      { seed: SEED + 7, numRuns: RUNS },
+    )
+  })
+
   it('the fold of the log equals what the tab that pressed Stop folded (its Stop first, the stragglers after), and shows nothing streamed past the cut', () => {
     fc.assert(
       fc.property(fc.array(action, { minLength: 1, maxLength: 30 }), fc.nat(), fc.nat(), fc.boolean(), (actions, seen, late, finishes) => {

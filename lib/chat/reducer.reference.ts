@@ -4,7 +4,7 @@
  * is checked against (reducer.property.test.ts). Test-only.
  */
 import type { ChatEvent } from './contract'
-import { answerText, isTerminal, latestBranch, type AnswerPart, type AnswerTurn, type ChatState, type ToolPart } from './reducer'
+import { answerText, isTerminal, latestBranch, type AnswerPart, type AnswerTurn, type ChatState, type Chunk, type ToolPart } from './reducer'
 import { compactParts, cutParts } from './parts'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
@@ -97,8 +97,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           usage: event.payload.usage,
           text: answer.chunks.map((c) => c.delta).join(''),
           chunks: [],
-          parts: compacted(answer.parts),
-          ...(newest && status !== 'stopped' ? endsOf(answer) : {}),
+          ...(newest && status !== 'stopped' ? endsOf(answer) : { parts: compacted(answer.parts) }),
         }
       })
     case 'note.saved':
@@ -113,8 +112,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
               error: event.payload.error.message,
               text: answer.chunks.map((c) => c.delta).join(''),
               chunks: [],
-              parts: compacted(answer.parts),
-              ...(newest && answer.lastSeenIndex === undefined ? endsOf(answer) : {}),
+              ...(newest && answer.lastSeenIndex === undefined ? endsOf(answer) : { parts: compacted(answer.parts) }),
             },
       )
     case 'a2.renamed':
@@ -155,18 +153,36 @@ function compacted(parts: AnswerPart[]): AnswerPart[] {
   return copy
 }
 
-/** The chunk ends a finished answer keeps while it is the newest turn: `[index, end offset]` of each chunk. */
+/** Where each of these chunks ended in their joined text: `[index, end offset]`. */
+function endsIn(chunks: Chunk[]): Array<[number, number]> {
+  return chunks.map((c, i) => [
+    c.index,
+    chunks
+      .slice(0, i + 1)
+      .map((x) => x.delta)
+      .join('').length,
+  ])
+}
+
+/** What a finished answer keeps while it is the newest turn: its compacted parts, and the chunk ends of its text and of each part. */
 function endsOf(answer: AnswerTurn): Partial<AnswerTurn> {
-  if (answer.chunks.length === 0) return {}
-  return {
-    chunkEnds: answer.chunks.map((c, i) => [
-      c.index,
-      answer.chunks
-        .slice(0, i + 1)
-        .map((x) => x.delta)
-        .join('').length,
-    ]),
-  }
+  if (answer.chunks.length === 0 && answer.parts.length === 0) return { parts: compacted(answer.parts) }
+  const parts = answer.parts.map((p): AnswerPart =>
+    p.kind === 'reasoning' ? { ...p, ends: endsIn(p.chunks) } : { ...p, inputEnds: endsIn(p.inputChunks) },
+  )
+  return { chunkEnds: endsIn(answer.chunks), parts: compacted(parts) }
+}
+
+/** The parts without their chunk ends. */
+function endless(parts: AnswerPart[]): AnswerPart[] {
+  return parts.map((p) => {
+    if (p.kind === 'reasoning') {
+      const { ends: _ends, ...rest } = p
+      return rest
+    }
+    const { inputEnds: _ends, ...rest } = p
+    return rest
+  })
 }
 
 /** A new turn: the one that was newest forgets its chunk ends. */
@@ -174,16 +190,41 @@ function movedOn(turns: ChatState['turns']): ChatState['turns'] {
   const last = turns.at(-1)
   if (last?.kind !== 'assistant' || !last.chunkEnds) return turns
   const { chunkEnds: _dropped, ...rest } = last
-  return [...turns.slice(0, -1), rest]
+  return [...turns.slice(0, -1), { ...rest, parts: endless(rest.parts) }]
 }
 
-/** A Stop after the end: the text the reader saw (chunks up to lastSeenIndex) stays, the rest goes aside; nothing unseen: unchanged. */
+/** A compacted text split back at its chunk ends. */
+function split(text: string, ends: Array<[number, number]> | undefined): Chunk[] {
+  return (ends ?? []).map(([index, end], i) => ({ index, delta: text.slice(i === 0 ? 0 : ends![i - 1][1], end) }))
+}
+
+/**
+ * A Stop after the end: the text the reader saw (chunks up to lastSeenIndex) stays, the rest goes aside; the parts are
+ * cut as a Stop in time cuts them; nothing unseen: unchanged.
+ */
 function cutFinished(answer: AnswerTurn, lastSeenIndex: number): AnswerTurn {
   if (!answer.chunkEnds) return answer
   const seen = answer.chunkEnds.filter(([index]) => index <= lastSeenIndex).at(-1)?.[1] ?? 0
-  if (seen >= answer.text.length) return answer
+  const unseen = (ends: Array<[number, number]> | undefined) => (ends ?? []).some(([index]) => index > lastSeenIndex)
+  const partsUnseen = answer.parts.some((p) =>
+    p.kind === 'reasoning' ? unseen(p.ends) : unseen(p.inputEnds) || (p.calledAt !== undefined && p.calledAt > lastSeenIndex),
+  )
+  if (seen >= answer.text.length && !partsUnseen) return answer
+  const asChunks = answer.parts.map((p): AnswerPart =>
+    p.kind === 'reasoning'
+      ? { ...p, chunks: split(p.text, p.ends), text: '' }
+      : { ...p, inputChunks: split(p.inputText, p.inputEnds), inputText: '' },
+  )
   const { chunkEnds: _dropped, ...rest } = answer
-  return { ...rest, status: 'stopped', lastSeenIndex, finishedBeforeStop: true, text: answer.text.slice(0, seen), rest: answer.text.slice(seen) }
+  return {
+    ...rest,
+    status: 'stopped',
+    lastSeenIndex,
+    finishedBeforeStop: true,
+    text: answer.text.slice(0, seen),
+    rest: answer.text.slice(seen),
+    parts: endless(compacted(cutParts(asChunks, lastSeenIndex))),
+  }
 }
 
 function updateAnswer(state: ChatState, id: string, update: (answer: AnswerTurn, newest: boolean) => AnswerTurn): ChatState {

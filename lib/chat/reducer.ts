@@ -5,7 +5,7 @@
  */
 import type { ChatEvent, FinishReason } from './contract'
 import { indexOf, keepIndex, settle, TurnLayer } from './turn-index'
-import { chunkEndsOf, cutFinished, cutsFinished } from './late-stop'
+import { chunkEndsOf, cutFinished, cutsFinished, withoutPartEnds, withPartEnds } from './late-stop'
 import { compactParts, cutParts, type AnswerPart, type ReasoningPart, type ToolPart } from './parts'
 
 export type { AnswerPart, ReasoningPart, ToolPart } from './parts'
@@ -356,16 +356,21 @@ class ChatDraft {
     return this.turnAt(position) as AnswerTurn
   }
 
-  /** At an answer's end (not cut by a Stop): the newest turn keeps its chunk ends, so a Stop landing later can still cut it. */
+  /** At an answer's end (not cut by a Stop): the newest turn keeps its chunk ends and its parts', so a Stop landing later can still cut it. */
   private keepChunkEnds(answer: AnswerTurn, position: number): void {
-    if (answer.status !== 'stopped' && answer.chunks.length > 0 && position === this.length() - 1) answer.chunkEnds = chunkEndsOf(answer.chunks)
+    if (answer.status === 'stopped' || (answer.chunks.length === 0 && answer.parts.length === 0) || position !== this.length() - 1) return
+    answer.chunkEnds = chunkEndsOf(answer.chunks)
+    answer.parts = withPartEnds(answer.parts)
   }
 
   /** The conversation moves on: the turn that was newest gives its chunk ends up (one answer's at most, ever). */
   private dropChunkEnds(): void {
     const last = this.length() - 1
     const turn = last >= 0 ? this.turnAt(last) : undefined
-    if (turn?.kind === 'assistant' && turn.chunkEnds) delete this.ownAnswer(last).chunkEnds
+    if (turn?.kind !== 'assistant' || !turn.chunkEnds) return
+    const mine = this.ownAnswer(last)
+    delete mine.chunkEnds
+    mine.parts = withoutPartEnds(mine.parts)
   }
 
   /**

@@ -4,6 +4,7 @@
  * level: Next evaluates route modules during `next build`, and instrumentation and routes
  * load separate copies of this module).
  */
+import type { StoredEffect } from './tools/stored-effect'
 import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
 import { getStore, closeStore } from '@/lib/store'
 import { env } from '@/lib/env'
@@ -43,7 +44,17 @@ export function buildChatServer(
   const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
   const server = createServer({
     contract: chat,
-    consumers: [generateConsumer({ model, notes, takesTools: tools, models, webhook: webhookUrl ? webhook(webhookUrl) : undefined })],
+    consumers: [
+      generateConsumer({
+        model,
+        notes,
+        takesTools: tools,
+        models,
+        webhook: webhookUrl ? webhook(webhookUrl) : undefined,
+        // Asked only once the server runs a worker (a run's ending), so `server` is set by then.
+        storedEffects: async (jobId: number): Promise<readonly StoredEffect[]> => (await server.operator.runDetail(jobId)).effects,
+      }),
+    ],
     store,
     caps,
   })

@@ -126,4 +126,44 @@ describe.each(layers)('Stop against a real upstream on %s', (kind) => {
     // The run had completed: the Stop ends nothing, it only tells the fold what the reader saw.
     expect((await waitForRun(store(), { sessionId: id, eventId: 'g1', consumer: 'generate' }, 'COMPLETED')).status).toBe('COMPLETED')
   })
+
+  it('a Stop that lands after an answer of reasoning and a tool call finished: the refold cuts its parts where the reader’s view did', async () => {
+    await chat.server.stopWorkers() // its worker would claim this job too: one upstream per test
+    const short = await startUpstream({ tokenMs: 1, tokens: 30 })
+    const quick = buildChatServer(store(), { OPENAI_API_KEY: 'test', OPENAI_BASE_URL: short.url })
+    const id = await ask(quick.server, 'dan', '[[reasons 5]] what did I note? [[call listNotes {"limit":3}]]')
+    await quick.server.startWorker({ pollMs: 50 })
+    // The reader's page saw the answer's first reasoning and was cut off; the worker wrote the rest (the call, more reasoning, the text).
+    const log = await logWhenFinished(quick.server, id, 'dan')
+    await quick.server.stopWorkers()
+    await short.close()
+    const firstReasoning = log.find((e) => e.type === 'reasoning')!
+    const lastSeenIndex = firstReasoning.index
+    expect(log.filter((e) => e.type === 'reasoning' && e.index > lastSeenIndex).length).toBeGreaterThan(0)
+    expect(log.filter((e) => e.type === 'tool.input').length).toBeGreaterThan(0)
+    const stop = { id: 'late-stop', type: 'cancelled' as const, payload: { of: 'g1', lastSeenIndex } }
+    // The page's own fold: it cut the answer while it streamed in its view, then caught up on the rest of the log.
+    const stoppedInView = reduceChat(foldChat(log.filter((e) => e.index <= lastSeenIndex)), {
+      ...stop,
+      sessionId: id,
+      index: -1,
+      createdAt: new Date().toISOString(),
+    })
+    const view = foldChat(
+      log.filter((e) => e.index > lastSeenIndex),
+      stoppedInView,
+    )
+    await quick.server.push(id, 'dan', stop)
+
+    const answer = (state: ChatState) => state.turns.find((t) => t.kind === 'assistant') as AnswerTurn
+    const { state: refold } = await quick.server.fold(id, 'dan', chatFold)
+    expect(answer(refold)).toMatchObject({ status: 'stopped', lastSeenIndex, finishedBeforeStop: true })
+    // Only the reasoning the reader saw; the call ran (its state is known), so it stays, without the input streamed past the cut.
+    const parts = answer(refold).parts
+    expect(parts.map((p) => p.kind)).toEqual(['reasoning', 'tool'])
+    expect(parts[0]).toMatchObject({ kind: 'reasoning', text: (firstReasoning.payload as { delta: string }).delta })
+    expect(parts[1]).toMatchObject({ kind: 'tool', tool: 'listNotes', state: 'done', inputText: '' })
+    expect(answerText(answer(refold))).toBe('')
+    expect(JSON.parse(JSON.stringify(answer(refold).parts))).toEqual(JSON.parse(JSON.stringify(answer(view).parts)))
+  })
 })

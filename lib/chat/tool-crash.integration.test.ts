@@ -1,0 +1,108 @@
+/**
+ * A worker killed (`kill -9`) while a tool call's webhook POST is in flight: the next attempt
+ * settles the call by asking the receiver through the effect's reconcile (lib/a2 §6), and the
+ * answer shows what the stored effect says — done, or it did not happen — instead of "may have
+ * happened" for a call that was settled. A real child process, a real webhook receiver, a real
+ * upstream; on Postgres and on PGlite (a directory the next process opens, as after a crash).
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openPgliteStore, type Store } from '@/lib/a2/server'
+import { waitUntil } from '@/lib/a2/testing'
+import { createTestDb, layers, type TestDb } from '@/test/db'
+import { spawnChatWorker } from '@/test/chat-worker-process'
+import { startUpstream, type Upstream } from '@/scripts/upstream-server'
+import { startWebhookReceiver, type WebhookReceiverOptions } from '@/scripts/webhook-receiver'
+import { buildChatServer } from './server'
+import type { ChatEvent } from './contract'
+import { foldChat, type AnswerTurn, type ToolPart } from './reducer'
+
+/** The generate consumer's lease: a run inside a call that is not overlapSafe is taken over only once it lapses (lib/a2 §9). */
+const LEASE_MS = 15_000
+
+describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
+  let upstream: Upstream
+  beforeAll(async () => {
+    upstream = await startUpstream({ tokenMs: 5, tokens: 20 })
+  })
+  afterAll(async () => {
+    await upstream.close()
+  })
+
+  it.each([
+    // The POST reached the receiver, which acted on it and holds its answer: the crash cut the sender off after the fact.
+    { receiverHas: true, receiver: { holdMs: 60_000 }, shown: 'done', effect: 'DONE' },
+    // The receiver queues its work; the sender died before it was accepted: it has no record. Its "not done" is no
+    // proof for a killed owner's call (lib/a2 §6: liveness can be wrong, the call may still run), so the effect is
+    // UNKNOWN, and the call says so, for an operator, until their verdict (operator-verdict.ts).
+    { receiverHas: false, receiver: { acceptAfterMs: 60_000 }, shown: 'unknown', effect: 'UNKNOWN' },
+  ] as Array<{ receiverHas: boolean; receiver: WebhookReceiverOptions; shown: string; effect: string }>)(
+    'the receiver has the delivery: $receiverHas → the call shows $shown, from its effect ($effect)',
+    async ({ receiver: receiverOptions, shown, effect }) => {
+      const receiver = await startWebhookReceiver(receiverOptions)
+      let testDb: TestDb | undefined
+      let dir: string | undefined
+      let store: Store | undefined
+      let chat: ReturnType<typeof buildChatServer> | undefined
+      try {
+        // Postgres is migrated here, before the child opens it; a PGlite directory by the child, its one process.
+        if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
+        else dir = mkdtempSync(path.join(tmpdir(), 'a2-tool-crash-'))
+        const child = spawnChatWorker({
+          store: testDb ? testDb.url! : `pglite:${dir}`,
+          upstream: upstream.url,
+          webhook: receiver.url,
+          ask: 'Tell the team [[call sendWebhook {"message":"deploy done"}]]',
+          owner: 'kim',
+        })
+        const { sessionId } = await child.report('asked')
+        // The POST is in flight (it reached the receiver): the worker dies holding the call.
+        await waitUntil(() => receiver.arrived >= 1, 'the webhook POST to reach the receiver', 20_000)
+        await child.kill()
+
+        store ??= await openPgliteStore({ dataDir: dir })
+        chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, receiver.url)
+        await chat.server.startWorker({ pollMs: 50 })
+        const read = async () => (await chat!.server.read(sessionId, 'kim', { limit: 10_000 })) as ChatEvent[]
+        const [firstCall] = (await read()).filter((e) => e.type === 'tool.call')
+        expect(firstCall?.type).toBe('tool.call')
+        const call = (firstCall.payload as { call: string }).call
+        // Settled: the call's state after 'running' is written, and the answer has its one `finished`.
+        const log = await waitUntil(
+          async () => {
+            const events = await read()
+            const states = events.filter((e) => e.type === 'tool.state' && e.payload.call === call).map((e) => (e.payload as { state: string }).state)
+            return states.some((s) => s !== 'running') && events.some((e) => e.type === 'finished') ? events : undefined
+          },
+          'the crashed call to be settled from its effect, and the answer to finish',
+          LEASE_MS + 20_000,
+        )
+        const answer = foldChat(log).turns.find((t) => t.kind === 'assistant') as AnswerTurn
+        const part = answer.parts.find((p): p is ToolPart => p.kind === 'tool' && p.call === call)!
+        expect(part.state).toBe(shown)
+        if (shown === 'done') expect(part.result).toMatchObject({ status: 200, receipt: { received: true } })
+        else expect(part.settle).toBe('operator')
+        // What the chat shows is what the effect's record says.
+        const [run] = await chat.server.operator.listRuns({ sessionIds: [sessionId] })
+        const { effects } = await chat.server.operator.runDetail(run.id)
+        expect(effects.find((e) => e.key === `tool:sendWebhook:${call}`)?.status).toBe(effect)
+        // The receiver got the delivery once at most: the next attempt did not send it again under another key.
+        expect(receiver.arrived).toBe(1)
+        // The answer went on from the settled call: the model was told its outcome, and answered in text.
+        expect(answer.status).toBe('done')
+        expect(
+          upstream.requests.at(-1)!.body.messages.some((m: { role: string; tool_call_id?: string }) => m.role === 'tool' && m.tool_call_id === call),
+        ).toBe(true)
+      } finally {
+        await chat?.server.stopWorkers({ graceMs: 1000 })
+        if (testDb) await testDb.drop()
+        else await store?.close()
+        await receiver.close()
+        if (dir) rmSync(dir, { recursive: true, force: true })
+      }
+    },
+    LEASE_MS + 60_000,
+  )
+})

@@ -1,0 +1,53 @@
+/**
+ * The tool calls a dead attempt of this answer left in flight (its last `tool.state` is
+ * 'running': the worker died mid-call), settled by the next attempt before it goes on. It
+ * reaches each call's effect again under the same key, so lib/a2 asks the receiver (the
+ * consumer's reconcile hook, lib/a2/README.md §6) and records the verdict; the call's
+ * `tool.state` is then written from that stored record, so the answer stops saying "may have
+ * happened" about a call that was settled:
+ *
+ * - DONE (the receiver has it, or the dead attempt recorded it) → done, with the recorded result;
+ * - not done → a2 lets the key be dispatched again; it is not re-sent (the model is told it did
+ *   not happen and decides again), so the record ends FAILED and the call shows it did not happen;
+ * - UNKNOWN (the receiver cannot say, or the owner may still be running it) → unknown, for an operator;
+ * - CANCELLED_BEFORE_DISPATCH → not started.
+ */
+import { EffectNotDispatched, EffectUnknown, type RunContext } from '@/lib/a2/server'
+import type { Chat, ChatEvent, ToolCallState } from '../contract'
+import { toolEffectKey } from './tool-call'
+
+/** Thrown inside a settled call's effect when a2 would dispatch it again: the verdict was "not done". */
+class NotSentAgain extends Error {
+  constructor(key: string) {
+    super(`${key}: the receiver has no record of it after its worker died; not sent again`)
+  }
+}
+
+/** The calls of this answer whose last state is 'running', from the log after its generate. */
+export function callsInFlight(of: string, later: readonly ChatEvent[]): Array<{ call: string; tool: string; input: unknown }> {
+  const last = new Map<string, Extract<ChatEvent, { type: 'tool.state' }>['payload']>()
+  for (const event of later) if (event.type === 'tool.state' && event.payload.of === of) last.set(event.payload.call, event.payload)
+  return [...last.values()].filter((s) => s.state === 'running').map(({ call, tool, input }) => ({ call, tool, input }))
+}
+
+/** Settles each call through its effect and writes its state; whether any was written. */
+export async function settleInFlight(ctx: RunContext<Chat, 'generate'>, later: readonly ChatEvent[]): Promise<boolean> {
+  const calls = callsInFlight(ctx.event.id, later)
+  for (const { call, tool, input } of calls) {
+    const key = toolEffectKey(tool, call)
+    let outcome: { state: ToolCallState; result?: unknown; settle?: 'operator' }
+    try {
+      const result = await ctx.effect(key, async () => {
+        throw new NotSentAgain(key)
+      })
+      outcome = { state: 'done', result }
+    } catch (error) {
+      if (error instanceof NotSentAgain) outcome = { state: 'cancelled' }
+      else if (error instanceof EffectUnknown) outcome = { state: 'unknown', settle: 'operator' }
+      else if (error instanceof EffectNotDispatched) outcome = { state: 'not-started' }
+      else throw error
+    }
+    await ctx.append({ type: 'tool.state', payload: { of: ctx.event.id, call, tool, input, ...outcome } })
+  }
+  return calls.length > 0
+}

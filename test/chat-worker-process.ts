@@ -1,0 +1,95 @@
+/**
+ * The chat's worker in a child process, for tests that kill it (`kill -9`) mid-answer:
+ *
+ *   A2_TEST_STORE=postgres://… | pglite:<dir>  OPENAI_BASE_URL=… A2_WEBHOOK_URL=… \
+ *   [A2_ASK=<prompt>] node --import tsx test/chat-worker-process.ts
+ *
+ * It opens the store (a PGlite directory is one process's database, so it migrates it and,
+ * with A2_ASK, starts the conversation itself: the parent cannot open it while this runs),
+ * builds the chat server with a worker, and reports on stdout, one JSON object a line:
+ * `{ t: 'ready', pid }`, then `{ t: 'asked', sessionId }` when it started the conversation.
+ * It exits when stdin closes (the parent went away); SIGKILL is the crash.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { openPgliteStore, openPostgresStore } from '@/lib/a2/server'
+import { migrateDatabase } from '@/lib/store/migrate'
+import { buildChatServer } from '@/lib/chat/server'
+import { ask } from './chat'
+
+export type ChildReport = { t: 'ready'; pid: number } | { t: 'asked'; sessionId: string }
+
+export interface ChatWorkerChild {
+  process: ChildProcess
+  /** Resolves with the first report of this kind; rejects if the child exits first. */
+  report<T extends ChildReport['t']>(t: T): Promise<Extract<ChildReport, { t: T }>>
+  kill(): Promise<void>
+}
+
+export function spawnChatWorker(env: { store: string; upstream: string; webhook: string; ask?: string; owner?: string }): ChatWorkerChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(process.cwd(), 'test', 'chat-worker-process.ts')], {
+    cwd: process.cwd(),
+    env: {
+      ...process.env,
+      A2_TEST_STORE: env.store,
+      OPENAI_BASE_URL: env.upstream,
+      A2_WEBHOOK_URL: env.webhook,
+      ...(env.ask !== undefined && { A2_ASK: env.ask, A2_ASK_OWNER: env.owner ?? 'crash' }),
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  const reports: ChildReport[] = []
+  const waiters = new Set<() => void>()
+  let stderr = ''
+  let buffered = ''
+  child.stdout!.setEncoding('utf8')
+  child.stdout!.on('data', (chunk: string) => {
+    buffered += chunk
+    for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
+      const line = buffered.slice(0, newline).trim()
+      buffered = buffered.slice(newline + 1)
+      if (line.startsWith('{')) reports.push(JSON.parse(line) as ChildReport)
+    }
+    for (const wake of [...waiters]) wake()
+  })
+  child.stderr!.setEncoding('utf8')
+  child.stderr!.on('data', (chunk: string) => (stderr += chunk))
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  child.once('exit', () => [...waiters].forEach((wake) => wake()))
+  return {
+    process: child,
+    report(t) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const hit = reports.find((r) => r.t === t)
+          if (hit) return (waiters.delete(check), resolve(hit as never))
+          if (child.exitCode !== null || child.signalCode !== null) {
+            waiters.delete(check)
+            reject(new Error(`the chat worker exited (${child.exitCode ?? child.signalCode}) before "${t}"; stderr:\n${stderr}`))
+          }
+        }
+        waiters.add(check)
+        check()
+      })
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+    },
+  }
+}
+
+async function main() {
+  const where = process.env.A2_TEST_STORE!
+  const store = where.startsWith('pglite:') ? await openPgliteStore({ dataDir: where.slice('pglite:'.length) }) : await openPostgresStore(where)
+  if (store.kind === 'pglite') await migrateDatabase(store)
+  const { server } = buildChatServer(store, { OPENAI_BASE_URL: process.env.OPENAI_BASE_URL, OPENAI_MODEL: 'upstream' }, process.env.A2_WEBHOOK_URL)
+  await server.startWorker({ pollMs: 50 })
+  console.log(JSON.stringify({ t: 'ready', pid: process.pid }))
+  if (process.env.A2_ASK) console.log(JSON.stringify({ t: 'asked', sessionId: await ask(server, process.env.A2_ASK_OWNER!, process.env.A2_ASK) }))
+  process.stdin.resume()
+  process.stdin.once('end', () => process.exit(0))
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main()
