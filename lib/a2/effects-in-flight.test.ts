@@ -264,6 +264,59 @@ describe.each(layers)('effects in flight on %s', (kind) => {
     expect(history.concat(await historyOf(store, s.jobId)).at(-1)).toMatch(/UNKNOWN>CANCELLED:EFFECT_RESOLVED_LATE$/)
   })
 
+  it.each([
+    ['the drain that forces it out', false],
+    ['a drain that resumes after the first died', true],
+  ])(
+    'item 6 · an overlapSafe call (the chat’s model call) of a forced-out attempt is trusted "not done" by %s: the run ends CANCELLED, never UNKNOWN for an operator',
+    async (_, firstDrainDies) => {
+      const inFlight = hold()
+      const provider = hold()
+      const returned = hold()
+      const s = await setup(
+        async (ctx) => {
+          await ctx
+            .effect(
+              'model',
+              async () => {
+                inFlight.open()
+                await provider.promise // ignores its signal
+                return 'text'
+              },
+              { overlapSafe: true },
+            )
+            .catch(() => {})
+          returned.open()
+        },
+        { reconcile: async () => ({ done: false }), worker: { graceMs: 600_000 } },
+      )
+      await s.startWorker()
+      await inFlight.promise
+      await s.cancel()
+      if (firstDrainDies) {
+        const dying = interceptStore(store, {
+          after: (text) => {
+            if (text.includes('cancelling_since = null')) throw new Error('drain 1 died after its take')
+          },
+        })
+        await expect(drainOnce(s.host(dying), { owner: 'drain-1', graceMs: 0, forceOut: () => {} })).rejects.toThrow('drain 1 died')
+        await query(store.db, sql`update a2_jobs set lease_until = now() - interval '1 millisecond' where id = ${s.jobId}`)
+        await drainOnce(s.host(), { owner: 'drain-2', graceMs: 600_000, forceOut: () => {} })
+      } else {
+        await drainOnce(s.host(), { owner: 'drain-1', graceMs: 0, forceOut: () => {} })
+      }
+      const run = await waitForJob(store, s.generate.id, s.name, (j) => j.status !== 'CANCELLING')
+      expect(run.status).toBe('CANCELLED')
+      expect(await effectOf(s.jobId, 'model')).not.toMatchObject({ status: 'UNKNOWN' })
+      expect(await historyOf(store, s.jobId)).toContain('1:CANCELLING>CANCELLING:FORCED_AFTER_GRACE')
+      // The forced-out call returns late: its outcome is fenced out, and the run stays CANCELLED.
+      provider.open()
+      await returned.promise
+      expect(await effectOf(s.jobId, 'model')).not.toMatchObject({ status: 'DONE', attempt: 1 })
+      expect((await waitForJob(store, s.generate.id, s.name, () => true)).status).toBe('CANCELLED')
+    },
+  )
+
   it('suspected 1 · a Stop whose NOTIFY lands after the claim committed and before the attempt is registered is held for that attempt: the run stops at once, not at its next renewal', async () => {
     let stopSent = false
     let hintsAfterStop = 0

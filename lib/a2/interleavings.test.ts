@@ -1149,6 +1149,9 @@ describe.each(layers)('interleavings on %s', (kind) => {
   // ---- invariants --------------------------------------------------------------------------
   async function checkInvariants(w: World, after: string): Promise<void> {
     const db = w.base.db
+    // Each job with its history in one statement, so one snapshot: an ending that commits
+    // between two reads (an attempt settling as the step returns) would otherwise show a job
+    // whose status and history disagree though no commit ever held them apart.
     const jobs = await query<{
       id: number
       status: string
@@ -1159,9 +1162,13 @@ describe.each(layers)('interleavings on %s', (kind) => {
       max_attempts: number
       owner: string | null
       cancelled_by: string | null
+      history: Array<{ id: number; from_status: string | null; to_status: string; attempt: number; reason: string }>
     }>(
       db,
-      sql`select id, status, lane, event_index, lane_blocked, attempt, max_attempts, owner, cancelled_by ->> 'id' as cancelled_by
+      sql`select id, status, lane, event_index, lane_blocked, attempt, max_attempts, owner, cancelled_by ->> 'id' as cancelled_by,
+                 coalesce((select jsonb_agg(jsonb_build_object('id', t.id, 'from_status', t.from_status, 'to_status', t.to_status,
+                                                               'attempt', t.attempt, 'reason', t.reason) order by t.id)
+                           from a2_job_transitions t where t.job_id = a2_jobs.id), '[]'::jsonb) as history
           from a2_jobs where consumer = ${w.name} order by id`,
     )
     for (const job of jobs) {
@@ -1178,10 +1185,7 @@ describe.each(layers)('interleavings on %s', (kind) => {
         )
         if (open.length > 0) w.violations.push(`2: job ${id} is ${job.status} with effects ${JSON.stringify(open)}`)
       }
-      const history = await query<{ id: number; from_status: string | null; to_status: string; attempt: number; reason: string }>(
-        db,
-        sql`select id, from_status, to_status, attempt, reason from a2_job_transitions where job_id = ${id} order by id`,
-      )
+      const history = job.history
       const seen = w.attemptSeen.get(id) ?? 0
       for (const t of history) {
         if (Number(t.id) > w.lastTransition && t.attempt < seen) {

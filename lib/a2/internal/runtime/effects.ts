@@ -366,7 +366,8 @@ async function reconcileDispatched<R>(
  * snapshot; such an effect becomes UNKNOWN, as a forced-out attempt's does (settle.ts), and
  * its late outcome or an operator settles it. Nor is it for an effect of an attempt the drain
  * forced out (FORCED_AFTER_GRACE recorded at that attempt, drain.ts): it ignored its signal and
- * may be inside the call still, whichever drain or successor asks.
+ * may be inside the call still, whichever drain or successor asks. Either way an overlapSafe
+ * effect's "not done" is trusted: running on beside its successor does no harm.
  */
 export async function applyVerdict(
   db: Executor,
@@ -389,7 +390,7 @@ export async function applyVerdict(
                  ${to} = 'INTENT' and not e.overlap_safe and exists (select 1 from a2_job_transitions t
                                               where t.job_id = e.job_id and t.attempt = e.attempt
                                                 and t.reason in ('OWNER_DIED', 'LEASE_EXPIRED')) as owner_released,
-                 ${to} = 'INTENT' and exists (select 1 from a2_job_transitions t
+                 ${to} = 'INTENT' and not e.overlap_safe and exists (select 1 from a2_job_transitions t
                                               where t.job_id = e.job_id and t.attempt = e.attempt and t.reason = 'FORCED_AFTER_GRACE') as forced_out
           from a2_effects e join run on e.job_id = run.id
           where e.key = ${key} and e.status = 'DISPATCHED'

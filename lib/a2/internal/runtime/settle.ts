@@ -132,21 +132,23 @@ export async function settleRun(
  * Puts every effect of the run still DISPATCHED to the consumer's reconcile hook, each
  * verdict one fenced statement (applyVerdict). An effect dispatched by `runningAttempt` may
  * still be running (the attempt settling now, or one being forced out): "not done" is not
- * proof for it, so it becomes UNKNOWN and its late outcome settles it (recordOutcome).
+ * proof for it, unless it is overlapSafe, so it becomes UNKNOWN and its late outcome settles it (recordOutcome).
  * False when this attempt no longer holds the run.
  */
 async function reconcileInFlight(host: RuntimeHost, consumerName: string, fence: Fence, options: { runningAttempt?: number }): Promise<boolean> {
   const db = host.store.db
-  const inFlight = await query<{ key: string; attempt: number }>(
+  const inFlight = await query<{ key: string; attempt: number; overlap_safe: boolean }>(
     db,
-    sql`select key, attempt from a2_effects where job_id = ${fence.jobId} and status = 'DISPATCHED' order by key`,
+    sql`select key, attempt, overlap_safe from a2_effects where job_id = ${fence.jobId} and status = 'DISPATCHED' order by key`,
   )
   const reconcile = host.consumers.get(consumerName)?.options.reconcile
   for (const effect of inFlight) {
     const asked = reconcile
       ? await reconcile(idempotencyKey(fence.jobId, effect.key), { key: effect.key, jobId: fence.jobId }).catch(() => 'unknown' as const)
       : 'unknown'
-    const mayStillRun = effect.attempt === options.runningAttempt
+    // An overlapSafe call still running does no harm (its output reaches the log only through its
+    // own attempt's fenced appends): its "not done" is proof enough, as for a released owner's.
+    const mayStillRun = effect.attempt === options.runningAttempt && !effect.overlap_safe
     const verdict = asked !== 'unknown' && !asked.done && mayStillRun ? 'unknown' : asked
     try {
       await applyVerdict(db, fence.jobId, fence.attempt, effect.key, verdict)
