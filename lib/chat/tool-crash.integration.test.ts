@@ -105,4 +105,65 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
     },
     LEASE_MS + 60_000,
   )
+
+  it(
+    'a Stop pressed while the killed worker held the call: the drain settles the run CANCELLED and the call shows done, from its effect',
+    async () => {
+      const receiver = await startWebhookReceiver({ holdMs: 60_000 })
+      let testDb: TestDb | undefined
+      let dir: string | undefined
+      let store: Store | undefined
+      let chat: ReturnType<typeof buildChatServer> | undefined
+      try {
+        if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
+        else dir = mkdtempSync(path.join(tmpdir(), 'a2-tool-crash-'))
+        const child = spawnChatWorker({
+          store: testDb ? testDb.url! : `pglite:${dir}`,
+          upstream: upstream.url,
+          webhook: receiver.url,
+          ask: 'Tell the team [[call sendWebhook {"message":"deploy done"}]]',
+          owner: 'kim',
+        })
+        const { sessionId } = await child.report('asked')
+        await waitUntil(() => receiver.arrived >= 1, 'the webhook POST to reach the receiver', 20_000)
+        await child.kill()
+
+        store ??= await openPgliteStore({ dataDir: dir })
+        chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, receiver.url)
+        const read = async () => (await chat!.server.read(sessionId, 'kim', { limit: 10_000 })) as ChatEvent[]
+        // The reader presses Stop with no worker alive: the dead owner's lease still holds the run, inside
+        // the webhook call and the model call (overlapSafe) both.
+        const before = await read()
+        const generate = before.find((e) => e.type === 'generate')!
+        await chat.server.push(sessionId, 'kim', {
+          id: 'stop-while-dead',
+          type: 'cancelled',
+          payload: { of: generate.id, lastSeenIndex: before.at(-1)!.index },
+        })
+        await chat.server.startWorker({ pollMs: 50 })
+        const log = await waitUntil(
+          async () => {
+            const events = await read()
+            return events.some((e) => e.type === 'finished') ? events : undefined
+          },
+          'the drain to settle the stopped run and its ending to write finished',
+          LEASE_MS + 20_000,
+        )
+        const [run] = await chat.server.operator.listRuns({ sessionIds: [sessionId] })
+        expect(run.status).toBe('CANCELLED')
+        const answer = foldChat(log).turns.find((t) => t.kind === 'assistant') as AnswerTurn
+        expect(answer.status).toBe('stopped')
+        const part = answer.parts.find((p): p is ToolPart => p.kind === 'tool')!
+        expect(part.state).toBe('done')
+        expect(receiver.arrived).toBe(1)
+      } finally {
+        await chat?.server.stopWorkers({ graceMs: 1000 })
+        if (testDb) await testDb.drop()
+        else await store?.close()
+        await receiver.close()
+        if (dir) rmSync(dir, { recursive: true, force: true })
+      }
+    },
+    LEASE_MS + 60_000,
+  )
 })
