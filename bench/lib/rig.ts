@@ -20,6 +20,7 @@ import { until } from './time'
 import { postgresPids, rows } from './db'
 import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
 import { sampleDatabase, type DbSample } from './db-sampler'
+import { startBenchWebhook, type BenchWebhook } from './webhook'
 
 export interface CpuSample {
   machineBusyPct?: number
@@ -39,6 +40,8 @@ export interface ChatRig {
   chat: A2Server<Chat>
   upstream: Upstream
   byTag: ReturnType<typeof requestsByTag>
+  /** The sendWebhook tool's receiver (A2_WEBHOOK_URL of the chat server and the worker): figure 11. */
+  webhook: BenchWebhook
   http: BenchHttp
   /** The same upstream through the AI SDK directly: the baselines' model. */
   model: LanguageModel
@@ -70,7 +73,12 @@ export async function openChatRig(options: {
   // counts the answer's chunks: the rig's sessions may hold 1M (its worker child inherits it).
   process.env.A2_MAX_EVENTS_PER_SESSION ??= '1000000'
   resetEnvForTests()
-  const { server: chat } = buildChatServer(options.store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' })
+  const webhook = await startBenchWebhook()
+  const { server: chat } = buildChatServer(
+    options.store,
+    { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' },
+    webhook.url,
+  )
   const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
   // The snapshot route's answer as the app makes it (lib/chat/snapshot.ts), for figure 8's opens from a client.
   const snapshot = async (request: Request, sessionId: string) => snapshotResponse(snapshotAsk(request), await chat.fold(sessionId, OWNER, chatFold))
@@ -81,6 +89,7 @@ export async function openChatRig(options: {
       env: {
         BENCH_DB_URL: options.dbUrl!,
         BENCH_UPSTREAM_URL: upstream.url,
+        BENCH_WEBHOOK_URL: webhook.url,
         BENCH_WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
         PGAPPNAME: 'a2-bench-worker',
       },
@@ -104,6 +113,7 @@ export async function openChatRig(options: {
     chat,
     upstream,
     byTag: requestsByTag(upstream),
+    webhook,
     http,
     model,
     worker,
@@ -146,6 +156,7 @@ export async function openChatRig(options: {
       else await worker.stop()
       await http.close()
       await upstream.close()
+      await webhook.close()
     },
   }
 }
