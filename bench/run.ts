@@ -167,8 +167,8 @@ async function main(): Promise<number> {
     }
   }
 
-  // Figures 1, 2, 6, 8, 11, 12: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(11) || wants(12)) {
+  // Figures 1, 2, 6, 8, 12: the chat rig (upstream + HTTP here, the generate worker on another process).
+  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(12)) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -186,11 +186,6 @@ async function main(): Promise<number> {
           Date.now() + 45_000,
           kind === 'postgres' ? 30_000 : 15_000,
         ),
-      )
-    }
-    if (wants(11)) {
-      results.figures.toolStop = await phase("11 a tool call's request closed after Stop", () =>
-        toolStopFigure(rig!, { stops: 100, concurrency: 5, deadline: Date.now() + 60_000 }),
       )
     }
     if (wants(12)) {
@@ -246,6 +241,17 @@ async function main(): Promise<number> {
       const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0]
       if (main) results.profiles.workerChild = topFunctions(main)
     }
+  }
+
+  // Figure 11: a rig of its own with the webhook tool configured (the other figures' answers are sent no sendWebhook).
+  if (wants(11)) {
+    rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, webhook: true })
+    results.figures.toolStop = await phase("11 a tool call's request closed after Stop", () =>
+      toolStopFigure(rig!, { stops: 100, concurrency: 5, deadline: Date.now() + 60_000 }),
+    )
+    const closing = rig
+    rig = undefined
+    await closing.close()
   }
 
   // Figure 9: browser, app, worker and upstream each on a process of their own (Postgres: the

@@ -35,7 +35,8 @@ if (mode === 'chat') {
   const { server } = buildChatServer(
     store,
     { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstreamUrl, OPENAI_MODEL: 'bench' },
-    process.env.BENCH_WEBHOOK_URL,
+    // '' (none) when the parent configured no webhook: unset would fall back to A2_WEBHOOK_URL.
+    process.env.BENCH_WEBHOOK_URL ?? '',
   )
   await server.startWorker({ concurrency })
   stopWorkers = () => server.stopWorkers({ graceMs: 500 })

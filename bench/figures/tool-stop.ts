@@ -1,9 +1,9 @@
 /**
  * Figure 11 — a tool call's request closed after a Stop mid-call: from the cancel push being
  * accepted to the webhook receiver seeing the sendWebhook tool's POST socket close, with the run
- * on another process (the rig's worker child), beside figure 1's measurement (the model's
- * request closed after a Stop) taken in the same pool, one of each in turn, so both share the
- * load of the moment.
+ * on another process (the worker child of a rig of its own, opened with `webhook: true`), beside
+ * figure 1's measurement (the model's request closed after a Stop) taken in the same pool and
+ * rig, one of each in turn, so both share the load of the moment.
  *
  * Each sample (../lib/stop-midway.ts): the model (the bench upstream) is asked to call
  * sendWebhook with the sample's tag as its message; the tool's POST reaches the receiver
@@ -30,7 +30,7 @@ export function stopMidToolCall(rig: ChatRig, pointMs: () => number): Promise<St
   return stopMidway(rig, {
     // The upstream streams the call's arguments (5 characters a delta), then the SDK runs the tool.
     text: `${prompt(tag, 5)} [[call sendWebhook {"message":"${tag}"}]]`,
-    inFlight: () => rig.webhook.wait(tag, 20_000),
+    inFlight: () => rig.webhook!.wait(tag, 20_000),
     pointMs,
     what: 'webhook POST',
   })
