@@ -59,8 +59,8 @@ const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length
 
 const RESULTS = path.join(process.cwd(), 'bench', 'results')
 const PROFILES = path.join(RESULTS, 'profiles')
-// 480 s held the figures up to 10 (354 s in a full run); 11 and 12 take ~75 s more, ahead of 7 and 10,
-// whose sampling stops 20 s before the watchdog.
+// A full run is ~430 s (figures 1–10 354 s, 11 and 12 ~75 s, run ahead of 7 and 10, whose sampling
+// stops 20 s before the watchdog): 570 s leaves them their samples on a loaded machine.
 const BUDGET_MS = 570_000
 const TOKEN_MS = 20 // 50 tokens/s per stream
 const t0 = Date.now()
