@@ -7,8 +7,9 @@
  *   npm run bench -- --pglite     what fits one process, on an in-memory PGlite.
  *   npm run bench -- --only=1,4   some figures only (1 stop, 2 tokens, 3 append, 4 claim,
  *                                 5 memory, 6 scale, 7 takeover, 8 long sessions, 9 Stop
- *                                 from the browser's send, 10 Postgres restarts; 7, 9 and 10
- *                                 are Postgres only; 10 starts a cluster of its own).
+ *                                 from the browser's send, 10 Postgres restarts, 11 a tool
+ *                                 call's request closed after Stop, 12 CPU per reasoning part;
+ *                                 7, 9 and 10 are Postgres only; 10 starts a cluster of its own).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
@@ -18,7 +19,7 @@
  *
  * Prints the machine, a table (figure | ours | baseline | ratio | target) and writes
  * bench/results/latest-<store>.json (postgres or pglite). Loopback only; bounded in count
- * and time (a watchdog ends the run at 480 s); child processes and the database are
+ * and time (a watchdog ends the run at 570 s); child processes and the database are
  * cleaned up on every way out.
  */
 import { existsSync, mkdirSync, writeFileSync, readdirSync, statSync, rmSync } from 'node:fs'
@@ -41,6 +42,8 @@ import { takeoverFigure, type TakeoverFigure, type TakeoverPart } from './figure
 import { longSessionFigure, type LongSessionLevel } from './figures/long-sessions'
 import { stopSendFigure, type AbHalf, type StopSendFigure } from './figures/stop-send'
 import { restartFigure, type RestartFigure } from './figures/restart'
+import { toolStopFigure, type ToolStopFigure } from './figures/tool-stop'
+import { reasoningCpuFigure, type ReasoningCpuFigure } from './figures/reasoning-cpu'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -56,7 +59,9 @@ const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length
 
 const RESULTS = path.join(process.cwd(), 'bench', 'results')
 const PROFILES = path.join(RESULTS, 'profiles')
-const BUDGET_MS = 480_000
+// A full run is ~430 s (figures 1–10 354 s, 11 and 12 ~75 s, run ahead of 7 and 10, whose sampling
+// stops 20 s before the watchdog): 570 s leaves them their samples on a loaded machine.
+const BUDGET_MS = 570_000
 const TOKEN_MS = 20 // 50 tokens/s per stream
 const t0 = Date.now()
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)}s`
@@ -80,6 +85,8 @@ interface Results {
     longSessions?: LongSessionLevel[]
     stopSend?: StopSendFigure
     restart?: RestartFigure
+    toolStop?: ToolStopFigure
+    reasoningCpu?: ReasoningCpuFigure
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -162,8 +169,8 @@ async function main(): Promise<number> {
     }
   }
 
-  // Figures 1, 2, 6: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6) || wants(8)) {
+  // Figures 1, 2, 6, 8, 12: the chat rig (upstream + HTTP here, the generate worker on another process).
+  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(12)) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -181,6 +188,17 @@ async function main(): Promise<number> {
           Date.now() + 45_000,
           kind === 'postgres' ? 30_000 : 15_000,
         ),
+      )
+    }
+    if (wants(12)) {
+      results.figures.reasoningCpu = await phase('12 CPU per part, reasoning vs text', () =>
+        reasoningCpuFigure(rig!, {
+          streams: 50,
+          parts: 50,
+          pairs: 3,
+          deadline: Date.now() + 45_000,
+          timeoutMs: kind === 'postgres' ? 30_000 : 15_000,
+        }),
       )
     }
     if (wants(6)) {
@@ -228,6 +246,17 @@ async function main(): Promise<number> {
       const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0]
       if (main) results.profiles.workerChild = topFunctions(main)
     }
+  }
+
+  // Figure 11: a rig of its own with the webhook tool configured (the other figures' answers are sent no sendWebhook).
+  if (wants(11)) {
+    rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, webhook: true })
+    results.figures.toolStop = await phase("11 a tool call's request closed after Stop", () =>
+      toolStopFigure(rig!, { stops: 100, concurrency: 5, deadline: Date.now() + 60_000 }),
+    )
+    const closing = rig
+    rig = undefined
+    await closing.close()
   }
 
   // Figure 9: browser, app, worker and upstream each on a process of their own (Postgres: the
@@ -343,6 +372,35 @@ function rowsOf(r: Results): Row[] {
       }),
     )
     out.push(row('1 stop latency p99', 'ms', f.stop.ours.p99, f.stop.baseline.p99, { target: { op: '<=', value: 50 } }))
+  }
+  if (f.toolStop) {
+    const t = f.toolStop
+    // The issue's target: the tool's request closes within 2× of the model's request (figure 1's measurement, same pool).
+    const model = { baselineLabel: '(model request)' }
+    out.push(
+      row("11 Stop mid-tool-call, accepted → tool's request closed p50", 'ms', t.ours.p50, t.baseline.p50, {
+        ...model,
+        target: { op: '<=', value: 2 * t.baseline.p50 },
+        note: `${t.ours.n} tool-call stops beside ${t.baseline.n} model-request stops, ${t.concurrency} at once, ${where}`,
+      }),
+    )
+    out.push(
+      row("11 Stop mid-tool-call, accepted → tool's request closed p99", 'ms', t.ours.p99, t.baseline.p99, {
+        ...model,
+        target: { op: '<=', value: 2 * t.baseline.p99 },
+      }),
+    )
+  }
+  if (f.reasoningCpu) {
+    const c = f.reasoningCpu
+    out.push(
+      row(`12 CPU per part, reasoning vs text answer @${c.streams} streams`, 'µs', c.cpuPerPart.reasoning, c.cpuPerPart.text, {
+        baselineLabel: '(text)',
+        note: `${c.pairs.length} alternated pairs of ${c.streams} × ${c.partsPerStream} parts`,
+      }),
+    )
+    // The issue's target: reasoning ≤ 1.25× text, on the median of the pairs' ratios (each pair under one load).
+    out.push(row('12 CPU per part, reasoning / text, median of pairs', 'ratio', c.ratio, undefined, { target: { op: '<=', value: 1.25 } }))
   }
   const failed = (x: { failed: { ours: number; baseline: number } }, of: number) =>
     x.failed.ours || x.failed.baseline ? ` [failed: ours ${x.failed.ours}/${of}, baseline ${x.failed.baseline}/${of}]` : ''
@@ -501,6 +559,30 @@ function notesOf(r: Results): string[] {
     notes.push(`   CPU ${cpuText(s.cpu)}`)
     if (s.cpu.db) notes.push(...dbText(s.cpu.db))
     notes.push('   baseline: streamText + AbortController on the same upstream, abort() → upstream closedAt.')
+  }
+  if (f.toolStop) {
+    const t = f.toolStop
+    notes.push(
+      `11: ${t.ours.n} Stops while the sendWebhook tool's POST was held open by the receiver, alternated with ${t.baseline.n} of figure 1's (the model's request); ` +
+        `from push called: p50 ${fmt(t.oursFromCalled.p50)} / p99 ${fmt(t.oursFromCalled.p99)} ms; ` +
+        `runs ended CANCELLED ${t.runsCancelled.cancelled}/${t.runsCancelled.total}; tool calls' last state: ` +
+        `${Object.entries(t.toolStates)
+          .map(([state, n]) => `${state} ${n}`)
+          .join(', ')}` +
+        (t.errors ? `; ${t.errors}` : ''),
+    )
+    notes.push(`   CPU ${cpuText(t.cpu)}`)
+    notes.push("   baseline: figure 1's measurement in the same pool, Stop accepted → the upstream saw the model's request close.")
+  }
+  if (f.reasoningCpu) {
+    const c = f.reasoningCpu
+    notes.push(
+      `12: ${c.pairs.length} pairs (text, then reasoning) of ${c.streams} streams × ${c.partsPerStream} parts; CPU µs per part, text / reasoning: ` +
+        `${c.pairs.map((p) => `${fmt(p.text)} / ${fmt(p.reasoning)}`).join('; ')}; part latency p50 text ${fmt(c.latency.text.p50)} / reasoning ${fmt(c.latency.reasoning.p50)} ms ` +
+        `(${c.latency.text.n} / ${c.latency.reasoning.n} parts); lost text ${c.lost.text}, reasoning ${c.lost.reasoning}` +
+        (c.errors ? `; ${c.errors}` : ''),
+    )
+    notes.push(`   CPU (last pair) text ${cpuText(c.cpu.text)}; reasoning ${cpuText(c.cpu.reasoning)}`)
   }
   for (const level of f.tokens ?? []) {
     notes.push(

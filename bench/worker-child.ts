@@ -2,8 +2,8 @@
  * A worker on another process, as `npm run worker` runs it: opens a Postgres store on the
  * bench database and starts a worker.
  *
- *   chat  buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: <upstream> })
- *         and the real `generate` consumer (figures 1, 2, 6)
+ *   chat  buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: <upstream> },
+ *         <webhook>) and the real `generate` consumer (figures 1, 2, 6, 11, 12)
  *         On SIGTERM it hands its runs over at once, as `npm run worker` does (figure 7).
  *   wake  the no-op consumer; reports when each run starts (figure 4, append → run start),
  *         plus a bare LISTEN + SKIP LOCKED claimer on `bench_jobs` (its baseline)
@@ -32,7 +32,12 @@ let bare: { end(): Promise<void> } | undefined
 if (mode === 'chat') {
   const upstreamUrl = process.env.BENCH_UPSTREAM_URL
   if (!upstreamUrl) throw new Error('chat mode needs BENCH_UPSTREAM_URL')
-  const { server } = buildChatServer(store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstreamUrl, OPENAI_MODEL: 'bench' })
+  const { server } = buildChatServer(
+    store,
+    { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstreamUrl, OPENAI_MODEL: 'bench' },
+    // '' (none) when the parent configured no webhook: unset would fall back to A2_WEBHOOK_URL.
+    process.env.BENCH_WEBHOOK_URL ?? '',
+  )
   await server.startWorker({ concurrency })
   stopWorkers = () => server.stopWorkers({ graceMs: 500 })
   // SIGTERM as `npm run worker` handles it (lib/chat/process.ts → shutdownChatServer): stop

@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks'
 import type { ChatRig } from '../lib/rig'
 import { OWNER, openSse } from '../lib/http'
-import { prompt, tokenTimes } from '../lib/upstream'
+import { prompt, reasoningPrompt, tokenTimes } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 
@@ -35,7 +35,14 @@ let seq = 0
 /** The upstream's tokens in a chunk's delta (each is a word and its trailing space: bench/lib/upstream.ts). */
 const tokensOf = (delta: string): string[] => delta.match(/\S+\s*/g) ?? []
 
-export async function chatThroughLog(rig: ChatRig, options: { tokens: number; stopAfter?: number; timeoutMs?: number }): Promise<ChatOutcome> {
+/**
+ * `reasoning`: the answer's parts are all reasoning deltas (`reasoning` events, timed as chunks
+ * are), no text: figure 12.
+ */
+export async function chatThroughLog(
+  rig: ChatRig,
+  options: { tokens: number; stopAfter?: number; timeoutMs?: number; reasoning?: boolean },
+): Promise<ChatOutcome> {
   const tag = `log${process.pid}x${++seq}`
   const timeoutMs = options.timeoutMs ?? 60_000
   const { id } = await rig.chat.sessions.create(OWNER)
@@ -50,9 +57,9 @@ export async function chatThroughLog(rig: ChatRig, options: { tokens: number; st
   const stopPoint = new Promise<void>((resolve) => (markStopPoint = resolve))
   const client = openSse(`${rig.http.url}/a2/${id}?after=-1`, ({ data, at }) => {
     lastIndex = data.index
-    if (data.type === 'chunk') {
-      // A chunk carries the tokens that waited for one append together (generate joins them):
-      // each is timed at the chunk's arrival.
+    if (data.type === 'chunk' || data.type === 'reasoning') {
+      // A chunk (or reasoning event) carries the tokens that waited for one append together
+      // (generate joins them): each is timed at the event's arrival.
       for (const token of tokensOf(data.payload.delta)) {
         received.set(token, at)
         appendedAt.set(token, Date.parse(data.createdAt))
@@ -67,7 +74,7 @@ export async function chatThroughLog(rig: ChatRig, options: { tokens: number; st
     await within(client.opened, timeoutMs, 'SSE tail to open')
     await rig.chat.push(id, OWNER, {
       events: [
-        { id: 'm', type: 'message', payload: { text: prompt(tag, options.tokens) } },
+        { id: 'm', type: 'message', payload: { text: options.reasoning ? reasoningPrompt(tag, options.tokens) : prompt(tag, options.tokens) } },
         { id: 'g', type: 'generate', payload: { for: 'm' } },
       ],
     })

@@ -2,9 +2,10 @@
  * Figure 1 — Stop latency: from the cancel push being accepted (server.push resolved) to
  * the upstream model server seeing its request close, with the run on another process.
  *
- * Each stop: a new session, push message + generate, wait until the upstream streams,
- * wait a random 0–60 ms more (a random point in the answer), push `cancelled`, then wait
- * for the upstream's `closedAt`. A few stops run at once to keep the figure short.
+ * Each stop (../lib/stop-midway.ts): a new session, push message + generate, wait until the
+ * upstream streams, wait a random 0–60 ms more (a random point in the answer), push
+ * `cancelled`, then wait for the upstream's `closedAt`. A few stops run at once to keep the
+ * figure short.
  *
  * Baseline: the same upstream called directly with streamText + AbortController in this
  * process, aborted at the same kind of point (abort() → closedAt).
@@ -13,48 +14,28 @@ import { streamText } from 'ai'
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import type { ChatRig, CpuSample } from '../lib/rig'
-import { OWNER } from '../lib/http'
 import { prompt } from '../lib/upstream'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep, until, within } from '../lib/time'
+import { stopMidway, type StopSample } from '../lib/stop-midway'
 import { rows } from '../lib/db'
-
-export interface StopSample {
-  /** push resolved → upstream closed */
-  fromAccepted: number
-  /** push called → upstream closed */
-  fromCalled: number
-  /** how long the cancel push itself took */
-  pushMs: number
-  closedEarly: boolean
-}
 
 let seq = 0
 
-/** One Stop through the log; resolves with its timings. */
-export async function stopThroughLog(rig: ChatRig, pointMs: () => number): Promise<StopSample> {
+/** One Stop through the log, timed to the upstream seeing the model's request close. */
+export function stopThroughLog(rig: ChatRig, pointMs: () => number): Promise<StopSample> {
   const tag = `stop${process.pid}x${++seq}`
-  const { id } = await rig.chat.sessions.create(OWNER)
-  await rig.chat.push(id, OWNER, {
-    events: [
-      { id: 'm', type: 'message', payload: { text: prompt(tag, 5_000) } },
-      { id: 'g', type: 'generate', payload: { for: 'm' } },
-    ],
+  return stopMidway(rig, {
+    text: prompt(tag, 5_000),
+    inFlight: async () => {
+      const request = await rig.byTag.wait(tag, 20_000)
+      await until(() => request.tokensSent >= 1, 20_000, 'first upstream token', 2)
+      return request
+    },
+    pointMs,
+    what: 'upstream request',
   })
-  const request = await rig.byTag.wait(tag, 20_000)
-  await until(() => request.tokensSent >= 1, 20_000, 'first upstream token', 2)
-  await sleep(pointMs())
-  const called = performance.now()
-  await rig.chat.push(id, OWNER, { id: 'c', type: 'cancelled', payload: { of: 'g', lastSeenIndex: 1 } })
-  const accepted = performance.now()
-  await within(request.closed, 15_000, 'upstream request to close after Stop')
-  return {
-    fromAccepted: request.closedAt! - accepted,
-    fromCalled: request.closedAt! - called,
-    pushMs: accepted - called,
-    closedEarly: request.closedEarly,
-  }
 }
 
 /** One Stop of a plain streamText call: abort() → upstream closed. */
@@ -124,7 +105,8 @@ export async function stopFigure(rig: ChatRig, options: { stops: number; concurr
   }
 }
 
-async function countGenerateRuns(rig: ChatRig): Promise<{ cancelled: number; total: number }> {
+/** Generate runs in the bench database: how many, and how many ended CANCELLED. */
+export async function countGenerateRuns(rig: ChatRig): Promise<{ cancelled: number; total: number }> {
   const [row] = await rows<{ cancelled: number; total: number }>(
     rig.store,
     sql`select count(*) filter (where status = 'CANCELLED')::int as cancelled, count(*)::int as total from a2_jobs where consumer = 'generate'`,

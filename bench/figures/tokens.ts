@@ -52,31 +52,8 @@ export async function tokenFigure(
         await rig.settled().catch(() => undefined)
       }
     }
-    const run = async (fn: (rig: ChatRig, o: { tokens: number; timeoutMs: number }) => Promise<ChatOutcome>) => {
-      const outcomes: ChatOutcome[] = []
-      const errors: unknown[] = []
-      await rig.cpu()
-      const started = performance.now()
-      // Once a level has started, both sides run at least one round: ours always has its baseline.
-      for (let round = 0; round < level.rounds && (round === 0 || Date.now() < deadline); round++) {
-        // Random phase: streams start spread over 500 ms, as independent users would.
-        const r = await runPool(level.streams, level.streams, async () => {
-          if (level.streams > 1) await sleep(randomBetween(0, 500))
-          return fn(rig, { tokens: level.tokens, timeoutMs })
-        })
-        outcomes.push(...r.results)
-        errors.push(...r.errors)
-        await rig.settled().catch((error) => errors.push(error))
-      }
-      const cpu = await rig.cpu()
-      const wallMs = performance.now() - started
-      const tokens = sum(outcomes.map((o) => o.latencies.length))
-      // pct is % of one core over the phase: pct/100 × wall ms × 1000 = µs of CPU.
-      const busyPct = cpu.parentPct + (cpu.workerPct ?? 0) + (cpu.postgresPct ?? 0)
-      return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN }
-    }
-    const ours = await run(chatThroughLog)
-    const base = await run(chatDirect)
+    const ours = await measureStreams(rig, chatThroughLog, level, deadline, timeoutMs)
+    const base = await measureStreams(rig, chatDirect, level, deadline, timeoutMs)
     out.push({
       streams: level.streams,
       tokensPerStream: level.tokens,
@@ -91,6 +68,49 @@ export async function tokenFigure(
     })
   }
   return out
+}
+
+export interface StreamsMeasured {
+  outcomes: ChatOutcome[]
+  errors: unknown[]
+  failed: number
+  cpu: CpuSample
+  /** CPU time per token received, all processes together (as TokenLevel.cpuPerToken), µs. */
+  cpuPerToken: number
+}
+
+/**
+ * `level.rounds` rounds of `level.streams` chats at once, `level.tokens` parts each, with the CPU
+ * of every process over them: figure 2's measurement, and figure 12's (reasoning parts).
+ */
+export async function measureStreams(
+  rig: ChatRig,
+  fn: (rig: ChatRig, o: { tokens: number; timeoutMs: number }) => Promise<ChatOutcome>,
+  level: { streams: number; tokens: number; rounds: number },
+  deadline: number,
+  timeoutMs: number,
+): Promise<StreamsMeasured> {
+  const outcomes: ChatOutcome[] = []
+  const errors: unknown[] = []
+  await rig.cpu()
+  const started = performance.now()
+  // Once a level has started, both sides run at least one round: ours always has its baseline.
+  for (let round = 0; round < level.rounds && (round === 0 || Date.now() < deadline); round++) {
+    // Random phase: streams start spread over 500 ms, as independent users would.
+    const r = await runPool(level.streams, level.streams, async () => {
+      if (level.streams > 1) await sleep(randomBetween(0, 500))
+      return fn(rig, { tokens: level.tokens, timeoutMs })
+    })
+    outcomes.push(...r.results)
+    errors.push(...r.errors)
+    await rig.settled().catch((error) => errors.push(error))
+  }
+  const cpu = await rig.cpu()
+  const wallMs = performance.now() - started
+  const tokens = sum(outcomes.map((o) => o.latencies.length))
+  // pct is % of one core over the phase: pct/100 × wall ms × 1000 = µs of CPU.
+  const busyPct = cpu.parentPct + (cpu.workerPct ?? 0) + (cpu.postgresPct ?? 0)
+  return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN }
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)

@@ -20,6 +20,7 @@ import { until } from './time'
 import { postgresPids, rows } from './db'
 import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
 import { sampleDatabase, type DbSample } from './db-sampler'
+import { startBenchWebhook, type BenchWebhook } from './webhook'
 
 export interface CpuSample {
   machineBusyPct?: number
@@ -39,6 +40,8 @@ export interface ChatRig {
   chat: A2Server<Chat>
   upstream: Upstream
   byTag: ReturnType<typeof requestsByTag>
+  /** The sendWebhook tool's receiver (A2_WEBHOOK_URL of the chat server and the worker), with `webhook: true`: figure 11. */
+  webhook?: BenchWebhook
   http: BenchHttp
   /** The same upstream through the AI SDK directly: the baselines' model. */
   model: LanguageModel
@@ -64,13 +67,25 @@ export async function openChatRig(options: {
   profileDir?: string
   /** Sample pg_stat_activity (the database-side profile) between cpu() calls. */
   sampleDb?: boolean
+  /**
+   * Configure the sendWebhook tool with a receiver of the rig's. Off for the other figures: each
+   * answer's request carries its tools, and the SDK converts every tool's schema per request.
+   */
+  webhook?: boolean
 }): Promise<ChatRig> {
   const upstream = await startBenchUpstream(options.tokenMs)
   // Figure 8 answers in a session of 100k events, past the app's default cap (50,000), which
   // counts the answer's chunks: the rig's sessions may hold 1M (its worker child inherits it).
   process.env.A2_MAX_EVENTS_PER_SESSION ??= '1000000'
   resetEnvForTests()
-  const { server: chat } = buildChatServer(options.store, { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' })
+  const webhook = options.webhook ? await startBenchWebhook() : undefined
+  // No webhook: '' (unset would fall back to the process's A2_WEBHOOK_URL).
+  const webhookUrl = webhook?.url ?? ''
+  const { server: chat } = buildChatServer(
+    options.store,
+    { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' },
+    webhookUrl,
+  )
   const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
   // The snapshot route's answer as the app makes it (lib/chat/snapshot.ts), for figure 8's opens from a client.
   const snapshot = async (request: Request, sessionId: string) => snapshotResponse(snapshotAsk(request), await chat.fold(sessionId, OWNER, chatFold))
@@ -81,6 +96,7 @@ export async function openChatRig(options: {
       env: {
         BENCH_DB_URL: options.dbUrl!,
         BENCH_UPSTREAM_URL: upstream.url,
+        BENCH_WEBHOOK_URL: webhookUrl,
         BENCH_WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
         PGAPPNAME: 'a2-bench-worker',
       },
@@ -104,6 +120,7 @@ export async function openChatRig(options: {
     chat,
     upstream,
     byTag: requestsByTag(upstream),
+    webhook,
     http,
     model,
     worker,
@@ -146,6 +163,7 @@ export async function openChatRig(options: {
       else await worker.stop()
       await http.close()
       await upstream.close()
+      await webhook?.close()
     },
   }
 }

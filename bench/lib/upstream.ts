@@ -3,7 +3,8 @@
  * speaking chat-completions SSE), answering each request with tokens unique to it: a
  * request whose prompt carries `[[b:<tag>:<n>]]` streams `<tag>w0 `, `<tag>w1 ` … n
  * tokens, so a token seen by a client is matched to the moment the upstream wrote it by
- * its content alone.
+ * its content alone. A prompt carrying `[[br:<tag>:<n>]]` too is answered with those n tokens as
+ * reasoning (`reasoning_content` deltas) first, as a reasoning model streams its thinking.
  */
 import { startUpstream, type Upstream, type UpstreamRequest } from '@/scripts/upstream-server'
 
@@ -11,6 +12,13 @@ const TAG = /\[\[b:([A-Za-z0-9_]+):(\d+)\]\]/g
 
 export function prompt(tag: string, tokens: number): string {
   return `Benchmark prompt [[b:${tag}:${tokens}]]`
+}
+
+const REASONING_TAG = /\[\[br:([A-Za-z0-9_]+):(\d+)\]\]/g
+
+/** A prompt answered with `parts` reasoning deltas and no text: figure 12's reasoning answer. */
+export function reasoningPrompt(tag: string, parts: number): string {
+  return `${prompt(tag, 0)} [[br:${tag}:${parts}]]`
 }
 
 const tags = new WeakMap<object, { tag: string; tokens: number } | undefined>()
@@ -28,9 +36,19 @@ export function tagOf(body: unknown): { tag: string; tokens: number } | undefine
 
 export const token = (tag: string, i: number): string => `${tag}w${i} `
 
+/** The reasoning a request asks for (`[[br:…]]` in its newest message), or none. */
+function reasoningOf(body: unknown): string | undefined {
+  const t = tagOf(body)
+  if (!t) return undefined
+  const text = JSON.stringify((body as { messages?: unknown }).messages ?? [])
+  const asked = [...text.matchAll(REASONING_TAG)].find((m) => m[1] === t.tag)
+  return asked ? Array.from({ length: Number(asked[2]) }, (_, i) => token(t.tag, i)).join('') : undefined
+}
+
 export function startBenchUpstream(tokenMs: number): Promise<Upstream> {
   return startUpstream({
     tokenMs,
+    reasoning: reasoningOf,
     text: (body) => {
       const t = tagOf(body)
       if (!t) return 'untagged request'

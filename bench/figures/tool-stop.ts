@@ -1,0 +1,101 @@
+/**
+ * Figure 11 — a tool call's request closed after a Stop mid-call: from the cancel push being
+ * accepted to the webhook receiver seeing the sendWebhook tool's POST socket close, with the run
+ * on another process (the worker child of a rig of its own, opened with `webhook: true`), beside
+ * figure 1's measurement (the model's request closed after a Stop) taken in the same pool and
+ * rig, one of each in turn, so both share the load of the moment.
+ *
+ * Each sample (../lib/stop-midway.ts): the model (the bench upstream) is asked to call
+ * sendWebhook with the sample's tag as its message; the tool's POST reaches the receiver
+ * (../lib/webhook.ts), which holds it open; a random 0–60 ms later the Stop is pushed. The Stop
+ * reaches the tool through the run's signal (ctx.effect passes it to the tool's fetch), so the
+ * POST's socket closes; the tool asks the receiver, which has no delivery, and the call ends
+ * `cancelled`. The notes count the runs that ended CANCELLED and the calls whose state says so.
+ */
+import { sql } from 'drizzle-orm'
+import type { ChatRig, CpuSample } from '../lib/rig'
+import { prompt } from '../lib/upstream'
+import { runPool, firstError } from '../lib/pool'
+import { summarize, type Summary } from '../lib/stats'
+import { randomBetween } from '../lib/time'
+import { stopMidway, type StopSample } from '../lib/stop-midway'
+import { rows } from '../lib/db'
+import { countGenerateRuns, stopThroughLog } from './stop'
+
+let seq = 0
+
+/** One Stop while the answer's sendWebhook POST is held open by the receiver: accepted → its socket closed. */
+export function stopMidToolCall(rig: ChatRig, pointMs: () => number): Promise<StopSample> {
+  const tag = `tool${process.pid}x${++seq}`
+  return stopMidway(rig, {
+    // The upstream streams the call's arguments (5 characters a delta), then the SDK runs the tool.
+    text: `${prompt(tag, 5)} [[call sendWebhook {"message":"${tag}"}]]`,
+    inFlight: () => rig.webhook!.wait(tag, 20_000),
+    pointMs,
+    what: 'webhook POST',
+  })
+}
+
+export interface ToolStopFigure {
+  /** Stop accepted → the receiver saw the tool's POST close. */
+  ours: Summary
+  oursFromCalled: Summary
+  /** Figure 1's measurement, in the same pool: Stop accepted → the upstream saw the model's request close. */
+  baseline: Summary
+  runsCancelled: { cancelled: number; total: number }
+  /** The tool calls' last `tool.state` in the log, by state. */
+  toolStates: Record<string, number>
+  concurrency: number
+  cpu: CpuSample
+  errors?: string
+}
+
+export async function toolStopFigure(rig: ChatRig, options: { stops: number; concurrency: number; deadline: number }): Promise<ToolStopFigure> {
+  const point = () => randomBetween(0, 60)
+  // Warm-up (JIT, pools, the tool path's first calls): not counted.
+  await runPool(4, 4, (i) => (i % 2 ? stopMidToolCall(rig, point) : stopThroughLog(rig, point)))
+  await rig.settled()
+  const before = await countGenerateRuns(rig)
+  const statesBefore = await toolStates(rig)
+
+  await rig.cpu()
+  // Even tasks the tool call, odd ones the model's request: the two alternate under one load.
+  const tool: StopSample[] = []
+  const model: StopSample[] = []
+  const run = await runPool(
+    options.stops * 2,
+    options.concurrency,
+    async (i) => {
+      if (i % 2 === 0) tool.push(await stopMidToolCall(rig, point))
+      else model.push(await stopThroughLog(rig, point))
+    },
+    { deadline: options.deadline },
+  )
+  const cpu = await rig.cpu()
+  await rig.settled()
+  const after = await countGenerateRuns(rig)
+  const statesAfter = await toolStates(rig)
+
+  return {
+    ours: summarize(tool.map((s) => s.fromAccepted)),
+    oursFromCalled: summarize(tool.map((s) => s.fromCalled)),
+    baseline: summarize(model.map((s) => s.fromAccepted)),
+    runsCancelled: { cancelled: after.cancelled - before.cancelled, total: after.total - before.total },
+    toolStates: Object.fromEntries(Object.entries(statesAfter).map(([state, n]) => [state, n - (statesBefore[state] ?? 0)])),
+    concurrency: options.concurrency,
+    cpu,
+    errors: firstError(run.errors),
+  }
+}
+
+/** Every tool call's last state in the bench database, counted by state. */
+async function toolStates(rig: ChatRig): Promise<Record<string, number>> {
+  const found = await rows<{ state: string; n: number }>(
+    rig.store,
+    sql`select state, count(*)::int as n from (
+          select distinct on (session_id, payload ->> 'call') payload ->> 'state' as state
+          from a2_events where type = 'tool.state' order by session_id, payload ->> 'call', index desc
+        ) last group by state`,
+  )
+  return Object.fromEntries(found.map((r) => [r.state, Number(r.n)]))
+}
