@@ -15,7 +15,7 @@ import { sql } from 'drizzle-orm'
 import { read } from './append'
 import { query, type Store } from '../store/store'
 import type { A2Event } from '../core/contract'
-import type { CheckpointCodec, Fold, Folded } from '../core/types'
+import type { CheckpointCodec, Fold, Folded, PartialCheckpoint } from '../core/types'
 
 export type { Fold, Folded } from '../core/types'
 
@@ -38,9 +38,21 @@ const CHECKPOINT_AFTER = 1_000
  */
 const KEEP = 3
 
-/** The fold of the session's events before `before` (default: all), from the newest usable checkpoint. */
-export async function foldSession<S>(store: Store, sessionId: string, reducer: Fold<S>, options: { before?: number } = {}): Promise<Folded<S>> {
+/**
+ * The fold of the session's events before `before` (default: all), from the newest usable checkpoint.
+ * `partial`: a process holding no state of it may read part of the checkpoint (the codec's
+ * `partial`: what one screen needs); the result says so (`partial: true`), and such a state is
+ * neither remembered nor checkpointed.
+ */
+export async function foldSession<S>(
+  store: Store,
+  sessionId: string,
+  reducer: Fold<S>,
+  options: { before?: number; partial?: boolean } = {},
+): Promise<Folded<S> & { partial?: true }> {
   const before = options.before ?? (await headOf(store, sessionId))
+  const paged = options.partial ? await foldPaged(store, sessionId, reducer, before) : undefined
+  if (paged) return paged
   const loaded = await loadStart(store, sessionId, reducer, before)
   let state: S = loaded ? loaded.state : reducer.initial
   let lastSeenIndex = loaded ? loaded.atIndex : -1
@@ -212,6 +224,77 @@ async function loadCheckpoint<S>(store: Store, sessionId: string, reducer: Fold<
   if (!read) return undefined // pruned between the two reads: fold from the start
   remember(key, read.state, read.bytes, newest.at_index)
   return { atIndex: newest.at_index, ...read }
+}
+
+/**
+ * The fold from part of the newest checkpoint, when this process holds none of the session's
+ * states (else the whole fold is as cheap: nothing to read or parse) and the codec reads in
+ * part. Undefined when the whole fold is the one to make: no such checkpoint, the codec's
+ * `accepts` refused, or CHECKPOINT_AFTER events or more since it (the whole fold then writes
+ * the checkpoint that bounds the next reader's fold).
+ */
+async function foldPaged<S>(store: Store, sessionId: string, reducer: Fold<S>, before: number): Promise<(Folded<S> & { partial: true }) | undefined> {
+  const partial = reducer.checkpoint?.partial
+  if (!partial) return undefined
+  const latest = parsed.get(latestKey(sessionId, reducer.name))
+  if (latest && latest.atIndex < before) return undefined
+  const [newest] = await query<{ at_index: number; pieces: number | null }>(
+    store.db,
+    sql`select at_index, pieces from a2_checkpoints
+        where session_id = ${sessionId} and fold = ${reducer.name} and at_index < ${before} and pieces is not null
+        order by at_index desc limit 1`,
+  )
+  if (!newest || newest.pieces === null || parsed.has(`${sessionId}\u0000${reducer.name}\u0000${newest.at_index}`)) return undefined
+  const read = await readPart(store, sessionId, reducer.name, newest.at_index, newest.pieces, partial)
+  if (!read) return undefined
+  const start = read.state
+  const events: A2Event[] = []
+  let state = start
+  for await (const page of pagesAhead(store, sessionId, newest.at_index, before)) {
+    events.push(...page)
+    if (events.length >= CHECKPOINT_AFTER) return undefined
+    state = reducer.fold(page, state)
+  }
+  if (!partial.accepts(start, events, state)) return undefined
+  return { state, lastSeenIndex: events.at(-1)?.index ?? newest.at_index, partial: true }
+}
+
+/** Piece 0 of a checkpoint and the pieces the codec names from it, decoded. Undefined when it is gone or a piece is missing. */
+async function readPart<S>(
+  store: Store,
+  sessionId: string,
+  fold: string,
+  atIndex: number,
+  count: number,
+  partial: PartialCheckpoint<S>,
+): Promise<{ state: S } | undefined> {
+  const [head] = await query<{ body: string }>(
+    store.db,
+    sql`select body from a2_checkpoint_pieces
+        where session_id = ${sessionId} and fold = ${fold} and at_index = ${atIndex} and piece = 0`,
+  )
+  if (!head) return undefined
+  const wanted = [...new Set(partial.needs(head.body))].filter((piece) => piece > 0 && piece < count).sort((a, b) => a - b)
+  const rows =
+    wanted.length === 0
+      ? []
+      : await query<{ body: string }>(
+          store.db,
+          sql`select body from a2_checkpoint_pieces
+              where session_id = ${sessionId} and fold = ${fold} and at_index = ${atIndex}
+                and piece in (${sql.join(
+                  wanted.map((piece) => sql`${piece}::int`),
+                  sql`, `,
+                )})
+              order by piece`,
+        )
+  if (rows.length !== wanted.length) return undefined
+  return {
+    state: partial.decode(
+      head.body,
+      rows.map((row) => row.body),
+    ),
+  }
 }
 
 async function readWhole<S>(store: Store, sessionId: string, fold: string, atIndex: number): Promise<{ state: S; bytes: number } | undefined> {
