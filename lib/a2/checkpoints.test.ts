@@ -198,6 +198,17 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     expect(counter.seen).toBe(2)
   })
 
+  it("writes a session's first checkpoint after 256 folded events, the next ones after 1,000 more", async () => {
+    const { id } = await sessionWith(300)
+    const { fold } = textsFold()
+    await server.fold(id, 'ann', fold)
+    expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 299 }])
+    await server.append(id, ...Array.from({ length: 900 }, (_, i) => ({ type: 'message' as const, payload: { text: `n${i}` } })))
+    forgetFolds()
+    await server.fold(id, 'ann', fold) // 900 past the checkpoint: none new
+    expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 299 }])
+  })
+
   it('starts from the state this process folded last when it is newer than the newest checkpoint', async () => {
     const { id } = await sessionWith(2_500)
     const { fold, counter } = textsFold()
@@ -220,15 +231,15 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
 
   it('folds a session too short for a checkpoint once: the next fold starts from that state, with and without a codec', async () => {
     for (const { fold, counter } of [textsFold(), piecesFold()]) {
-      const { id, texts } = await sessionWith(900)
+      const { id, texts } = await sessionWith(250)
       expect((await server.fold(id, 'ann', fold)).state.texts).toEqual(texts.map(kept))
-      expect(await checkpointsOf(id)).toEqual([]) // 900 folded: no checkpoint
+      expect(await checkpointsOf(id)).toEqual([]) // 250 folded: no checkpoint
       await server.append(id, { type: 'message', payload: { text: 'one more' } })
       counter.seen = 0
       const later = await server.fold(id, 'ann', fold)
       expect(counter.seen).toBe(1)
       expect(later.state.texts).toEqual([...texts, 'one more'].map(kept))
-      expect(later.lastSeenIndex).toBe(900)
+      expect(later.lastSeenIndex).toBe(250)
     }
   })
 
