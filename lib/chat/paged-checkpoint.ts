@@ -68,8 +68,12 @@ export function headOf(state: ChatState): string {
     if (next === undefined) empty.push(nextSlot(turn))
     else wanted.add(next)
   }
+  // A shown turn the index cannot place (never seen: ids are unique per session) would be a
+  // screen without it: every block is named instead.
+  const unplaced = screen.some((turn) => positionOf(turn) < 0)
+  const blocks = unplaced ? state.turns.map((_, p) => p) : [...wanted].filter((p) => p >= 0)
   const head: Head = {
-    blocks: [...new Set([...wanted].filter((p) => p >= 0).map((p) => Math.floor(p / BLOCK)))].sort((a, b) => a - b),
+    blocks: [...new Set(blocks.map((p) => Math.floor(p / BLOCK)))].sort((a, b) => a - b),
     branchEnd: end ? positionOf(end) : null,
     topSlot: branch[0] ? slotOf(branch[0]) : null,
     screenSlots: [...new Set([...screen.map(slotOf), ...empty])],
