@@ -11,6 +11,7 @@ import { sql } from 'drizzle-orm'
 import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { seedLongHistory } from '@/test/long-history'
+import { forgetFolds } from '@/lib/a2/testing'
 import { chatFold } from '@/lib/chat/checkpoint'
 import { joinWindow } from '@/lib/chat/first-screen'
 import type { ChatState, Turn } from '@/lib/chat/reducer'
@@ -64,6 +65,19 @@ describe.each(layers)('the first screen of a long chat on %s', (kind) => {
     expect(body.state.turns.at(-1)).toMatchObject({ kind: 'assistant', id: `e${head - 21}`, status: 'done' })
     expect(body.state.turns[0]).toMatchObject({ kind: 'user', text: `question ${ANSWERS - 30}` })
     expect(body.older).toBe(body.state.turns[0].id)
+  }, 120_000)
+
+  it('is the same from a process holding no state of the chat, which reads part of its checkpoint', async () => {
+    const warm = await (await get()).json() // the first open folded the log and wrote a checkpoint at its head
+    forgetFolds()
+    const cold = await get()
+    expect(cold.status).toBe(200)
+    expect(await cold.json()).toEqual(warm)
+    const { server } = await routes.chatServer.getChatServer()
+    forgetFolds()
+    const part = await server.fold(owner.sessionId, owner.userId, chatFold, { partial: true })
+    expect(part.partial).toBe(true)
+    expect(part.state.turns.length).toBeLessThanOrEqual(2 * 256) // two blocks of the chat's 4,546 turns
   }, 120_000)
 
   it('pages above it return every turn exactly once, in order, and joined show what the whole fold shows', async () => {

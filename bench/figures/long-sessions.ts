@@ -17,7 +17,7 @@ import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { chatFold } from '@/lib/chat/checkpoint'
-import { snapshotResponse } from '@/lib/chat/snapshot'
+import { snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
 import { forgetFolds } from '@/lib/a2/internal/log/checkpoints'
 
 export interface LongSessionLevel {
@@ -71,7 +71,7 @@ const gc = vm.runInNewContext('gc') as () => void
 async function held(rig: ChatRig, id: string): Promise<number> {
   gc()
   const before = process.memoryUsage().heapUsed
-  const response = snapshotResponse({ kind: 'first' }, await rig.chat.fold(id, OWNER, chatFold))
+  const response = snapshotResponse({ kind: 'first' }, await rig.chat.fold(id, OWNER, chatFold, snapshotFold({ kind: 'first' })))
   const body = await response.arrayBuffer()
   const after = process.memoryUsage().heapUsed
   void body.byteLength

@@ -12,7 +12,7 @@ import { buildChatServer } from '@/lib/chat/server'
 import { resetEnvForTests } from '@/lib/env'
 import type { Chat } from '@/lib/chat/contract'
 import { chatFold } from '@/lib/chat/checkpoint'
-import { snapshotAsk, snapshotResponse } from '@/lib/chat/snapshot'
+import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
 import { OWNER, serveBench, type BenchHttp } from './http'
 import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
 import { spawnChild, type Child } from './children'
@@ -88,7 +88,8 @@ export async function openChatRig(options: {
   )
   const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
   // The snapshot route's answer as the app makes it (lib/chat/snapshot.ts), for figure 8's opens from a client.
-  const snapshot = async (request: Request, sessionId: string) => snapshotResponse(snapshotAsk(request), await chat.fold(sessionId, OWNER, chatFold))
+  const snapshot = async (request: Request, sessionId: string) =>
+    snapshotResponse(snapshotAsk(request), await chat.fold(sessionId, OWNER, chatFold, snapshotFold(snapshotAsk(request))))
   const http = await serveBench({ a2: chat, model, snapshot })
   let worker: ChatRig['worker']
   if (options.kind === 'postgres') {

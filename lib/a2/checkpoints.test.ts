@@ -93,6 +93,47 @@ function piecesFold(name = 'texts-pieces@1') {
   return { fold: withCodec, counter, encoded, decoded }
 }
 
+/**
+ * `piecesFold` whose codec reads in part: piece 0 says how many pieces follow, a partial read
+ * takes the newest one (its ten newest texts) and folds the events since onto them. `accepts`
+ * refuses a fold whose events hold a text starting `refuse`. It records the pieces it decodes.
+ */
+function partialFold(name = 'texts-partial@1') {
+  const { fold, counter, encoded, decoded } = piecesFold(name)
+  const read: string[][] = []
+  const codec = fold.checkpoint!
+  const withPartial: Fold<Texts> = {
+    ...fold,
+    checkpoint: {
+      *encode(state) {
+        const [, ...rest] = codec.encode(state)
+        yield JSON.stringify({ last: state.last, pieces: rest.length })
+        yield* rest
+      },
+      decoder() {
+        const inner = codec.decoder()
+        let first = true
+        return {
+          push(piece) {
+            inner.push(first ? JSON.stringify((JSON.parse(piece) as { last: number }).last) : piece)
+            first = false
+          },
+          end: () => inner.end(),
+        }
+      },
+      partial: {
+        needs: (head) => [(JSON.parse(head) as { pieces: number }).pieces],
+        decode(head, pieces) {
+          read.push(pieces)
+          return { texts: pieces.flatMap((piece) => JSON.parse(piece) as string[]), last: (JSON.parse(head) as { last: number }).last }
+        },
+        accepts: (_start, events) => !events.some((e) => (e.payload as { text?: string }).text?.startsWith('refuse')),
+      },
+    },
+  }
+  return { fold: withPartial, counter, encoded, decoded, read }
+}
+
 /** The most characters made or read in one turn of the event loop (the first piece starts a turn). */
 function largestSlice(records: PieceRecord[]): number {
   let largest = 0
@@ -157,6 +198,17 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     expect(counter.seen).toBe(2)
   })
 
+  it("writes a session's first checkpoint after 256 folded events, the next ones after 1,000 more", async () => {
+    const { id } = await sessionWith(300)
+    const { fold } = textsFold()
+    await server.fold(id, 'ann', fold)
+    expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 299 }])
+    await server.append(id, ...Array.from({ length: 900 }, (_, i) => ({ type: 'message' as const, payload: { text: `n${i}` } })))
+    forgetFolds()
+    await server.fold(id, 'ann', fold) // 900 past the checkpoint: none new
+    expect(await checkpointsOf(id)).toEqual([{ fold: 'texts@1', at_index: 299 }])
+  })
+
   it('starts from the state this process folded last when it is newer than the newest checkpoint', async () => {
     const { id } = await sessionWith(2_500)
     const { fold, counter } = textsFold()
@@ -179,15 +231,15 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
 
   it('folds a session too short for a checkpoint once: the next fold starts from that state, with and without a codec', async () => {
     for (const { fold, counter } of [textsFold(), piecesFold()]) {
-      const { id, texts } = await sessionWith(900)
+      const { id, texts } = await sessionWith(250)
       expect((await server.fold(id, 'ann', fold)).state.texts).toEqual(texts.map(kept))
-      expect(await checkpointsOf(id)).toEqual([]) // 900 folded: no checkpoint
+      expect(await checkpointsOf(id)).toEqual([]) // 250 folded: no checkpoint
       await server.append(id, { type: 'message', payload: { text: 'one more' } })
       counter.seen = 0
       const later = await server.fold(id, 'ann', fold)
       expect(counter.seen).toBe(1)
       expect(later.state.texts).toEqual([...texts, 'one more'].map(kept))
-      expect(later.lastSeenIndex).toBe(900)
+      expect(later.lastSeenIndex).toBe(250)
     }
   })
 
@@ -283,6 +335,50 @@ describe.each(layers)('folding from checkpoints on %s', (kind) => {
     await server.sessions.delete(id, 'ann')
     expect(await piecesOf(id)).toEqual([])
     expect(await checkpointsOf(id)).toEqual([])
+  })
+
+  it('reads part of a checkpoint when asked and holding no state of the session: piece 0, the pieces it names, the events since', async () => {
+    const { id, texts } = await sessionWith(1_205)
+    const { fold, counter, read } = partialFold()
+    const whole = { texts: texts.map(kept), last: 1_204 }
+    expect((await server.fold(id, 'ann', fold)).state).toEqual(whole) // a checkpoint at 1,204: 121 pieces of ten, the last of five
+    await server.append(id, { type: 'message', payload: { text: 'since' } })
+
+    // Holding its state, this process folds on from it: nothing to read in part.
+    expect(await server.fold(id, 'ann', fold, { partial: true })).toMatchObject({ state: { texts: [...whole.texts, kept('since')] } })
+    expect(read).toEqual([])
+
+    forgetFolds()
+    counter.seen = 0
+    const part = await server.fold(id, 'ann', fold, { partial: true })
+    expect(part).toMatchObject({ partial: true, lastSeenIndex: 1_205, state: { texts: [...whole.texts.slice(1_200), kept('since')], last: 1_205 } })
+    expect(read).toEqual([[JSON.stringify(whole.texts.slice(1_200))]])
+    expect(counter.seen).toBe(1)
+    // A part is neither remembered nor written: the next fold (another process, or this one) reads the whole.
+    expect(await checkpointsOf(id)).toEqual([{ fold: fold.name, at_index: 1_204 }])
+    const next = await server.fold(id, 'ann', fold)
+    expect(next.partial).toBeUndefined()
+    expect(next.state.texts).toEqual([...whole.texts, kept('since')])
+    forgetFolds()
+    expect((await server.fold(id, 'ann', fold)).partial).toBeUndefined() // not asked: the whole checkpoint
+    expect(read).toHaveLength(1)
+  })
+
+  it("reads the whole checkpoint when the codec does not accept the part's fold, or no checkpoint is in pieces", async () => {
+    const { id, texts } = await sessionWith(1_100)
+    const { fold, read } = partialFold()
+    await server.fold(id, 'ann', fold)
+    await server.append(id, { type: 'message', payload: { text: 'refuse this' } })
+    forgetFolds()
+    const folded = await server.fold(id, 'ann', fold, { partial: true })
+    expect(folded.partial).toBeUndefined()
+    expect(folded.state.texts).toEqual([...texts, 'refuse this'].map(kept))
+    expect(read).toHaveLength(1) // it was read, then refused
+
+    const short = await sessionWith(20) // too short for a checkpoint
+    forgetFolds()
+    expect(await server.fold(short.id, 'ann', fold, { partial: true })).toMatchObject({ state: { texts: short.texts.map(kept) } })
+    expect(read).toHaveLength(1)
   })
 
   it("refuses another owner's session, like every read", async () => {

@@ -6,6 +6,6 @@ export { defineContract, FAILED_TYPE, RENAMED_TYPE, checkJsonValue, checkText, M
 export type { A2Event, Contract, EventDefinition, EventInput, EventOf, EventTypes, PayloadOf } from './internal/core/contract'
 export { A2Error, isA2Error, errorStatus } from './internal/core/errors'
 export type { A2ErrorCode } from './internal/core/errors'
-export type { CheckpointCodec, Fold, Folded } from './internal/core/types'
+export type { CheckpointCodec, Fold, Folded, PartialCheckpoint } from './internal/core/types'
 export { A2HttpError, httpErrorOf } from './internal/core/http-error'
 export type { A2HttpErrorOptions } from './internal/core/http-error'

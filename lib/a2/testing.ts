@@ -15,6 +15,8 @@ export { query } from './internal/store/store'
 export { testContract } from './test-kit/contract'
 export { countingStore } from './test-kit/counting-store'
 export { interceptStore, waitUntil, type Interceptor } from './test-kit/runtime'
+/** Forgets every folded state this process holds: what it reads next is what a restarted or another instance reads. */
+export { forgetFolds } from './internal/log/checkpoints'
 
 /** A run (job) row as the store holds it. */
 export type Run = typeof jobs.$inferSelect

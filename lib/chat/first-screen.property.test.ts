@@ -19,13 +19,13 @@ const SEED = 20261203
 const RUNS = Number(process.env.FC_RUNS || 200)
 
 /** One thing a person (in any tab) does: `pick` chooses what it names among what exists. */
-type Action = { kind: 'send' | 'edit' | 'regenerate'; pick: number; chunks: number; end: 'finish' | 'stop' | 'fail'; seen: number }
+type Action = { kind: 'send' | 'edit' | 'regenerate'; pick: number; chunks: number; end: 'finish' | 'stop' | 'fail' | 'late stop'; seen: number }
 
 const action = fc.record({
   kind: fc.constantFrom<Action['kind']>('send', 'send', 'send', 'edit', 'regenerate'),
   pick: fc.nat(),
   chunks: fc.nat({ max: 4 }),
-  end: fc.constantFrom<Action['end']>('finish', 'finish', 'stop', 'fail'),
+  end: fc.constantFrom<Action['end']>('finish', 'finish', 'stop', 'fail', 'late stop'),
   seen: fc.nat(),
 })
 
@@ -68,6 +68,8 @@ function logOf(actions: Action[], open: boolean, tail = { from: Infinity, size: 
     if (a.end === 'stop') add('cancelled', { of: answer, lastSeenIndex: from - 1 + (a.seen % (a.chunks + 1)) })
     if (a.end === 'fail') add('a2.failed', { of: answer, error: { code: 'X', message: 'no' } })
     else add('finished', { of: answer, attempt: 1, reason: a.end === 'stop' ? 'cancelled' : 'stop' })
+    // A Stop that reached the log after the answer's end: it cuts what the reader had not seen yet.
+    if (a.end === 'late stop') add('cancelled', { of: answer, lastSeenIndex: from - 1 + (a.seen % (a.chunks + 1)) })
   })
   return events
 }
@@ -308,5 +310,79 @@ describe('the work of an open', () => {
     const short = turnsRead(reopened(100), (state) => firstScreen(state))
     expect(turnsRead(reopened(2_000), (state) => firstScreen(state))).toBe(short)
     expect(short).toBeLessThan(FIRST_SCREEN_TURNS * 4)
+  })
+})
+
+describe('a cold open (a process holding no state of the chat)', () => {
+  /** `count` answered messages, each after the answer before: a history of several checkpoint blocks. */
+  const linear = (count: number): Action[] =>
+    Array.from({ length: count }, (_, i) => ({ kind: 'send', pick: Math.max(0, i - 1), chunks: 1, end: 'finish', seen: 0 }))
+  const PREFIX = linear(300) // 600 turns: blocks of 256, 256 and 88
+
+  /**
+   * What the library does for `{ partial: true }` (lib/a2 §12): the checkpoint at `cut` read in
+   * part (its head, then the blocks it names), the events since folded on, kept if the codec
+   * accepts it. Undefined: refused (the whole checkpoint is read instead). And the turns read.
+   */
+  function coldOpen(events: ChatEvent[], cut: number): { state: ChatState; read: number } | undefined {
+    let atCut: ChatState = { turns: [] }
+    for (let from = 0; from < cut; from += 1_000) atCut = foldChat(events.slice(from, Math.min(cut, from + 1_000)), atCut)
+    const [head, ...blocks] = chatCheckpoint.encode(atCut)
+    const partial = chatCheckpoint.partial!
+    const start = partial.decode(
+      head,
+      partial.needs(head).map((piece) => blocks[piece - 1]),
+    )
+    const since = events.slice(cut)
+    const folded = foldChat(since, start)
+    return partial.accepts(start, since, folded) ? { state: folded, read: start.turns.length } : undefined
+  }
+
+  const stats = { opens: 0, accepted: 0, fewer: 0 }
+
+  it('shows the first screen the whole fold shows, or reads the whole checkpoint (edits far back, regenerates of old turns, open answers, late Stops)', () => {
+    fc.assert(
+      fc.property(fc.array(action, { minLength: 1, maxLength: 30 }), fc.nat(), fc.boolean(), fc.nat(), (actions, split, open, back) => {
+        // Anything anywhere first (edits far back, regenerates of old turns, sends after old versions),
+        // then what a browser showing the newest turns writes: what a checkpoint's events since mostly are.
+        const events = logOf([...PREFIX, ...actions], open, { from: PREFIX.length + (split % (actions.length + 1)), size: FIRST_SCREEN_TURNS })
+        // The checkpoint lies up to ~400 events back (the library writes one every 1,000 folded events).
+        const cut = Math.max(0, events.length - (back % 400))
+        const full = foldChat(events)
+        const cold = coldOpen(events, cut)
+        stats.opens++
+        if (!cold) return
+        stats.accepted++
+        if (cold.read < full.turns.length - (events.length - cut)) stats.fewer++
+        expect(firstScreen(cold.state)).toEqual(firstScreen(full))
+        expect(activeAnswer(cold.state)?.id).toBe(activeAnswer(full)?.id)
+        expect(cold.state.turns.at(-1)).toEqual(full.turns.at(-1))
+        // The browser folds the tail onto the screen it got: alike from either.
+        const tail = [
+          {
+            id: 'm-tail',
+            sessionId: 's',
+            index: events.length,
+            type: 'message',
+            payload: { text: 'next', after: latestBranch(full.turns).findLast((t) => t.kind === 'assistant')?.id ?? '' },
+            createdAt: '2026-12-03T00:00:00.000Z',
+          },
+        ] as ChatEvent[]
+        expect(shape(foldChat(tail, { turns: firstScreen(cold.state).turns }))).toEqual(shape(foldChat(tail, { turns: firstScreen(full).turns })))
+      }),
+      { seed: SEED + 8, numRuns: Math.max(50, RUNS / 2) },
+    )
+    // Not a refusal every time: many opens read part, and a part short of the whole.
+    expect(stats.accepted).toBeGreaterThan(stats.opens / 3)
+    expect(stats.fewer).toBeGreaterThan(stats.opens / 4)
+  })
+
+  it('reads two blocks of 256 turns of a 2,000-answer chat, however far back its checkpoint is written', () => {
+    const events = logOf(linear(2_000), false)
+    for (const back of [0, 10, 399]) {
+      const cold = coldOpen(events, events.length - back)!
+      expect(cold.read).toBeLessThanOrEqual(2 * 256)
+      expect(firstScreen(cold.state)).toEqual(firstScreen(foldChat(events)))
+    }
   })
 })

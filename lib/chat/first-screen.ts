@@ -85,7 +85,7 @@ export function latestBranchEnd(state: ChatState): Turn | undefined {
  * whether turns lie above them: what an open reads is these turns, not the branch above them
  * (walking down from the first message was ~520 KiB of heap per open at 100k events).
  */
-function newestOfBranch(state: ChatState, count: number): { turns: Turn[]; more: boolean } {
+export function newestOfBranch(state: ChatState, count: number): { turns: Turn[]; more: boolean } {
   const { byId } = lookup(state)
   const turns: Turn[] = []
   let turn = latestBranchEnd(state)

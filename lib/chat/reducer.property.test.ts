@@ -134,9 +134,9 @@ const viaJson = (state: ChatState): ChatState => JSON.parse(JSON.stringify(state
 
 /** A checkpoint as the server writes and reads the chat's: its codec's pieces (blocks of turns), decoded piece by piece. */
 function viaPieces(state: ChatState): { pieces: string[]; state: ChatState } {
-  const pieces = [...chatCheckpoint.encode(state)]
+  const [head, ...pieces] = chatCheckpoint.encode(state)
   const decoder = chatCheckpoint.decoder()
-  for (const piece of pieces) decoder.push(piece)
+  for (const piece of [head, ...pieces]) decoder.push(piece)
   return { pieces, state: decoder.end() }
 }
 

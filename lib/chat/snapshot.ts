@@ -24,6 +24,15 @@ export function snapshotAsk(request: Request): SnapshotAsk {
   return { kind: asks[0], id: parse(turnId, params.get(asks[0]), `${asks[0]} (a turn id)`) }
 }
 
+/**
+ * How the fold behind `ask` may be read: the first screen from part of the newest checkpoint
+ * when the process holds no state of the chat (paged-checkpoint.ts: a cold open of 100k events
+ * read and decoded the whole checkpoint, 98 ms and 11 MiB); a page from the whole fold.
+ */
+export function snapshotFold(ask: SnapshotAsk): { partial: boolean } {
+  return { partial: ask.kind === 'first' }
+}
+
 /** The JSON answer for `ask` from the chat's fold; a page of a turn the chat does not hold is a 422. */
 export function snapshotResponse(ask: SnapshotAsk, folded: { session: unknown; state: ChatState; lastSeenIndex: number }): Response {
   if (ask.kind === 'first') {

@@ -124,8 +124,16 @@ export interface A2Server<C extends Contract = Contract> {
   push(sessionId: string, owner: string, body: unknown, options?: PushOptions<C>): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }>
   /** Events after `after`, for the session's owner. */
   read(sessionId: string, owner: string, options?: { after?: number; before?: number; limit?: number }): Promise<Array<EventOf<C>>>
-  /** The owner's session folded by `reducer` up to `before` (default: its head), from the newest checkpoint, with the session row. */
-  fold<S>(sessionId: string, owner: string, reducer: Fold<S>, options?: { before?: number }): Promise<Folded<S> & { session: SessionSummary }>
+  /**
+   * The owner's session folded by `reducer` up to `before` (default: its head), from the newest checkpoint, with the session row.
+   * `partial`: part of the state may do (the codec's partial read, §12); the result's `partial: true` says it is part.
+   */
+  fold<S>(
+    sessionId: string,
+    owner: string,
+    reducer: Fold<S>,
+    options?: { before?: number; partial?: boolean },
+  ): Promise<Folded<S> & { session: SessionSummary; partial?: true }>
   runs: {
     /** How many runs of `consumer` are running, of one owner or of everyone: what a concurrency cap counts. */
     countOpen(filter: { consumer: string; owner?: string }): Promise<number>
@@ -218,15 +226,18 @@ export function createServer<C extends Contract>(options: ServerOptions<C>): A2S
      * The owner's session folded by `reducer` up to `before` (default: its head), from the
      * newest checkpoint: a session of 100k events costs the events since it, not 100k. With
      * the session as read for it (a snapshot needs both: one read of the row, not two).
+     * `partial`: part of the state may do (the codec's `partial` read, §12); `partial: true` in
+     * the result says it is part.
      */
     async fold<S>(
       sessionId: string,
       owner: string,
       reducer: Fold<S>,
-      options: { before?: number } = {},
-    ): Promise<Folded<S> & { session: SessionSummary }> {
+      options: { before?: number; partial?: boolean } = {},
+    ): Promise<Folded<S> & { session: SessionSummary; partial?: true }> {
       const session = await getOwnedSession(store, sessionId, owner)
-      const folded = await foldSession(store, sessionId, reducer, { before: Math.min(options.before ?? session.head, session.head) })
+      const before = Math.min(options.before ?? session.head, session.head)
+      const folded = await foldSession(store, sessionId, reducer, { before, partial: options.partial })
       return { ...folded, session }
     },
 

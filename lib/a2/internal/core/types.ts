@@ -76,6 +76,27 @@ export interface CheckpointCodec<S> {
   encode: (state: S) => Iterable<string>
   /** A reader of one checkpoint: `push` each piece in order, then `end` for the state. */
   decoder: () => { push: (piece: string) => void; end: () => S }
+  /**
+   * A read of part of a checkpoint, for a fold asked for `{ partial: true }` (what one screen
+   * of a long session needs): the library reads piece 0, the pieces `needs` names from it, and
+   * the events since the checkpoint, and folds those onto `decode`'s state. A whole chat of
+   * 50k user messages is 3.8 MiB of pieces; its newest screen is one or two of them.
+   */
+  partial?: PartialCheckpoint<S>
+}
+
+/** What a codec that writes a header as its piece 0 reads of a checkpoint when only part of the state is asked for. */
+export interface PartialCheckpoint<S> {
+  /** The numbers of the pieces besides piece 0 that a partial read needs, from piece 0's text. */
+  needs: (head: string) => number[]
+  /** The partial state from piece 0 and the pieces `needs` named, in their order. */
+  decode: (head: string, pieces: string[]) => S
+  /**
+   * Whether `folded` (the `events` after the checkpoint folded onto `start`, what `decode`
+   * made) is what the caller may use; false: the library reads the whole checkpoint instead
+   * and folds the same events onto it.
+   */
+  accepts: (start: S, events: readonly A2Event[], folded: S) => boolean
 }
 
 export interface Folded<S> {

@@ -2,7 +2,7 @@ import { getChatServer } from '@/lib/chat/server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
 import { chatFold } from '@/lib/chat/checkpoint'
-import { snapshotAsk, snapshotResponse } from '@/lib/chat/snapshot'
+import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
 
 export const dynamic = 'force-dynamic'
 
@@ -23,7 +23,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     // from 280 MB to 870 MB before the caps).
     const release = foldingSnapshot()
     try {
-      return snapshotResponse(ask, await server.fold(id, userId, chatFold))
+      return snapshotResponse(ask, await server.fold(id, userId, chatFold, snapshotFold(ask)))
     } finally {
       release()
     }

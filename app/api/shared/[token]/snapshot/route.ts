@@ -2,7 +2,7 @@ import { A2Error } from '@/lib/a2'
 import { getChatServer } from '@/lib/chat/server'
 import { chatFold } from '@/lib/chat/checkpoint'
 import { resolveShareLink } from '@/lib/chat/share'
-import { snapshotAsk, snapshotResponse } from '@/lib/chat/snapshot'
+import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
 import { route } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
 
@@ -23,7 +23,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ toke
       const { server } = await getChatServer()
       const release = foldingSnapshot()
       try {
-        const { session, state, lastSeenIndex } = await server.fold(shared.sessionId, shared.owner, chatFold)
+        const { session, state, lastSeenIndex } = await server.fold(shared.sessionId, shared.owner, chatFold, snapshotFold(ask))
         return snapshotResponse(ask, { session: { id: session.id, title: session.title }, state, lastSeenIndex })
       } finally {
         release()
