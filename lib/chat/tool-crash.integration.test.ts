@@ -14,7 +14,7 @@ import { waitUntil } from '@/lib/a2/testing'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { spawnChatWorker } from '@/test/chat-worker-process'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
-import { startWebhookReceiver, type WebhookReceiverOptions } from '@/scripts/webhook-receiver'
+import { startWebhookReceiver, type WebhookReceiver, type WebhookReceiverOptions } from '@/scripts/webhook-receiver'
 import { buildChatServer } from './server'
 import type { ChatEvent } from './contract'
 import { foldChat, type AnswerTurn, type ToolPart } from './reducer'
@@ -31,6 +31,53 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
     await upstream.close()
   })
 
+  /**
+   * A chat worker in a child process asks for a webhook call and is killed (`kill -9`) once the
+   * POST reached the receiver; `then` gets this process's chat server on the same store (no
+   * worker started yet), and everything is closed after it.
+   */
+  async function crashMidCall(
+    receiverOptions: WebhookReceiverOptions,
+    then: (world: {
+      sessionId: string
+      receiver: WebhookReceiver
+      chat: ReturnType<typeof buildChatServer>
+      read: () => Promise<ChatEvent[]>
+    }) => Promise<void>,
+  ): Promise<void> {
+    const receiver = await startWebhookReceiver(receiverOptions)
+    let testDb: TestDb | undefined
+    let dir: string | undefined
+    let store: Store | undefined
+    let chat: ReturnType<typeof buildChatServer> | undefined
+    try {
+      // Postgres is migrated here, before the child opens it; a PGlite directory by the child, its one process.
+      if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
+      else dir = mkdtempSync(path.join(tmpdir(), 'a2-tool-crash-'))
+      const child = spawnChatWorker({
+        store: testDb ? testDb.url! : `pglite:${dir}`,
+        upstream: upstream.url,
+        webhook: receiver.url,
+        ask: 'Tell the team [[call sendWebhook {"message":"deploy done"}]]',
+        owner: 'kim',
+      })
+      const { sessionId } = await child.report('asked')
+      // The POST is in flight (it reached the receiver): the worker dies holding the call.
+      await waitUntil(() => receiver.arrived >= 1, 'the webhook POST to reach the receiver', 20_000)
+      await child.kill()
+      store ??= await openPgliteStore({ dataDir: dir })
+      const opened = (chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, receiver.url))
+      const read = async () => (await opened.server.read(sessionId, 'kim', { limit: 10_000 })) as ChatEvent[]
+      await then({ sessionId, receiver, chat: opened, read })
+    } finally {
+      await chat?.server.stopWorkers({ graceMs: 1000 })
+      if (testDb) await testDb.drop()
+      else await store?.close()
+      await receiver.close()
+      if (dir) rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
   it.each([
     // The POST reached the receiver, which acted on it and holds its answer: the crash cut the sender off after the fact.
     { receiverHas: true, receiver: { holdMs: 60_000 }, shown: 'done', effect: 'DONE' },
@@ -40,32 +87,9 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
     { receiverHas: false, receiver: { acceptAfterMs: 60_000 }, shown: 'unknown', effect: 'UNKNOWN' },
   ] as Array<{ receiverHas: boolean; receiver: WebhookReceiverOptions; shown: string; effect: string }>)(
     'the receiver has the delivery: $receiverHas → the call shows $shown, from its effect ($effect)',
-    async ({ receiver: receiverOptions, shown, effect }) => {
-      const receiver = await startWebhookReceiver(receiverOptions)
-      let testDb: TestDb | undefined
-      let dir: string | undefined
-      let store: Store | undefined
-      let chat: ReturnType<typeof buildChatServer> | undefined
-      try {
-        // Postgres is migrated here, before the child opens it; a PGlite directory by the child, its one process.
-        if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
-        else dir = mkdtempSync(path.join(tmpdir(), 'a2-tool-crash-'))
-        const child = spawnChatWorker({
-          store: testDb ? testDb.url! : `pglite:${dir}`,
-          upstream: upstream.url,
-          webhook: receiver.url,
-          ask: 'Tell the team [[call sendWebhook {"message":"deploy done"}]]',
-          owner: 'kim',
-        })
-        const { sessionId } = await child.report('asked')
-        // The POST is in flight (it reached the receiver): the worker dies holding the call.
-        await waitUntil(() => receiver.arrived >= 1, 'the webhook POST to reach the receiver', 20_000)
-        await child.kill()
-
-        store ??= await openPgliteStore({ dataDir: dir })
-        chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, receiver.url)
+    ({ receiver: receiverOptions, shown, effect }) =>
+      crashMidCall(receiverOptions, async ({ sessionId, receiver, chat, read }) => {
         await chat.server.startWorker({ pollMs: 50 })
-        const read = async () => (await chat!.server.read(sessionId, 'kim', { limit: 10_000 })) as ChatEvent[]
         const [firstCall] = (await read()).filter((e) => e.type === 'tool.call')
         expect(firstCall?.type).toBe('tool.call')
         const call = (firstCall.payload as { call: string }).call
@@ -95,42 +119,14 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
         expect(
           upstream.requests.at(-1)!.body.messages.some((m: { role: string; tool_call_id?: string }) => m.role === 'tool' && m.tool_call_id === call),
         ).toBe(true)
-      } finally {
-        await chat?.server.stopWorkers({ graceMs: 1000 })
-        if (testDb) await testDb.drop()
-        else await store?.close()
-        await receiver.close()
-        if (dir) rmSync(dir, { recursive: true, force: true })
-      }
-    },
+      }),
     LEASE_MS + 60_000,
   )
 
   it(
     'a Stop pressed while the killed worker held the call: the drain settles the run CANCELLED and the call shows done, from its effect',
-    async () => {
-      const receiver = await startWebhookReceiver({ holdMs: 60_000 })
-      let testDb: TestDb | undefined
-      let dir: string | undefined
-      let store: Store | undefined
-      let chat: ReturnType<typeof buildChatServer> | undefined
-      try {
-        if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
-        else dir = mkdtempSync(path.join(tmpdir(), 'a2-tool-crash-'))
-        const child = spawnChatWorker({
-          store: testDb ? testDb.url! : `pglite:${dir}`,
-          upstream: upstream.url,
-          webhook: receiver.url,
-          ask: 'Tell the team [[call sendWebhook {"message":"deploy done"}]]',
-          owner: 'kim',
-        })
-        const { sessionId } = await child.report('asked')
-        await waitUntil(() => receiver.arrived >= 1, 'the webhook POST to reach the receiver', 20_000)
-        await child.kill()
-
-        store ??= await openPgliteStore({ dataDir: dir })
-        chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, receiver.url)
-        const read = async () => (await chat!.server.read(sessionId, 'kim', { limit: 10_000 })) as ChatEvent[]
+    () =>
+      crashMidCall({ holdMs: 60_000 }, async ({ sessionId, receiver, chat, read }) => {
         // The reader presses Stop with no worker alive: the dead owner's lease still holds the run, inside
         // the webhook call and the model call (overlapSafe) both.
         const before = await read()
@@ -156,14 +152,7 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
         const part = answer.parts.find((p): p is ToolPart => p.kind === 'tool')!
         expect(part.state).toBe('done')
         expect(receiver.arrived).toBe(1)
-      } finally {
-        await chat?.server.stopWorkers({ graceMs: 1000 })
-        if (testDb) await testDb.drop()
-        else await store?.close()
-        await receiver.close()
-        if (dir) rmSync(dir, { recursive: true, force: true })
-      }
-    },
+      }),
     LEASE_MS + 60_000,
   )
 })
