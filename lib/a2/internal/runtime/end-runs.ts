@@ -34,7 +34,7 @@ export interface EndRequest {
  * The one statement by which runs end: each request fenced on its (job, attempt), from a
  * status its `ending` names, and decided from the stored state of its run's effects — while
  * any effect is DISPATCHED or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a
- * reconcile or an operator to settle. Each job row is locked while its effects are counted,
+ * reconcile or an operator to resolve. Each job row is locked while its effects are counted,
  * and a dispatch share-locks it (effects.ts), so no effect can be dispatched between the count
  * and the change. The effects still open are counted with their rows share-locked, so as
  * last committed, not as this statement's snapshot had them: an effect's late outcome that
