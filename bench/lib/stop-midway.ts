@@ -10,6 +10,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { ChatRig } from './rig'
+import type { WatchedRequest } from './watched-request'
 import { OWNER } from './http'
 import { sleep, within } from './time'
 
@@ -20,14 +21,6 @@ export interface StopSample {
   fromCalled: number
   /** how long the cancel push itself took */
   pushMs: number
-  closedEarly: boolean
-}
-
-/** A request as its server saw it (performance.now() of this process: the server runs here). */
-export interface WatchedRequest {
-  closed: Promise<void>
-  closedAt?: number
-  /** The client went away before the server answered it in full. */
   closedEarly: boolean
 }
 

@@ -12,7 +12,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { performance } from 'node:perf_hooks'
-import type { WatchedRequest } from './stop-midway'
+import type { WatchedRequest } from './watched-request'
 
 export interface HeldPost extends WatchedRequest {
   tag: string
