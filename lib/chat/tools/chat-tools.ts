@@ -9,7 +9,7 @@ import { tool, type ToolSet } from 'ai'
 import type { ReconcileResult } from '@/lib/a2/server'
 import { z } from 'zod'
 import type { NoteRow } from '@/db/schema'
-import type { NoteOutbox } from '../notes'
+import type { NoteOutbox } from './notes'
 import { runToolCall, toolEffectKey, type ToolCallRun } from './tool-call'
 import type { Webhook } from './webhook'
 
