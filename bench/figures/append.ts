@@ -45,7 +45,7 @@ interface Producer {
 /** A producer: a delta per ms, at most MAX_UNCOMMITTED not yet committed, until `stopAt`. */
 async function produce(writer: ChunkWriter, producer: Producer, stopAt: number) {
   while (performance.now() < stopAt) {
-    if (producer.pushed - producer.committed < MAX_UNCOMMITTED) writer.push(`d${producer.pushed++} `)
+    if (producer.pushed - producer.committed < MAX_UNCOMMITTED) writer.add(`d${producer.pushed++} `)
     await sleep(1)
   }
 }

@@ -45,10 +45,10 @@ describe('chunkWriter while the store is away', () => {
       undefined,
       10,
     )
-    writer.push('abcd') // in flight, stalled
+    writer.add('abcd') // in flight, stalled
     await expect(Promise.race([writer.room(), 'held'])).resolves.not.toBe('held') // 4 of 10 bytes
-    writer.push('efgh')
-    writer.push('ijkl') // 12 bytes unwritten
+    writer.add('efgh')
+    writer.add('ijkl') // 12 bytes unwritten
     let roomy = false
     const room = writer.room().then(() => (roomy = true))
     // Room could only come from a write settling, and the write is held: a turn of the loop lets any wrongly early one show.
@@ -63,8 +63,8 @@ describe('chunkWriter while the store is away', () => {
 
   it('counts bytes, not characters, and a dropped writer lets the stream go', async () => {
     const writer = chunkWriter(() => new Promise(() => {}), undefined, 8)
-    writer.push('ééé') // 6 bytes, 3 characters
-    writer.push('ü') // 8 bytes
+    writer.add('ééé') // 6 bytes, 3 characters
+    writer.add('ü') // 8 bytes
     let roomy = false
     const room = writer.room().then(() => (roomy = true))
     await new Promise((resolve) => setImmediate(resolve)) // a turn: the write never settles, so no room may show

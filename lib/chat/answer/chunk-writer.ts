@@ -7,7 +7,7 @@
  * half its length to every token's latency (a 20 ms window: ~10 ms at p50, over the 5 ms
  * budget in the benchmark), so there is none.
  */
-import { isA2Error } from '@/lib/a2/index'
+import { isA2Error } from '@/lib/a2'
 
 /** 64 deltas per transaction caps one insert's size when the store stalls and a backlog forms. */
 const MAX_BATCH = 64
@@ -24,8 +24,8 @@ const MAX_BATCH = 64
 export const MAX_BUFFERED_BYTES = 256 * 1024
 
 export interface ChunkWriter<T = string> {
-  push(item: T): void
-  /** Resolves when every pushed delta is in the log (or was refused because the run was cancelled). */
+  add(item: T): void
+  /** Resolves when every added item is in the log (or was refused because the run was cancelled). */
   flush(): Promise<void>
   /** Stops writing: whatever is buffered is dropped (used when the user stopped the answer). */
   drop(): void
@@ -44,7 +44,7 @@ function byteLengthOf(item: unknown): number {
 }
 
 /**
- * Items go to `write` in the order they were pushed: one answer's steps of every kind (text,
+ * Items go to `write` in the order they were added: one answer's steps of every kind (text,
  * reasoning, tool input: lib/chat/answer/steps.ts) are one ordered stream, so one cut applies to all.
  *
  * @param onFailure called once when a write fails for any reason other than the run being
@@ -94,7 +94,7 @@ export function chunkWriter<T = string>(
   }
 
   return {
-    push(item) {
+    add(item) {
       if (dropped || refused || failure || item === '') return
       buffer.push(item)
       bytes += byteLengthOf(item)

@@ -2,7 +2,7 @@
  * Every answer's log has exactly one `finished`, whatever ended it — also one its handler never
  * ran for. A Stop that lands before any worker claims the answer (30–60 ms after Send, with no
  * fault at all) ends its run CANCELLED_BEFORE_START; the fold, the usage shown, the budget and an
- * export all read `finished`, so the consumer's `ending` hook writes it (lib/chat/answer/ending.ts),
+ * export all read `finished`, so the consumer's `onEnded` hook writes it (lib/chat/answer/unfinished.ts),
  * with zero usage: the model was never called. And where an attempt had written its own
  * `finished` before the run ended without it, the hook adds none (one id per job).
  */
@@ -11,7 +11,7 @@ import { layers } from '@/test/db'
 import { ask, useTestStore } from '@/test/chat'
 import { waitUntil, runOf, waitForRun } from '@/lib/a2/testing'
 import { buildChatServer } from '../server/chat-server'
-import { finishedId } from './ending'
+import { finishedId } from './unfinished'
 
 describe.each(layers)('one finished per answer on %s', (kind) => {
   const store = useTestStore(kind)

@@ -9,7 +9,7 @@ function run(soFar: string, text: string, cuts: number[]): string {
   const points = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
   let from = 0
   for (const point of [...points, text.length]) {
-    if (point > from) filter.push(text.slice(from, point))
+    if (point > from) filter.add(text.slice(from, point))
     from = Math.max(from, point)
   }
   filter.end()
@@ -68,8 +68,8 @@ describe('restatementFilter', () => {
   it('a first attempt (no answer so far) passes everything through at once', () => {
     const written: string[] = []
     const filter = restatementFilter('', (delta) => written.push(delta))
-    filter.push('a')
-    filter.push('\u0000\ud800')
+    filter.add('a')
+    filter.add('\u0000\ud800')
     expect(written).toEqual(['a', '\u0000\ud800'])
   })
 })

@@ -20,7 +20,7 @@
 export const RESTART_MIN_CHARS = 40
 
 export interface RestatementFilter {
-  push(delta: string): void
+  add(delta: string): void
   /** The model stream ended: whatever is held is resolved (dropped, when it only repeated). */
   end(): void
 }
@@ -36,7 +36,7 @@ export function restatementFilter(soFar: string, write: (delta: string) => void)
   }
 
   return {
-    push(delta) {
+    add(delta) {
       if (passing) return write(delta)
       held += delta
       if (held.length >= soFar.length && held.startsWith(soFar)) return release(held.slice(soFar.length))

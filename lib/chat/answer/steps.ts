@@ -4,7 +4,7 @@
  * (chunk-writer.ts) in the order the model sent them, so a Stop's `lastSeenIndex` is one point
  * in one ordered stream whatever kinds lie on either side of it.
  */
-import type { EventOf } from '@/lib/a2/index'
+import type { EventOf } from '@/lib/a2'
 import { MAX_DELTA_CHARS, type Chat } from '../contract'
 import { joinDeltas } from './chunk-writer'
 

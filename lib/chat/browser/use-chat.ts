@@ -7,7 +7,7 @@
  */
 import { useCallback, useMemo, useRef, useState } from 'react'
 import { useSession, clientEventId } from '@/lib/a2/react'
-import { httpErrorOf, type A2Event } from '@/lib/a2/index'
+import { httpErrorOf, type A2Event } from '@/lib/a2'
 import type { ChatEvent } from '../contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from '../fold/reducer'
 import { joinWindow, type TurnsWindow } from '../fold/first-screen'

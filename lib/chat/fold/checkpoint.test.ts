@@ -25,7 +25,7 @@ function conversation(answers: number): ChatEvent[] {
 
 function read(pieces: string[]): ChatState {
   const decoder = chatCheckpoint.decoder()
-  for (const piece of pieces) decoder.push(piece)
+  for (const piece of pieces) decoder.add(piece)
   return decoder.end()
 }
 

@@ -6,7 +6,7 @@
  * index the turns, a write ~18 ms; at 50k user messages (3.8 MiB) 59–66 + ~40 ms and ~28 ms.
  * Piece 0 is a head that lets a process holding no state read only the first screen's blocks.
  */
-import type { CheckpointCodec, Fold } from '@/lib/a2/index'
+import type { CheckpointCodec, Fold } from '@/lib/a2'
 import type { ChatEvent } from '../contract'
 import { BLOCK, blockJson, keepBlock } from './blocks'
 import { foldChat, initialChatState, openAnswers, slotOf, type ChatState, type Turn } from './reducer'
@@ -31,7 +31,7 @@ export const chatCheckpoint: CheckpointCodec<ChatState> = {
     const layer = new TurnLayer(undefined)
     let head = true
     return {
-      push(piece) {
+      add(piece) {
         if (head) return void (head = false) // piece 0 is for a partial read
         const block = JSON.parse(piece) as Turn[]
         const start = turns.length

@@ -247,7 +247,7 @@ describe('the work of an open', () => {
         for (const cut of at) {
           state = foldChat(events.slice(from, cut), state)
           const decoder = chatCheckpoint.decoder()
-          for (const piece of chatCheckpoint.encode(state)) decoder.push(piece)
+          for (const piece of chatCheckpoint.encode(state)) decoder.add(piece)
           state = decoder.end()
           from = cut
         }
@@ -291,7 +291,7 @@ describe('the work of an open', () => {
   it('and so does the first screen of a chat read back from its checkpoint with an answer folded on', () => {
     const reopened = (answers: number) => {
       const decoder = chatCheckpoint.decoder()
-      for (const piece of chatCheckpoint.encode(linearChat(answers))) decoder.push(piece)
+      for (const piece of chatCheckpoint.encode(linearChat(answers))) decoder.add(piece)
       const state = decoder.end()
       const last = state.turns.at(-1)!.id
       const more = [

@@ -15,7 +15,7 @@
  * in a slot the blocks hold whole (or under a turn the events added), and the screen it shows
  * lies in such slots with its walk up found. Else the whole checkpoint is read (lib/a2 §12).
  */
-import type { PartialCheckpoint } from '@/lib/a2/index'
+import type { PartialCheckpoint } from '@/lib/a2'
 import type { ChatEvent } from '../contract'
 import { BLOCK } from './blocks'
 import { firstScreen, FIRST_SCREEN_TURNS, latestBranchEnd, newestOfBranch } from './first-screen'

@@ -136,7 +136,7 @@ const viaJson = (state: ChatState): ChatState => JSON.parse(JSON.stringify(state
 function viaPieces(state: ChatState): { pieces: string[]; state: ChatState } {
   const [head, ...pieces] = chatCheckpoint.encode(state)
   const decoder = chatCheckpoint.decoder()
-  for (const piece of [head, ...pieces]) decoder.push(piece)
+  for (const piece of [head, ...pieces]) decoder.add(piece)
   return { pieces, state: decoder.end() }
 }
 

@@ -8,7 +8,7 @@
  * can both pass. The per-user cap bounds what that costs (a few answers, not a flood).
  */
 import { sql } from 'drizzle-orm'
-import { A2Error } from '@/lib/a2/index'
+import { A2Error } from '@/lib/a2'
 import type { A2Server, Executor, PushFound } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'

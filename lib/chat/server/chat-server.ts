@@ -6,7 +6,7 @@
  */
 import type { StoredEffect } from '../tools/stored-effect'
 import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
-import { getStore, closeStore } from '@/lib/store/index'
+import { getStore, closeStore } from '@/lib/store'
 import { env } from '@/lib/env'
 import { selectModels, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from '../contract'

@@ -5,7 +5,7 @@
  * closes), and given a moment to settle. A chat with a call an operator has yet to settle (an
  * UNKNOWN effect) is a 409 `unresolved`, with nothing written: that run is their evidence.
  */
-import { A2Error } from '@/lib/a2/index'
+import { A2Error } from '@/lib/a2'
 import { keepSpentTokens } from './admission'
 import type { ChatServer } from './chat-server'
 import { deleteShareLinks } from './share'

@@ -3,11 +3,11 @@
  * shows it), with every version of each turn kept, and each answer as its owner saw it: a
  * stopped answer cut at its Stop, with what was written after a late Stop left out; its
  * reasoning cut the same way, and each tool call with its input, its state in the words the page
- * uses (tool-status.ts) and its result. Pure: the fold's state in, text out.
+ * uses (tools/tool-call.ts) and its result. Pure: the fold's state in, text out.
  */
 import { answerText, isTerminal, type AnswerPart, type AnswerTurn, type ChatState, type Turn } from '../fold/reducer'
 import { partText, toolPhase } from '../fold/parts'
-import { describeToolCall } from '../tools/tool-status'
+import { describeToolCall } from '../tools/tool-call'
 import { visibleTurns } from '../fold/versions'
 
 export type ExportedPart =

@@ -8,7 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import type { Executor } from '@/lib/a2/server'
-import { getStore } from '@/lib/store/index'
+import { getStore } from '@/lib/store'
 
 /** How often an open shared tail asks whether its link still holds: a revoke closes it within this. */
 export const REVOKE_CHECK_MS = 500

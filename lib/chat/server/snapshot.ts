@@ -5,7 +5,7 @@
  * JSON whatever the history holds: the whole fold was 6.3 MB at 2,500 short turns.
  */
 import { z } from 'zod'
-import { A2Error } from '@/lib/a2/index'
+import { A2Error } from '@/lib/a2'
 import { parse } from '@/lib/http/route'
 import type { ChatState } from '../fold/reducer'
 import { firstScreen, pageAbove, pageBelow } from '../fold/first-screen'

@@ -6,7 +6,7 @@
 import { and, desc, eq } from 'drizzle-orm'
 import { schema, type Store } from '@/lib/a2/server'
 import { notes, type NoteRow } from '@/db/schema'
-import { A2Error } from '@/lib/a2/index'
+import { A2Error } from '@/lib/a2'
 
 export interface NoteOutbox {
   save(note: { idempotencyKey: string; sessionId: string; body: string }): Promise<NoteRow>

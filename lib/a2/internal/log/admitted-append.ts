@@ -1,12 +1,12 @@
 /**
- * The one writer of events that start or cancel runs (and of every append a step batch does
- * not carry): the SQL functions of sql/0008_one_push.ts. `a2_admit` makes every check under
+ * The admitted append: the one writer of events that start or cancel runs, of every client's
+ * push, and of every append a step batch does not carry: the SQL functions of sql/0008_one_push.ts. `a2_admit` makes every check under
  * the session's row lock, `a2_write` inserts the events and their jobs, records each cancel as
  * a compare-and-set with its history, and NOTIFYs once; `a2_push` is the two in one statement,
  * outside any transaction: what a Stop waits for is one round trip.
  *
  * abortOn predicates run here, in the app's code, on the open runs read before the call
- * (push-context.ts), and on the runs this push itself starts. When a run this did not see is
+ * (admit-context.ts), and on the runs this push itself starts. When a run this did not see is
  * open under the lock ('stale'), or the caller's own rows must commit with the events
  * (`within`: a run's FAILED status and its `a2.failed`, a rename), the same functions run in a
  * transaction that takes the session's lock first and judges the predicates under it.
@@ -17,12 +17,12 @@ import type { A2Event } from '../core/contract'
 import { A2Error } from '../core/errors'
 import { eventFromRow, isoTime, jsonbRows, type EventRow } from './event-row'
 import { pushedBytes, sameEventsAgain, sessionFull } from './append-checks'
-import { readPushContext, type PushContext } from './push-context'
+import { readAdmitContext, type AdmitContext } from './admit-context'
 import { query, type Executor, type Store } from '../store/store'
 import type { Fence, Routing, SessionCaps, ValidInput } from '../core/types'
 import { JOBS_CHANNEL, MAX_CANCELS_PER_HINT, TAIL_CHANNEL } from '../core/wire'
 
-export interface PushOptions {
+export interface AppendOptions {
   /** Set for pushes: the session must belong to this owner. */
   owner?: string
   /** Set for pushes: the session's caps (a 413 `session_full` past them; never for a Stop of an open run). */
@@ -32,11 +32,11 @@ export interface PushOptions {
   fence?: Fence
   /** Runs inside the append's transaction, after its checks and before its writes; a throw rolls it all back. */
   within?: (tx: Executor) => Promise<void>
-  /** The session as a push read it before its admission (push-context.ts), reused for the predicates. */
-  context?: PushContext
+  /** The session as a push read it before its admission (admit-context.ts), reused for the predicates. */
+  context?: AdmitContext
 }
 
-export interface PushResult {
+export interface AppendResult {
   events: A2Event[]
   /** Every input carried an id that was already in the log: nothing was written. */
   duplicate: boolean
@@ -55,31 +55,31 @@ interface Admitted {
   o_existing: EventRow[] | string | null
 }
 
-export async function push(
+export async function appendAdmitted(
   store: Store,
   routing: Routing,
   sessionId: string,
   inputs: readonly ValidInput[],
-  options: PushOptions,
-): Promise<PushResult> {
+  options: AppendOptions,
+): Promise<AppendResult> {
   if (!options.within) {
     const judged = needsRuns(routing, inputs)
-      ? (options.context ?? (await readPushContext(store.db, sessionId, { owner: options.owner })))
+      ? (options.context ?? (await readAdmitContext(store.db, sessionId, { owner: options.owner })))
       : undefined
-    const done = await pushInOneStatement(store.db, routing, sessionId, inputs, options, judged)
+    const done = await inOneStatement(store.db, routing, sessionId, inputs, options, judged)
     if (done !== 'stale') return done
   }
-  return pushInTransaction(store, routing, sessionId, inputs, options)
+  return inTransaction(store, routing, sessionId, inputs, options)
 }
 
-function pushInOneStatement(
+function inOneStatement(
   db: Executor,
   routing: Routing,
   sessionId: string,
   inputs: readonly ValidInput[],
-  options: PushOptions,
-  context: PushContext | undefined,
-): Promise<PushResult | 'stale'> {
+  options: AppendOptions,
+  context: AdmitContext | undefined,
+): Promise<AppendResult | 'stale'> {
   const plan = planOf(routing, sessionId, inputs, context)
   return query<Admitted & { o_start: number | null; o_created_at: Date | string | null }>(
     db,
@@ -103,17 +103,17 @@ function pushInOneStatement(
  * the ones the write sees, and with the caller's `within` between the checks and the writes.
  * A refusal or a throw rolls everything back, `within`'s rows too.
  */
-async function pushInTransaction(
+async function inTransaction(
   store: Store,
   routing: Routing,
   sessionId: string,
   inputs: readonly ValidInput[],
-  options: PushOptions,
-): Promise<PushResult> {
+  options: AppendOptions,
+): Promise<AppendResult> {
   return store.db.transaction(async (tx) => {
     const [locked] = await query<{ id: string }>(tx, sql`select id from a2_sessions where id = ${sessionId} for no key update`)
     if (!locked) throw new A2Error('not_found', 'no such session')
-    const context = needsRuns(routing, inputs) ? await readPushContext(tx, sessionId, { owner: options.owner }) : undefined
+    const context = needsRuns(routing, inputs) ? await readAdmitContext(tx, sessionId, { owner: options.owner }) : undefined
     const plan = planOf(routing, sessionId, inputs, context)
     const [admitted] = await query<Admitted & { o_head: number | null }>(
       tx,
@@ -140,7 +140,7 @@ async function pushInTransaction(
 }
 
 /** Throws the typed error of a refusal; 'duplicate' and 'stale' are answers, not errors. */
-function throwRefusal(answer: Admitted, options: PushOptions): void {
+function throwRefusal(answer: Admitted, options: AppendOptions): void {
   const refused = answer.o_refused
   if (refused === null || refused === 'duplicate' || refused === 'stale') return
   const caps = options.caps ?? { maxEvents: options.stepCap ?? 0, maxPushedBytes: 0 }
@@ -152,7 +152,7 @@ function throwRefusal(answer: Admitted, options: PushOptions): void {
   throw new Error(`a2_admit answered ${refused}`)
 }
 
-function duplicateOf(answer: Admitted, inputs: readonly ValidInput[]): PushResult {
+function duplicateOf(answer: Admitted, inputs: readonly ValidInput[]): AppendResult {
   return { events: sameEventsAgain(jsonbRows(answer.o_existing).map(eventFromRow), inputs), duplicate: true }
 }
 
@@ -163,7 +163,7 @@ function landed(plan: Plan, sessionId: string, start: number, createdAt: Date | 
 const clientIds = (inputs: readonly ValidInput[]) => JSON.stringify(inputs.flatMap((input) => (input.id ? [input.id] : [])))
 const stepRuns = (inputs: readonly ValidInput[]) => JSON.stringify([...new Set(inputs.flatMap((input) => (input.stepOf ? [input.stepOf] : [])))])
 /** A push's payloads count against the session's pushed bytes; a server append's do not. */
-const bytesOf = (inputs: readonly ValidInput[], options: PushOptions) => (options.caps ? pushedBytes(inputs) : 0)
+const bytesOf = (inputs: readonly ValidInput[], options: AppendOptions) => (options.caps ? pushedBytes(inputs) : 0)
 
 /** Workers need to hear of new jobs and cancels; a plain append's hint goes to the tails alone. */
 function channelOf(routing: Routing, inputs: readonly ValidInput[]): string {
@@ -174,7 +174,7 @@ function needsRuns(routing: Routing, inputs: readonly ValidInput[]): boolean {
   return inputs.some((input) => routing.cancelsFor(input.type).some((route) => route.predicate))
 }
 
-function planOf(routing: Routing, sessionId: string, inputs: readonly ValidInput[], context: PushContext | undefined): Plan {
+function planOf(routing: Routing, sessionId: string, inputs: readonly ValidInput[], context: AdmitContext | undefined): Plan {
   const plan: Plan = { events: [], jobs: [], cancels: [] }
   const now = new Date().toISOString()
   // Each event as it will be stored; its index is provisional (where the head was when read):

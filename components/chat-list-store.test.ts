@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 
-type Store = typeof import('./sessions-store')
+type Store = typeof import('./chat-list-store')
 const session = (id: string, title = id) => ({ id, title, createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z' })
 
 let calls: Array<{ url: string; method: string; keepalive?: boolean }>
@@ -15,8 +15,8 @@ let listed = [session('a'), session('b'), session('c')]
 
 async function freshStore(): Promise<Store> {
   vi.resetModules()
-  const store = await import('./sessions-store')
-  await store.sessionsStore.load()
+  const store = await import('./chat-list-store')
+  await store.chatListStore.load()
   return store
 }
 
@@ -70,58 +70,58 @@ afterEach(() => {
   vi.unstubAllGlobals()
 })
 
-const ids = (store: Store) => store.sessionsStore.getSnapshot().sessions.map((s) => s.id)
+const ids = (store: Store) => store.chatListStore.getSnapshot().sessions.map((s) => s.id)
 const deletes = () => calls.filter((c) => c.method === 'DELETE').map((c) => c.url)
 
 describe('delete with undo', () => {
   it('hides the chat at once and sends the delete only when the undo window ends', async () => {
     const store = await freshStore()
-    store.sessionsStore.remove('b')
+    store.chatListStore.remove('b')
     expect(ids(store)).toEqual(['a', 'c'])
-    expect(store.sessionsStore.getSnapshot().pendingDelete).toEqual({ id: 'b', title: 'b', wasOpen: false })
+    expect(store.chatListStore.getSnapshot().pendingDelete).toEqual({ id: 'b', title: 'b', wasOpen: false })
     await vi.advanceTimersByTimeAsync(store.UNDO_MS - 1)
     expect(deletes()).toEqual([])
     await vi.advanceTimersByTimeAsync(1)
     expect(deletes()).toEqual(['/api/sessions/b'])
-    expect(store.sessionsStore.getSnapshot().pendingDelete).toBeUndefined()
+    expect(store.chatListStore.getSnapshot().pendingDelete).toBeUndefined()
     expect(ids(store)).toEqual(['a', 'c'])
   })
 
   it('undo puts the chat back where it was, and nothing is sent', async () => {
     const store = await freshStore()
-    store.sessionsStore.remove('b')
-    expect(store.sessionsStore.undo('b')).toBe(true)
+    store.chatListStore.remove('b')
+    expect(store.chatListStore.undo('b')).toBe(true)
     expect(ids(store)).toEqual(['a', 'b', 'c'])
-    expect(store.sessionsStore.getSnapshot().pendingDelete).toBeUndefined()
+    expect(store.chatListStore.getSnapshot().pendingDelete).toBeUndefined()
     await vi.advanceTimersByTimeAsync(store.UNDO_MS * 2)
     expect(deletes()).toEqual([])
-    expect(store.sessionsStore.undo('b')).toBe(false)
+    expect(store.chatListStore.undo('b')).toBe(false)
   })
 
   it('a list fetched during or after the window does not bring the deleted chat back', async () => {
     const store = await freshStore()
-    store.sessionsStore.remove('b')
-    await store.sessionsStore.refresh()
+    store.chatListStore.remove('b')
+    await store.chatListStore.refresh()
     expect(ids(store)).toEqual(['a', 'c'])
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
-    await store.sessionsStore.refresh()
+    await store.chatListStore.refresh()
     expect(ids(store)).toEqual(['a', 'c'])
   })
 
   it('a failed delete puts the chat back and says so', async () => {
     const store = await freshStore()
     deleteStatus = 500
-    store.sessionsStore.remove('b')
+    store.chatListStore.remove('b')
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
     expect(ids(store)).toEqual(['a', 'b', 'c'])
-    expect(store.sessionsStore.getSnapshot().error).toMatch(/Couldn’t delete “b”/)
+    expect(store.chatListStore.getSnapshot().error).toMatch(/Couldn’t delete “b”/)
   })
 
   it('a chat the list marks unresolved is not hidden and offers no undo: it says it can be deleted once its call is settled, and sends nothing', async () => {
     listed = [session('a'), { ...session('b'), unresolved: true } as ReturnType<typeof session>, session('c')]
     const store = await freshStore()
-    store.sessionsStore.remove('b')
-    const snapshot = store.sessionsStore.getSnapshot()
+    store.chatListStore.remove('b')
+    const snapshot = store.chatListStore.getSnapshot()
     expect(ids(store)).toEqual(['a', 'b', 'c'])
     expect(snapshot.pendingDelete).toBeUndefined()
     expect(snapshot.error).toMatch(/“b” can’t be deleted until .*settled/)
@@ -132,30 +132,30 @@ describe('delete with undo', () => {
   it('a delete the server refuses as unresolved puts the chat back, says why, and a second try is refused at once', async () => {
     const store = await freshStore()
     deleteStatus = 409
-    store.sessionsStore.remove('b')
+    store.chatListStore.remove('b')
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
     expect(ids(store)).toEqual(['a', 'b', 'c'])
-    expect(store.sessionsStore.getSnapshot().error).toMatch(/“b” can’t be deleted until .*settled/)
-    store.sessionsStore.remove('b')
-    expect(store.sessionsStore.getSnapshot().pendingDelete).toBeUndefined()
+    expect(store.chatListStore.getSnapshot().error).toMatch(/“b” can’t be deleted until .*settled/)
+    store.chatListStore.remove('b')
+    expect(store.chatListStore.getSnapshot().pendingDelete).toBeUndefined()
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
     expect(deletes()).toEqual(['/api/sessions/b'])
   })
 
   it('a newer delete ends the previous one’s window: one toast at a time', async () => {
     const store = await freshStore()
-    store.sessionsStore.remove('a')
-    store.sessionsStore.remove('c')
+    store.chatListStore.remove('a')
+    store.chatListStore.remove('c')
     await vi.advanceTimersByTimeAsync(0)
     expect(deletes()).toEqual(['/api/sessions/a'])
-    expect(store.sessionsStore.getSnapshot().pendingDelete?.id).toBe('c')
+    expect(store.chatListStore.getSnapshot().pendingDelete?.id).toBe('c')
     expect(ids(store)).toEqual(['b'])
   })
 
   it('the page going away sends pending deletes with keepalive', async () => {
     const store = await freshStore()
-    store.sessionsStore.remove('a')
-    store.sessionsStore.flushDeletes()
+    store.chatListStore.remove('a')
+    store.chatListStore.flushDeletes()
     await vi.advanceTimersByTimeAsync(0)
     expect(calls.filter((c) => c.method === 'DELETE')).toEqual([{ url: '/api/sessions/a', method: 'DELETE', keepalive: true }])
     await vi.advanceTimersByTimeAsync(store.UNDO_MS)
@@ -170,15 +170,15 @@ describe('delete with undo', () => {
     ]
     const old = '0a5e2c1e-7f3b-4c2d-9a6e-1b2c3d4e5f60'
     vi.stubGlobal('fetch', async (url: string) => (url === `/api/sessions/${old}` ? answers.shift()! : Response.json({ sessions: listed })))
-    await store.sessionsStore.ensure(old)
-    expect(store.sessionsStore.getSnapshot().missing).toEqual([])
-    await store.sessionsStore.ensure(old) // the next visit asks again
-    expect(store.sessionsStore.getSnapshot().opened[old]?.title).toBe('An old chat')
+    await store.chatListStore.ensure(old)
+    expect(store.chatListStore.getSnapshot().missing).toEqual([])
+    await store.chatListStore.ensure(old) // the next visit asks again
+    expect(store.chatListStore.getSnapshot().opened[old]?.title).toBe('An old chat')
 
     vi.stubGlobal('fetch', async () => Response.json({ error: { code: 'not_found', message: 'no such chat' } }, { status: 404 }))
     const gone = '1b6f3d2f-8a4c-4d3e-8b7f-2c3d4e5f6071'
-    await store.sessionsStore.ensure(gone)
-    expect(store.sessionsStore.getSnapshot().missing).toEqual([gone])
+    await store.chatListStore.ensure(gone)
+    expect(store.chatListStore.getSnapshot().missing).toEqual([gone])
   })
 })
 
@@ -191,7 +191,7 @@ describe('a fresh browser has no identity until its first list answers', () => {
    */
   it('sends no other list, search or create until the first list has answered', async () => {
     vi.resetModules()
-    const store = await import('./sessions-store')
+    const store = await import('./chat-list-store')
     const inFlight: string[] = []
     let most = 0
     const pending: Array<() => void> = []
@@ -212,10 +212,10 @@ describe('a fresh browser has no identity until its first list answers', () => {
         await vi.advanceTimersByTimeAsync(0)
       }
     }
-    void store.sessionsStore.load()
-    const refreshed = store.sessionsStore.refresh() // the tab became visible
-    const found = store.sessionsStore.search('hello')
-    const created = store.sessionsStore.create()
+    void store.chatListStore.load()
+    const refreshed = store.chatListStore.refresh() // the tab became visible
+    const found = store.chatListStore.search('hello')
+    const created = store.chatListStore.create()
     await vi.advanceTimersByTimeAsync(0)
     expect(inFlight).toEqual(['GET /api/sessions'])
     await answerAll()
@@ -231,47 +231,47 @@ describe('two tabs of one browser', () => {
   it('a delete in one tab hides the chat in the other at once, Undo brings it back in its place, and the end of the window marks it gone', async () => {
     const a = await freshStore()
     const b = await freshStore()
-    a.sessionsStore.remove('b')
+    a.chatListStore.remove('b')
     await vi.advanceTimersByTimeAsync(0)
     expect(ids(b)).toEqual(['a', 'c'])
     // A list B reads meanwhile does not bring it back (the server still has it).
-    await b.sessionsStore.refresh()
+    await b.chatListStore.refresh()
     expect(ids(b)).toEqual(['a', 'c'])
-    expect(b.sessionsStore.getSnapshot().pendingDelete).toBeUndefined() // the toast is A's
+    expect(b.chatListStore.getSnapshot().pendingDelete).toBeUndefined() // the toast is A's
 
-    a.sessionsStore.undo('b')
+    a.chatListStore.undo('b')
     await vi.advanceTimersByTimeAsync(0)
     expect(ids(b)).toEqual(['a', 'b', 'c'])
 
-    a.sessionsStore.remove('b')
+    a.chatListStore.remove('b')
     await vi.advanceTimersByTimeAsync(0)
-    expect(b.sessionsStore.getSnapshot().missing).toEqual([])
+    expect(b.chatListStore.getSnapshot().missing).toEqual([])
     await vi.advanceTimersByTimeAsync(a.UNDO_MS)
-    await vi.waitFor(() => expect(b.sessionsStore.getSnapshot().missing).toEqual(['b']))
+    await vi.waitFor(() => expect(b.chatListStore.getSnapshot().missing).toEqual(['b']))
     expect(deletes()).toEqual(['/api/sessions/b']) // once, by A
     expect(ids(b)).toEqual(['a', 'c'])
-    expect(b.sessionsStore.getSnapshot().missing).toEqual(['b'])
+    expect(b.chatListStore.getSnapshot().missing).toEqual(['b'])
   })
 
   it('a chat hidden by the other tab’s delete keeps its summary, so a header showing it keeps its title until the delete is final', async () => {
     const a = await freshStore()
     const b = await freshStore()
-    a.sessionsStore.remove('b')
+    a.chatListStore.remove('b')
     await vi.advanceTimersByTimeAsync(0)
     expect(ids(b)).toEqual(['a', 'c'])
-    expect(b.sessionsStore.getSnapshot().opened.b?.title).toBe('b')
+    expect(b.chatListStore.getSnapshot().opened.b?.title).toBe('b')
   })
 
   it('a delete that fails puts the chat back in the other tab too', async () => {
     const a = await freshStore()
     const b = await freshStore()
     deleteStatus = 500
-    a.sessionsStore.remove('c')
+    a.chatListStore.remove('c')
     await vi.advanceTimersByTimeAsync(0)
     expect(ids(b)).toEqual(['a', 'b'])
     await vi.advanceTimersByTimeAsync(a.UNDO_MS)
     await vi.waitFor(() => expect(ids(b)).toEqual(['a', 'b', 'c']))
-    expect(b.sessionsStore.getSnapshot().missing).toEqual([])
+    expect(b.chatListStore.getSnapshot().missing).toEqual([])
   })
 
   it('a rename in one tab retitles the chat in the other, with no request', async () => {
@@ -282,10 +282,10 @@ describe('two tabs of one browser', () => {
       if (init.method === 'PATCH') return Response.json({ session: session('a', 'Renamed') })
       return Response.json({ sessions: listed })
     })
-    await a.sessionsStore.rename('a', 'Renamed')
+    await a.chatListStore.rename('a', 'Renamed')
     const before = calls.length
     await vi.advanceTimersByTimeAsync(0)
-    expect(b.sessionsStore.getSnapshot().sessions.find((s) => s.id === 'a')?.title).toBe('Renamed')
+    expect(b.chatListStore.getSnapshot().sessions.find((s) => s.id === 'a')?.title).toBe('Renamed')
     // A re-reads its own list after a rename; B needs no request for it.
     expect(calls.slice(before).filter((c) => c.method === 'GET').length).toBeLessThanOrEqual(1)
   })
@@ -299,16 +299,16 @@ describe('two tabs of one browser', () => {
       if (init.method === 'POST') return Response.json({ session: session('new', '') }, { status: 201 })
       return Response.json({ sessions: listed })
     })
-    await a.sessionsStore.create()
+    await a.chatListStore.create()
     const before = gets()
     await vi.advanceTimersByTimeAsync(0)
     expect(gets()).toBe(before + 1)
     expect(ids(b)).toEqual(['new', 'a', 'b', 'c'])
 
     listed = [session('new', 'Hello there'), ...listed.slice(1)]
-    await a.sessionsStore.changed()
+    await a.chatListStore.changed()
     await vi.advanceTimersByTimeAsync(0)
-    expect(b.sessionsStore.getSnapshot().sessions[0].title).toBe('Hello there')
+    expect(b.chatListStore.getSnapshot().sessions[0].title).toBe('Hello there')
   })
 })
 
@@ -317,11 +317,11 @@ describe('search results', () => {
     const a = await freshStore()
     const b = await freshStore()
     const found = session('b', 'old title')
-    expect(b.sessionsStore.current(found)?.title).toBe('b') // the list's title
-    a.sessionsStore.remove('b')
+    expect(b.chatListStore.current(found)?.title).toBe('b') // the list's title
+    a.chatListStore.remove('b')
     await vi.advanceTimersByTimeAsync(0)
-    expect(b.sessionsStore.current(found)).toBeUndefined()
-    expect(a.sessionsStore.current(found)).toBeUndefined()
-    expect(b.sessionsStore.current(session('elsewhere', 'kept'))?.title).toBe('kept')
+    expect(b.chatListStore.current(found)).toBeUndefined()
+    expect(a.chatListStore.current(found)).toBeUndefined()
+    expect(b.chatListStore.current(session('elsewhere', 'kept'))?.title).toBe('kept')
   })
 })

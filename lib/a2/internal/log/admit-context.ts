@@ -4,7 +4,7 @@
  * id, and the session's open runs with the events that started them. A push's admission
  * decides on it (references, "already running"), and the one-statement append evaluates
  * abortOn predicates on its open runs; the append then re-checks under the session's lock
- * that no run opened since (push.ts).
+ * that no run opened since (admitted-append.ts).
  */
 import { sql } from 'drizzle-orm'
 import type { A2Event } from '../core/contract'
@@ -23,7 +23,7 @@ export interface OpenRunRead {
   trigger: A2Event
 }
 
-export interface PushContext {
+export interface AdmitContext {
   head: number
   /** The session's events with the ids asked for (missing ids are left out). */
   events: A2Event[]
@@ -36,11 +36,11 @@ const EVENT_JSON = sql.raw(
 )
 
 /** Reads a session's push context; `owner` set: someone else's session is `not_found`, like a missing one. */
-export async function readPushContext(
+export async function readAdmitContext(
   executor: Executor,
   sessionId: string,
   options: { owner?: string; ids?: readonly string[] } = {},
-): Promise<PushContext> {
+): Promise<AdmitContext> {
   const ids = options.ids ?? []
   // The ids are looked up with = any(array(…)), not in (select …): this statement is prepared,
   // and the semi-join's generic plan read every event of the session (session-length.test.ts).

@@ -6,8 +6,8 @@
  * (`finishedId`), the one the handler's own `finished` carries, so a second write of it is the
  * same event (the log answers it as a duplicate) or refused as a conflict, never a second one.
  */
-import { A2Error } from '@/lib/a2/index'
-import type { RunEnding } from '@/lib/a2/server'
+import { A2Error } from '@/lib/a2'
+import type { EndedRun } from '@/lib/a2/server'
 import { countPrompt, countText, type Usage } from '@/lib/ai/usage'
 import { chatFold } from '../fold/checkpoint'
 import type { Chat, ChatEvent, FinishReason } from '../contract'
@@ -15,18 +15,19 @@ import { SYSTEM_PROMPT, committedTurn, toModelMessages } from './history'
 import { answerText } from '../fold/reducer'
 import { partText } from '../fold/parts'
 import { settledStates, type StoredEffect } from '../tools/stored-effect'
+import { anyToolCallKey } from '../tools/tool-call'
 
-/** The one id of answer-ending events of a job: the handler's `finished` and the hook's. */
+/** The one id of the `finished` of a job's answer: the handler's and the `onEnded` hook's. */
 export const finishedId = (jobId: number) => `finished-${jobId}`
 
 /**
- * The ending hook: the calls the answer still shows running get their state from their stored
+ * The consumer's `onEnded` hook: the calls the answer still shows running get their state from their stored
  * effects (the drain asked their receivers before it settled the run), then the one `finished`.
  * `storedEffects` reads the run's effects (the server's operator view).
  */
-export function endingHook(storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>) {
-  return async (run: RunEnding<Chat, 'generate'>): Promise<void> => {
-    if (storedEffects && run.dispatched.some((key) => key.startsWith('tool:'))) {
+export function onAnswerEnded(storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>) {
+  return async (run: EndedRun<Chat, 'generate'>): Promise<void> => {
+    if (storedEffects && anyToolCallKey(run.dispatched)) {
       const later = (await run.read({ after: run.trigger.index, limit: 10_000 })) as ChatEvent[]
       const states = settledStates(run.trigger.id, later, await storedEffects(run.jobId))
       if (states.length > 0) await run.append(...states.map((payload) => ({ type: 'tool.state' as const, payload })))
@@ -35,7 +36,7 @@ export function endingHook(storedEffects?: (jobId: number) => Promise<readonly S
   }
 }
 
-export async function writeMissingFinished(run: RunEnding<Chat, 'generate'>): Promise<void> {
+export async function writeMissingFinished(run: EndedRun<Chat, 'generate'>): Promise<void> {
   const reason: FinishReason = run.status === 'CANCELLED' ? 'cancelled' : run.status === 'FAILED' ? 'error' : 'other'
   try {
     await run.append({
@@ -56,7 +57,7 @@ export async function writeMissingFinished(run: RunEnding<Chat, 'generate'>): Pr
  * did not finish: its prompt as sent (the history before the trigger, as the handler builds it;
  * a successor's continuation instruction is not counted) and the answer's committed parts.
  */
-async function usageOf(run: RunEnding<Chat, 'generate'>): Promise<Usage> {
+async function usageOf(run: EndedRun<Chat, 'generate'>): Promise<Usage> {
   if (!run.dispatched.includes('model')) return { inputTokens: 0, outputTokens: 0, counted: true }
   const { state: history } = await run.fold(chatFold)
   const later = (await run.read({ after: run.trigger.index, limit: 10_000 })) as ChatEvent[]

@@ -1,13 +1,13 @@
 /**
- * The `finished` the ending hook writes for an answer its attempt did not finish (a dead worker,
+ * The `finished` the `onEnded` hook writes for an answer its attempt did not finish (a dead worker,
  * settled by the drain) bills what the model streamed of every part: the reasoning and the
  * tool's input, like the text.
  */
 import { describe, expect, it } from 'vitest'
-import type { RunEnding } from '@/lib/a2/server'
+import type { EndedRun } from '@/lib/a2/server'
 import { countText } from '@/lib/ai/usage'
 import type { Chat, ChatEvent } from '../contract'
-import { endingHook, writeMissingFinished } from './ending'
+import { onAnswerEnded, writeMissingFinished } from './unfinished'
 import { foldChat } from '../fold/reducer'
 
 const at = (index: number, type: ChatEvent['type'], payload: unknown) =>
@@ -39,14 +39,14 @@ describe('writeMissingFinished', () => {
       },
       read: async () => later,
       fold: async () => ({ state: foldChat([message]), index: 0 }),
-    } as unknown as RunEnding<Chat, 'generate'>
+    } as unknown as EndedRun<Chat, 'generate'>
     await writeMissingFinished(run)
     const [finished] = appended as Array<{ payload: { usage: { outputTokens: number } } }>
     expect(finished.payload.usage.outputTokens).toBe(countText('Sent.') + countText(reasoning) + countText(input))
   })
 })
 
-describe('the ending hook of a run the drain settled with a tool call in flight', () => {
+describe('the `onEnded` hook of a run the drain settled with a tool call in flight', () => {
   it('writes each call the answer still shows running with the state its stored effect says, before the one finished', async () => {
     const message = at(0, 'message', { text: 'tell the team three times' })
     const trigger = at(1, 'generate', { for: 'e0' }) as Extract<ChatEvent, { type: 'generate' }>
@@ -81,8 +81,8 @@ describe('the ending hook of a run the drain settled with a tool call in flight'
       },
       read: async () => later,
       fold: async () => ({ state: foldChat([message]), index: 0 }),
-    } as unknown as RunEnding<Chat, 'generate'>
-    await endingHook(async (jobId) => (jobId === 7 ? effects : []))(run)
+    } as unknown as EndedRun<Chat, 'generate'>
+    await onAnswerEnded(async (jobId) => (jobId === 7 ? effects : []))(run)
     expect(appended.map((e) => e.type)).toEqual(['tool.state', 'tool.state', 'tool.state', 'finished'])
     expect(appended.slice(0, 3).map((e) => [e.payload.call, e.payload.state, e.payload.result, e.payload.settle])).toEqual([
       ['had', 'done', { status: 200 }, undefined],

@@ -11,7 +11,7 @@ import { listenToOtherTabs, tellOtherTabs, type ListChange } from './sessions-ch
 
 export { isSessionId } from './session-id'
 
-export interface SessionSummary {
+export interface ChatListItem {
   id: string
   /** Set server-side from the first message; empty until then. */
   title: string | null
@@ -35,8 +35,8 @@ export interface PendingDelete {
   wasOpen: boolean
 }
 
-export interface SessionsState {
-  sessions: SessionSummary[]
+export interface ChatListState {
+  sessions: ChatListItem[]
   nextBefore?: string
   status: 'idle' | 'loading' | 'ready' | 'error'
   loadingMore: boolean
@@ -46,7 +46,7 @@ export interface SessionsState {
   /** The latest delete, while it can still be undone. */
   pendingDelete?: PendingDelete
   /** Chats opened by link that are not in the loaded pages (an old one): their summaries, for the header. */
-  opened: Record<string, SessionSummary>
+  opened: Record<string, ChatListItem>
 }
 
 async function api<T>(url: string, init?: RequestInit): Promise<T> {
@@ -72,13 +72,13 @@ export const UNDO_MS = 5_000
 const GENERATING_POLL_MS = 3_000
 
 interface Page {
-  sessions: SessionSummary[]
+  sessions: ChatListItem[]
   nextBefore?: string | null
 }
 
-const SERVER_SNAPSHOT: SessionsState = { sessions: [], status: 'idle', loadingMore: false, missing: [], opened: {} }
+const SERVER_SNAPSHOT: ChatListState = { sessions: [], status: 'idle', loadingMore: false, missing: [], opened: {} }
 
-let state: SessionsState = SERVER_SNAPSHOT
+let state: ChatListState = SERVER_SNAPSHOT
 let pagesLoaded = 0
 /**
  * The first GET. In a fresh browser it also sets the identity cookie, and the list, search and
@@ -94,19 +94,19 @@ const listeners = new Set<() => void>()
 const renaming = new Map<string, string>()
 
 /** Deletes waiting out their undo window: the session and where it was in the list. */
-const undoable = new Map<string, { session: SessionSummary; index: number; timer: ReturnType<typeof setTimeout> }>()
+const undoable = new Map<string, { session: ChatListItem; index: number; timer: ReturnType<typeof setTimeout> }>()
 /** Deleted (or being deleted): a list fetched meanwhile must not bring them back. */
 const deleted = new Set<string>()
 let pollTimer: ReturnType<typeof setTimeout> | undefined
 const ensuring = new Set<string>()
 /** Chats another tab is deleting, in their undo window: where they were, should it be undone there. */
-const hiddenByOtherTab = new Map<string, { session: SessionSummary; index: number }>()
+const hiddenByOtherTab = new Map<string, { session: ChatListItem; index: number }>()
 let listening = false
 
 /** Another tab changed the list: the same change here, with no request unless it needs one. */
 function applyOtherTabs(change: ListChange) {
   if (change.type === 'changed') {
-    void sessionsStore.refresh()
+    void chatListStore.refresh()
     return
   }
   const { id } = change
@@ -139,10 +139,10 @@ function applyOtherTabs(change: ListChange) {
       deleted.add(id)
       set({ sessions: without() })
       // The header and an open chat page say it is gone (NotFoundView).
-      sessionsStore.markMissing(id)
+      chatListStore.markMissing(id)
       return
     case 'renamed': {
-      const retitle = (s: SessionSummary) => (s.id === id ? { ...s, title: change.title } : s)
+      const retitle = (s: ChatListItem) => (s.id === id ? { ...s, title: change.title } : s)
       set({
         sessions: state.sessions.map(retitle),
         opened: state.opened[id] ? { ...state.opened, [id]: retitle(state.opened[id]) } : state.opened,
@@ -152,7 +152,7 @@ function applyOtherTabs(change: ListChange) {
   }
 }
 
-function set(patch: Partial<SessionsState>) {
+function set(patch: Partial<ChatListState>) {
   state = { ...state, ...patch }
   for (const listener of listeners) listener()
   schedulePoll()
@@ -169,13 +169,13 @@ function schedulePoll() {
   if (pollTimer || typeof document === 'undefined') return
   pollTimer = setTimeout(() => {
     pollTimer = undefined
-    if (document.visibilityState === 'visible') void sessionsStore.refresh()
+    if (document.visibilityState === 'visible') void chatListStore.refresh()
     else schedulePoll()
   }, GENERATING_POLL_MS)
 }
 
 /** Why a chat stays: a call it made may or may not have happened, and an operator settles that first (the runs page). */
-function cannotDeleteYet(session: SessionSummary): string {
+function cannotDeleteYet(session: ChatListItem): string {
   return `“${sessionTitle(session)}” can’t be deleted until its interrupted call is settled: it may or may not have happened (see Runs).`
 }
 
@@ -189,7 +189,7 @@ function deleteRequest(id: string, keepalive = false): Promise<unknown> {
 
 /** The first list has answered (or failed): from here on the browser holds the identity every request uses. */
 function identitySettled(): Promise<void> {
-  return firstLoad ?? sessionsStore.load()
+  return firstLoad ?? chatListStore.load()
 }
 
 /**
@@ -208,7 +208,7 @@ function fetchPage(before?: string): Promise<Page> {
   return api<Page>(before ? `/api/sessions?before=${encodeURIComponent(before)}` : '/api/sessions')
 }
 
-function dedupe(list: SessionSummary[]): SessionSummary[] {
+function dedupe(list: ChatListItem[]): ChatListItem[] {
   const seen = new Set<string>()
   return list
     .filter((s) => !deleted.has(s.id))
@@ -227,7 +227,7 @@ export function meansNoSuchChat(error: unknown): boolean {
   return typeof status === 'number' && [400, 401, 403, 404].includes(status)
 }
 
-export const sessionsStore = {
+export const chatListStore = {
   subscribe(listener: () => void) {
     listeners.add(listener)
     return () => {
@@ -264,7 +264,7 @@ export const sessionsStore = {
 
   /** Re-reads the first page (titles, order), keeping older pages already loaded. Coalesced. */
   refresh(): Promise<void> {
-    if (!firstLoad) return sessionsStore.load()
+    if (!firstLoad) return chatListStore.load()
     if (refreshing) {
       refreshAgain = true
       return refreshing
@@ -310,9 +310,9 @@ export const sessionsStore = {
   },
 
   /** Creates a session and puts it at the top of the list. */
-  async create(): Promise<SessionSummary> {
+  async create(): Promise<ChatListItem> {
     await identitySettled()
-    const { session } = await api<{ session: SessionSummary }>('/api/sessions', { method: 'POST', body: '{}' })
+    const { session } = await api<{ session: ChatListItem }>('/api/sessions', { method: 'POST', body: '{}' })
     set({ sessions: dedupe([session, ...state.sessions]) })
     tellOtherTabs({ type: 'changed' })
     return session
@@ -325,7 +325,7 @@ export const sessionsStore = {
    */
   changed(): Promise<void> {
     tellOtherTabs({ type: 'changed' })
-    return sessionsStore.refresh()
+    return chatListStore.refresh()
   },
 
   /**
@@ -339,9 +339,9 @@ export const sessionsStore = {
     // The server would refuse it (409 unresolved): no "deleted, undo" for a chat that stays.
     if (session.unresolved) return set({ error: cannotDeleteYet(session) })
     // A newer delete ends the previous one's undo window: one toast at a time.
-    for (const other of [...undoable.keys()]) void sessionsStore.commitDelete(other)
+    for (const other of [...undoable.keys()]) void chatListStore.commitDelete(other)
     deleted.add(id)
-    const timer = setTimeout(() => void sessionsStore.commitDelete(id), UNDO_MS)
+    const timer = setTimeout(() => void chatListStore.commitDelete(id), UNDO_MS)
     undoable.set(id, { session, index: Math.max(index, 0), timer })
     set({
       sessions: state.sessions.filter((s) => s.id !== id),
@@ -404,16 +404,16 @@ export const sessionsStore = {
    * A search result as things stand now: gone once deleted (here or in another tab), with the
    * title the list has since (a rename). Results are read once; the list moves on.
    */
-  current(result: SessionSummary): SessionSummary | undefined {
+  current(result: ChatListItem): ChatListItem | undefined {
     if (deleted.has(result.id)) return undefined
     const known = state.sessions.find((s) => s.id === result.id) ?? state.opened[result.id]
     return known ? { ...result, title: known.title } : result
   },
 
   /** Chats whose title or messages contain `text` (the server's search; one bounded page). */
-  async search(text: string, signal?: AbortSignal): Promise<SessionSummary[]> {
+  async search(text: string, signal?: AbortSignal): Promise<ChatListItem[]> {
     await identitySettled()
-    const { sessions } = await api<{ sessions: SessionSummary[] }>(`/api/sessions?q=${encodeURIComponent(text)}`, { signal })
+    const { sessions } = await api<{ sessions: ChatListItem[] }>(`/api/sessions?q=${encodeURIComponent(text)}`, { signal })
     return sessions.filter((s) => !deleted.has(s.id))
   },
 
@@ -425,10 +425,10 @@ export const sessionsStore = {
     if (ensuring.has(id) || state.sessions.some((s) => s.id === id) || state.missing.includes(id)) return
     ensuring.add(id)
     try {
-      const { session } = await api<{ session: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`)
+      const { session } = await api<{ session: ChatListItem }>(`/api/sessions/${encodeURIComponent(id)}`)
       set({ opened: { ...state.opened, [id]: session } })
     } catch (error) {
-      if (meansNoSuchChat(error)) sessionsStore.markMissing(id)
+      if (meansNoSuchChat(error)) chatListStore.markMissing(id)
       else ensuring.delete(id) // a network error, a 5xx, a 408 or 429 (wait and ask again): try again on the next visit
     }
   },
@@ -443,7 +443,7 @@ export const sessionsStore = {
     renaming.set(id, title)
     set({ sessions: dedupe(state.sessions) })
     try {
-      const json = await api<{ session?: SessionSummary }>(`/api/sessions/${encodeURIComponent(id)}`, {
+      const json = await api<{ session?: ChatListItem }>(`/api/sessions/${encodeURIComponent(id)}`, {
         method: 'PATCH',
         body: JSON.stringify({ title }),
       })
@@ -455,15 +455,15 @@ export const sessionsStore = {
       set({ sessions: state.sessions.map((s) => (s.id === id ? { ...s, title: previous } : s)) })
       throw error
     }
-    void sessionsStore.refresh()
+    void chatListStore.refresh()
   },
 }
 
-export function useSessions(): SessionsState {
-  return useSyncExternalStore(sessionsStore.subscribe, sessionsStore.getSnapshot, sessionsStore.getServerSnapshot)
+export function useChatList(): ChatListState {
+  return useSyncExternalStore(chatListStore.subscribe, chatListStore.getSnapshot, chatListStore.getServerSnapshot)
 }
 
-export function sessionTitle(session: SessionSummary | undefined): string {
+export function sessionTitle(session: ChatListItem | undefined): string {
   return session?.title?.trim() || 'New chat'
 }
 

@@ -10,7 +10,7 @@
  */
 import { sql } from 'drizzle-orm'
 import type { A2Event } from '../core/contract'
-import type { RunEnding } from './consumer'
+import type { EndedRun } from './consumer'
 import { eventFromRow, type EventRow } from '../log/event-row'
 import type { RuntimeHost } from './runtime-host'
 import { describeError } from './jobs'
@@ -24,9 +24,9 @@ import type { RunStatus } from '../core/transitions'
 /** How long the hook's write is sent again through an outage: the chat's lease, 15 s. */
 const ENDING_OUTAGE_MS = 15_000
 
-/** Calls the consumer's `ending` hook if `fence` ended the run (COMPLETED, CANCELLED or FAILED at that attempt). */
-export async function announceEnding(host: RuntimeHost, fence: Fence, job: { sessionId: string; consumer: string }): Promise<void> {
-  const hook = host.consumers.get(job.consumer)?.options.ending
+/** Calls the consumer's `onEnded` hook if `fence` ended the run (COMPLETED, CANCELLED or FAILED at that attempt). */
+export async function callOnEnded(host: RuntimeHost, fence: Fence, job: { sessionId: string; consumer: string }): Promise<void> {
+  const hook = host.consumers.get(job.consumer)?.options.onEnded
   if (!hook) return
   try {
     await throughOutage(
@@ -42,12 +42,12 @@ export async function announceEnding(host: RuntimeHost, fence: Fence, job: { ses
               where j.id = ${fence.jobId}`,
         )
         if (!row || row.attempt !== fence.attempt || !['COMPLETED', 'CANCELLED', 'FAILED'].includes(row.status)) return
-        const ending: RunEnding = {
+        const ended: EndedRun = {
           jobId: fence.jobId,
           sessionId: job.sessionId,
           attempt: fence.attempt,
           trigger: eventFromRow(row) as never,
-          status: row.status as RunEnding['status'],
+          status: row.status as EndedRun['status'],
           reason: row.reason ?? row.status,
           dispatched: row.dispatched ?? [],
           // Unfenced: the run is over, and the hook's event is not one of its steps.
@@ -55,11 +55,11 @@ export async function announceEnding(host: RuntimeHost, fence: Fence, job: { ses
           read: (options = {}) => read(host.store.db, job.sessionId, options) as Promise<A2Event[]> as never,
           fold: (reducer, options = {}) => foldSession(host.store, job.sessionId, reducer, { before: options.before ?? row.index }),
         }
-        await hook(ending as never)
+        await hook(ended as never)
       },
       { until: performance.now() + ENDING_OUTAGE_MS },
     )
   } catch (error) {
-    console.error(`[a2] the ending hook of job ${fence.jobId} failed`, describeError(error).message)
+    console.error(`[a2] the onEnded hook of job ${fence.jobId} failed`, describeError(error).message)
   }
 }
