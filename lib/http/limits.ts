@@ -16,10 +16,10 @@
  * fraction of a second of takes (at most three WAL-writer rounds), which only gives those
  * clients a few more requests; nothing else waits for its WAL flush. On figure 9 (Stop from
  * the client's send) the push's limit rows were the statements most often seen waiting on
- * the WAL (LWLock:WALWrite, 0.58 backends on average), ahead of the push itself; every push
+ * the WAL, ahead of the push itself; every push
  * from one address updates one row, which a synchronous commit held through its flush. One
- * async statement: send → a2_push began p50 69.5 → 30.7 ms, send → upstream closed 103 → 71 ms
- * (medians of alternated runs on a loaded machine).
+ * async statement: send → upstream closed p50 103 → 71 ms (bench/README.md, "Rate-limit rows
+ * written without waiting for the WAL").
  */
 import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'

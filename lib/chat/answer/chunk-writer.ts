@@ -126,9 +126,8 @@ export function chunkWriter<T = string>(
  * while the answer's previous append commits, so joining them delays none, and the reader
  * still sees whole chunk events (a Stop's lastSeenIndex cuts exactly what they saw). Under
  * load that is one event per append instead of one per token: a row, a NOTIFY entry and an
- * SSE frame on every tail, each. Bench figure 2 at 100 streams (~4-9 tokens per append), 7
- * alternated runs each: Postgres CPU per token median 125 → 92 µs, all processes 1.34× →
- * 1.19× the direct route's; token latency did not move beyond this machine's noise. A delta
+ * SSE frame on every tail, each: Postgres CPU per token 125 → 92 µs at 100 streams
+ * (bench/README.md, "Joined deltas"). A delta
  * longer than `maxChars` is never cut (it could split a surrogate pair): it goes alone.
  */
 export function joinDeltas(deltas: readonly string[], maxChars: number): string[] {

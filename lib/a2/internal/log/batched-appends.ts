@@ -23,15 +23,10 @@ import { query, type Store } from '../store/store'
 /**
  * Four statements at once. Throughput needs two (one commits — WAL flush, NOTIFY — while the
  * next runs), but a batch that finds every slot taken waits for one, and under load that wait
- * is most of a token's time before its append begins. Bench figure 2 at 100 streams on 2
- * cores, two slots against four in alternated runs: under load 7-10 (6 pairs) token → append
- * began p50 116-135 → 79-102 ms, token latency p50 187-255 → 94-209 ms; under load 2-3.5
- * (3 pairs) p50 95-243 → 71-100 ms, 4.4-12.2× → 2.9-5.5× the direct route's; under load 3.5-6
- * (3 pairs) p50 89-299 → 50-79 ms, p99 309-1,116 → 186-250 ms. CPU per token: +0-15% (more,
- * smaller statements and batches; 1.45-1.50× → 1.57-1.78× the direct route's in the last three
- * pairs). Eight go further (p50 72-87 ms, 3.3-4.4×) for more CPU (1.47-1.68× the direct route's
- * against 1.31-1.59×) and would leave the worker's other statements two of its pool's ten connections.
- * Each statement still takes its sessions' locks in id order.
+ * is most of a token's time before its append begins: four slots against two took token →
+ * append began p50 from 116-135 to 79-102 ms at 100 streams (bench/README.md, "Four step
+ * statements in flight", has the runs). Eight would leave the worker's other statements two of
+ * its pool's ten connections. Each statement still takes its sessions' locks in id order.
  */
 const MAX_IN_FLIGHT = 4
 /** Bounds one statement (and so how long it holds its sessions' locks, ~5 ms at 64 sessions). */

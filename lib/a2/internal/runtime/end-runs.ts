@@ -41,8 +41,8 @@ export interface EndRequest {
  * committed while this statement waited on a run's row (its own settle found the run not yet
  * UNKNOWN and left it) would otherwise leave the run UNKNOWN with nothing left to resolve
  * (unknown-settle.test.ts, on Postgres); only effects still open are locked, so an
- * ordinary ending locks nothing more (figure 4, 7 alternated pairs at load 1.2-2.5: 1.36× the
- * bare loop's throughput before, 1.45× after, medians within the noise). Rows are locked in
+ * ordinary end locks nothing more (figure 4's throughput did not fall: bench/README.md, "Only
+ * open effects locked at an end"). Rows are locked in
  * id order (the lock order of sql/0004_lane_heads.ts), job rows before effect rows, so two
  * batches, or a batch and a push, wait on each other instead of deadlocking on each other's
  * rows. One result per request, in order: the status it moved its run to, or
@@ -103,9 +103,7 @@ const committers = new WeakMap<Store, GroupCommit<EndRequest, RunStatus | undefi
  * Ends one run (`endRuns`), in a statement shared with the other runs ending on `store` now.
  * Why: a no-op job ended in a statement (and a commit) of its own, so a worker sent one
  * statement per job on top of its share of a claim. Ended together, ~17 runs share one
- * statement: 1.07 → 0.12 statements per job, CPU per job 1.6× → 1.2× the bare SKIP LOCKED
- * loop's on a loaded box, and figure 4's no-lane jobs/s 0.68× → 1.20× the bare loop (medians
- * of ten alternated runs each, load 6–10 on 2 cores); on PGlite 0.26–0.34× → 1.43–1.51×.
+ * statement: 1.07 → 0.12 statements per job (bench/README.md, "Run endings together").
  * The cost: a batch waiting on one of its rows' locks (a push or an effect dispatch holding
  * the run for its short transaction) holds the endings queued behind it that long too.
  */

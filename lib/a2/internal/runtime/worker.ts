@@ -154,9 +154,8 @@ export class Worker {
       // Cleared before the tick: a hint or a finished run during the tick makes the loop go round again.
       this.woken = false
       // The drain runs beside the claims, never in their way: a NOTIFY's job waited for a drain
-      // due in its tick (three statements, 2–30 ms on a loaded box, every pollMs: about one
-      // wake-up in 20 at figure 4's pace; hint → claim sent p99 0.3–2.9 → 0.12–0.16 ms in three
-      // alternated runs). The claim is sent first, and the two fail apart: a drain error must
+      // due in its tick (2–30 ms on a loaded box, about one wake-up in 20; bench/README.md, "The
+      // drain beside the claims"). The claim is sent first, and the two fail apart: a drain error must
       // not cost a tick its claims, nor a claim error its drain.
       const claiming = this.claimAndStart().catch((error) => (this.tickFailed('claim', error), 0))
       this.drainIfDue()
