@@ -44,3 +44,31 @@ test('scrolling up by small steps while the answer streams stops following at on
   await expect(page.getByRole('button', { name: 'Jump to latest message' })).toBeVisible()
   await chat.stop()
 })
+
+test('a small step up in the same frame as a chunk being followed still lets go: the follow does not read as the reader moving down', async ({
+  page,
+}) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send([nonce('scroll-frame'), ...Array.from({ length: 40 }, (_, i) => `line ${i + 1}`)].join('\n'))
+  await chat.waitForStreaming(20)
+  const box = (await chat.userMessages.first().boundingBox())!
+  await page.mouse.move(box.x + box.width / 2, 300)
+  // What a loaded machine does by chance, forced: the page's main thread is held while chunks
+  // arrive (one every 60 ms) and the wheel is sent, so the chunk's follow down to the bottom
+  // and the wheel's 8 px up reach the page in one frame, one scroll event.
+  const stall = page.evaluate(() => {
+    const end = performance.now() + 400
+    while (performance.now() < end);
+  })
+  await page.mouse.wheel(0, -8)
+  await stall
+  await expect.poll(async () => ((s) => s.max - s.top)(await scrollOf(page))).toBeGreaterThan(0)
+  // Left for good: more of the answer arrives and the reader's place holds.
+  const seen = (await scrollOf(page)).top
+  const length = (await chat.lastAnswerText()).length
+  await expect.poll(async () => (await chat.lastAnswerText()).length).toBeGreaterThan(length + 40)
+  expect((await scrollOf(page)).top).toBe(seen)
+  await expect(page.getByRole('button', { name: 'Jump to latest message' })).toBeVisible()
+  await chat.stop()
+})
