@@ -44,3 +44,42 @@ test('scrolling up by small steps while the answer streams stops following at on
   await expect(page.getByRole('button', { name: 'Jump to latest message' })).toBeVisible()
   await chat.stop()
 })
+
+test('a small step up in the same frame as a chunk being followed still lets go: the follow does not read as the reader moving down', async ({
+  page,
+}) => {
+  // What a loaded machine did (seen with the CPU throttled 8x): a chunk's follow moved the
+  // conversation down 28 px, and before the frame that sends its scroll event the wheel's 8 px up
+  // came, so both reached the page as one scroll event, 20 px down from the last one and 8 px
+  // from the bottom. Forced here: right after a follow, in the same task, the wheel event and
+  // the 8 px it scrolls.
+  await page.addInitScript(() => {
+    const scrollTop = Object.getOwnPropertyDescriptor(Element.prototype, 'scrollTop')!
+    Object.defineProperty(Element.prototype, 'scrollTop', {
+      ...scrollTop,
+      set(this: Element, top: number) {
+        const before = scrollTop.get!.call(this)
+        scrollTop.set!.call(this, top)
+        const page = window as unknown as { stepUpAfterFollow?: boolean }
+        if (!page.stepUpAfterFollow || scrollTop.get!.call(this) <= before) return
+        page.stepUpAfterFollow = false
+        this.dispatchEvent(new WheelEvent('wheel', { deltaY: -8, bubbles: true }))
+        scrollTop.set!.call(this, scrollTop.get!.call(this) - 8)
+      },
+    })
+  })
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send([nonce('scroll-frame'), ...Array.from({ length: 40 }, (_, i) => `line ${i + 1}`)].join('\n'))
+  await chat.waitForStreaming(20)
+  await page.evaluate(() => ((window as unknown as { stepUpAfterFollow: boolean }).stepUpAfterFollow = true))
+  await expect.poll(() => page.evaluate(() => (window as unknown as { stepUpAfterFollow: boolean }).stepUpAfterFollow)).toBe(false)
+  await expect.poll(async () => ((s) => s.max - s.top)(await scrollOf(page))).toBeGreaterThan(0)
+  // Left for good: more of the answer arrives and the reader's place holds.
+  const seen = (await scrollOf(page)).top
+  const length = (await chat.lastAnswerText()).length
+  await expect.poll(async () => (await chat.lastAnswerText()).length).toBeGreaterThan(length + 40)
+  expect((await scrollOf(page)).top).toBe(seen)
+  await expect(page.getByRole('button', { name: 'Jump to latest message' })).toBeVisible()
+  await chat.stop()
+})

@@ -129,9 +129,16 @@ export function Messages({
     keepFromEnd.current = null
   }, [fromSlot])
 
+  // The scroll position at the last scroll event, or where the page last put it: moving up from
+  // it is the reader leaving.
+  const lastTop = useRef(0)
   const scrollToBottom = useCallback(() => {
     const el = scrollRef.current
-    if (el) el.scrollTop = el.scrollHeight
+    if (!el) return
+    el.scrollTop = el.scrollHeight
+    // Scroll events come once a frame: this move down and a reader's wheel up in the same frame
+    // reach updateAtBottom as one event, which must measure the reader's move from here.
+    lastTop.current = el.scrollTop
   }, [])
 
   // Content grows (chunks, Markdown re-layout, images): follow if stuck to the bottom.
@@ -161,20 +168,20 @@ export function Messages({
     scrollToBottom()
   }, [followKey, scrollToBottom])
 
-  // The scroll position at the last scroll event: moving up from it is the reader leaving.
-  const lastTop = useRef(0)
   function updateAtBottom() {
     const el = scrollRef.current
     if (!el) return
     const fromBottom = el.scrollHeight - el.scrollTop - el.clientHeight
-    const movedUp = el.scrollTop < lastTop.current
+    const moved = el.scrollTop - lastTop.current
     lastTop.current = el.scrollTop
     // Up, even within the threshold, stops following: a trackpad scrolls 5-10 px per event
     // and chunks land every ~35 ms, so re-following within 64 px pulled the reader back down
     // before they could leave (e2e/scroll.spec.ts). Content shrinking clamps scrollTop down
-    // too, but then it is at the very bottom (<= 1 px), which still follows.
-    if (movedUp && fromBottom > 1) stick.current = false
-    else if (fromBottom <= STICK_THRESHOLD) stick.current = true
+    // too, but then it is at the very bottom (<= 1 px), which still follows. Only a move down
+    // follows again: not moving (the page's own scroll to the bottom, a wheel step it overrode)
+    // leaves what the wheel decided.
+    if (moved < 0 && fromBottom > 1) stick.current = false
+    else if (moved > 0 && fromBottom <= STICK_THRESHOLD) stick.current = true
     setAtBottom(stick.current)
   }
 

@@ -22,6 +22,8 @@ import { buildChatServer } from '../server/chat-server'
 const ANSWERS = 3
 /** The target: each answer in flight streams again within this of the store answering. */
 const BACK_WITHIN_MS = 1_000
+/** The chat's lease (lib/chat/generate.ts): an attempt still running within it was not given up on. */
+const CHAT_LEASE_MS = 15_000
 
 describe.runIf(clusterAvailable)('a Postgres restart under answers in flight', () => {
   let cluster: Cluster
@@ -90,7 +92,9 @@ describe.runIf(clusterAvailable)('a Postgres restart under answers in flight', (
     let refusals = 0
     const stop = { id: 'stop1', type: 'cancelled', payload: { of: 'g1', lastSeenIndex } }
     // The browser's outbox: sent again (same id) until acknowledged; every refusal is an outage (the route's 503).
-    const sending = (async () => {
+    // Started only once the cluster is down (crashAndStart's whileDown): started before, its first
+    // push could land before the stop, and nothing would be refused.
+    const send = async () => {
       for (;;) {
         try {
           await app.server.push(stopped, 'alice', stop)
@@ -103,9 +107,9 @@ describe.runIf(clusterAvailable)('a Postgres restart under answers in flight', (
           await waitUntil(() => answers(appStore), 'the app’s store to answer again', 15_000, 50)
         }
       }
-    })()
+    }
     let pushing: Promise<void> | undefined
-    const crash = await cluster.crashAndStart(3_000, () => (pushing = sending))
+    const crash = await cluster.crashAndStart(3_000, () => (pushing = send()))
     await pushing
     expect(refusals).toBeGreaterThan(0) // it was pushed while the store was down
     const others = ids.slice(1)
@@ -113,9 +117,14 @@ describe.runIf(clusterAvailable)('a Postgres restart under answers in flight', (
     console.log(`[restart] immediate: down ${crash.answeredAt - crash.downAt} ms; streaming again after ${crashBack.join(', ')} ms`)
     for (const ms of crashBack) expect(ms).toBeLessThan(BACK_WITHIN_MS)
 
-    // The Stop landed and cut exactly; the attempt that kept going noticed it at once.
-    const cancelled = await waitForRun(workerStore, { sessionId: stopped, eventId: 'g1', consumer: 'generate' }, 'CANCELLED', { timeoutMs: 5_000 })
-    expect(Date.parse(String(cancelled.updatedAt)) - stopAcknowledgedAt!).toBeLessThan(1_000)
+    // The Stop landed and cut exactly; the attempt that kept going ended on it (attempt 1, below),
+    // within its lease. That it hears a Stop committed across a lost LISTEN at once, not at its next
+    // renewal, is lib/a2/listen-reconnect.test.ts's, where the ordering is forced and the renewal is
+    // 20 s away: here the wall clock cannot tell (typically ~200 ms, 3.3 s seen at a load of 28).
+    const cancelled = await waitForRun(workerStore, { sessionId: stopped, eventId: 'g1', consumer: 'generate' }, 'CANCELLED', {
+      timeoutMs: CHAT_LEASE_MS,
+    })
+    expect(Date.parse(String(cancelled.updatedAt)) - stopAcknowledgedAt!).toBeLessThan(CHAT_LEASE_MS)
     const final = await waitUntil(async () => {
       const events = await log(stopped)
       return events.some((e) => e.type === 'finished') ? events : undefined
