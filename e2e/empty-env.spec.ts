@@ -1,7 +1,6 @@
 /**
  * Compose files and copied .env files write `NAME=` for "not set". The built app (`next start`
- * on its own port, from a directory of its own so the default data directory is a throwaway)
- * is started with every documented variable set empty, and a real browser asks it a question:
+ * on its own port) is started with every documented variable set empty, and a real browser asks it a question:
  * the built-in offline model answers it, streaming. Empty has to mean unset before any module
  * is imported, not only in lib/env.ts: `@ai-sdk/openai` reads OPENAI_BASE_URL when it loads and
  * throws on an empty one (issue 39 item 2), and another dependency may read another name.
@@ -17,8 +16,12 @@ import { ChatPage } from './pages/chat'
 import { nonce } from './helpers/upstream'
 
 const ROOT = process.cwd()
-/** `next start` is production, where AUTH_SECRET is required: empty, the boot refuses it by name (lib/env.test.ts). */
-const REQUIRED_IN_PRODUCTION = ['AUTH_SECRET']
+/**
+ * Set, not empty: AUTH_SECRET, which `next start` (production) requires (empty, the boot refuses
+ * it by name: lib/env.test.ts); A2_DATA_DIR, whose empty value means `.data` in the checkout,
+ * the dev server's database (that default is lib/env.test.ts's too), so this app gets its own.
+ */
+const SET = ['AUTH_SECRET', 'A2_DATA_DIR']
 /** Read by dependencies when they load (node_modules/@ai-sdk/openai, better-auth): empty, each is unset too. */
 const READ_BY_DEPENDENCIES = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'BETTER_AUTH_URL', 'BETTER_AUTH_SECRET', 'BETTER_AUTH_TELEMETRY']
 
@@ -31,7 +34,7 @@ function documentedVariables(): string[] {
 let app: ChildProcess | undefined
 let base = ''
 let log = ''
-let cwd = ''
+let dataDir = ''
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -43,23 +46,19 @@ async function freePort(): Promise<number> {
 }
 
 test.beforeAll(async () => {
-  test.setTimeout(120_000)
+  test.setTimeout(240_000)
   const documented = documentedVariables()
   expect(
     documented.filter((name) => name !== 'TEST_DATABASE_URL' && !(ENV_VARIABLES as readonly string[]).includes(name)),
     'documented but not read by lib/env.ts',
   ).toEqual([])
   const empty = Object.fromEntries(
-    [...new Set([...ENV_VARIABLES, ...documented, ...READ_BY_DEPENDENCIES])]
-      .filter((name) => !REQUIRED_IN_PRODUCTION.includes(name))
-      .map((name) => [name, '']),
+    [...new Set([...ENV_VARIABLES, ...documented, ...READ_BY_DEPENDENCIES])].filter((name) => !SET.includes(name)).map((name) => [name, '']),
   )
   const port = await freePort()
   base = `http://127.0.0.1:${port}`
-  // A directory of its own: A2_DATA_DIR empty means `.data` here, not in the checkout.
-  cwd = mkdtempSync(path.join(tmpdir(), 'a2-empty-env-'))
-  const child = spawn(path.join(ROOT, 'node_modules/.bin/next'), ['start', ROOT, '-p', String(port), '-H', '127.0.0.1'], {
-    cwd,
+  dataDir = mkdtempSync(path.join(tmpdir(), 'a2-empty-env-'))
+  const child = spawn('npx', ['next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
     detached: true, // its own process group: stopped as a whole below
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -68,6 +67,7 @@ test.beforeAll(async () => {
       NEXT_TELEMETRY_DISABLED: '1',
       NEXT_MANUAL_SIG_HANDLE: 'true',
       AUTH_SECRET: 'empty-env-secret-0123456789abcdef0123456789',
+      A2_DATA_DIR: dataDir,
       // The build this run made, wherever it put it (next.config.ts: A2_NEXT_DIST_DIR).
       ...(process.env.A2_NEXT_DIST_DIR ? { A2_NEXT_DIST_DIR: process.env.A2_NEXT_DIST_DIR } : {}),
       ...empty,
@@ -77,16 +77,20 @@ test.beforeAll(async () => {
   child.stdout?.on('data', (chunk) => (log += chunk))
   child.stderr?.on('data', (chunk) => (log += chunk))
   await expect
-    .poll(async () => (await fetch(`${base}/api/sessions`).catch(() => undefined))?.status, {
-      timeout: 90_000,
-      message: `the app did not start:\n${log}`,
-    })
+    // An app that exited says why (its output), instead of the poll running out.
+    .poll(
+      async () =>
+        child.exitCode !== null ? `exited ${child.exitCode}: ${log}` : (await fetch(`${base}/api/sessions`).catch(() => undefined))?.status,
+      {
+        timeout: 180_000,
+      },
+    )
     .toBe(200)
 })
 
 test.afterAll(async () => {
-  if (app?.pid) process.kill(-app.pid, 'SIGTERM')
-  if (cwd) rmSync(cwd, { recursive: true, force: true })
+  if (app?.pid && app.exitCode === null) process.kill(-app.pid, 'SIGTERM')
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
 })
 
 test('with every documented variable set empty, the built app serves the offline model’s answer, streaming', async ({ page }) => {

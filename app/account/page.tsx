@@ -131,7 +131,7 @@ function Passkeys() {
                   setNote(undefined)
                   const { error } = await authClient.passkey.deletePasskey({ id: passkey.id })
                   setNote(
-                    error ? authMessage(error) : `Passkey ${passkey.name || ''} removed: it signs in to this account no more.`.replace('  ', ' '),
+                    error ? authMessage(error) : `Passkey “${passkey.name || 'Unnamed passkey'}” removed: it signs in to this account no more.`,
                   )
                 }}
               >
