@@ -53,6 +53,7 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
   const signOutBox = (await laptop.page.getByRole('button', { name: 'Sign out', exact: true }).boundingBox())!
   const deleteBox = (await laptop.page.getByRole('button', { name: 'Delete account…' }).boundingBox())!
   expect(deleteBox.y - (signOutBox.y + signOutBox.height)).toBeGreaterThanOrEqual(32)
+  await laptop.goto('/')
   await expect(laptop.sessionItems).toHaveCount(1)
   await laptop.goto(`/c/${sessionId}`)
   await expect(laptop.userTexts).toHaveText([first])
@@ -138,7 +139,7 @@ test('a passkey made on a virtual authenticator signs in, and the guest chat mad
   await page.goto('/account')
   await expect(page.getByTestId('passkey-count')).toHaveText('No passkeys yet.')
   await page.getByRole('button', { name: 'Add a passkey' }).click()
-  await expect(page.getByRole('status')).toHaveText(/Passkey added/)
+  await expect(page.getByRole('main').getByRole('status')).toHaveText(/Passkey added/)
   await expect(page.getByTestId('passkey-count')).toHaveText('1 passkey.')
   // Listed by the name of the device it was made on (the browser and system it reported), not only counted.
   await expect(page.getByTestId('passkey')).toHaveCount(1)
@@ -314,7 +315,7 @@ test('a deleted account’s passkey, tried at sign-in, says it belongs to no acc
 
   // The authenticator still holds the passkey; the server refuses it (401 PASSKEY_NOT_FOUND).
   await signInWithPasskeyRefused(page)
-  await expect(page.getByRole('alert')).toHaveText(NO_ACCOUNT)
+  await expect(page.getByRole('main').getByRole('alert')).toHaveText(NO_ACCOUNT)
   await expect(page.getByRole('button', { name: 'Sign in with a passkey' })).toBeVisible()
   await context.close()
 })
@@ -330,12 +331,12 @@ test('a lost device’s passkey is removed by its name, and then signs in no mor
   await page.getByRole('button', { name: `Remove the passkey ${name}` }).click()
   await expect(page.getByTestId('passkey')).toHaveCount(0)
   await expect(page.getByTestId('passkey-count')).toHaveText('No passkeys yet.')
-  await expect(page.getByRole('status').filter({ hasText: 'removed' })).toContainText('it signs in to this account no more')
+  await expect(page.getByRole('main').getByRole('status').filter({ hasText: 'removed' })).toContainText('it signs in to this account no more')
 
   await page.getByRole('button', { name: 'Sign out', exact: true }).click()
   await page.waitForURL((url) => url.pathname === '/')
   await signInWithPasskeyRefused(page)
-  await expect(page.getByRole('alert')).toHaveText(NO_ACCOUNT)
+  await expect(page.getByRole('main').getByRole('alert')).toHaveText(NO_ACCOUNT)
   await context.close()
 })
 
@@ -343,7 +344,9 @@ test('with no passkey for this site on this device, "Sign in with a passkey" say
   const { context, page } = await withAuthenticator(browser, baseURL!)
   await page.goto('/account')
   await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
-  await expect(page.getByRole('alert')).toHaveText(/No passkey was used: this device has none for this site, or the prompt was closed/)
+  await expect(page.getByRole('main').getByRole('alert')).toHaveText(
+    /No passkey was used: this device has none for this site, or the prompt was closed/,
+  )
   await expect(page.getByRole('main')).not.toContainText('Auth cancelled')
   await context.close()
 })
