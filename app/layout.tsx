@@ -1,5 +1,6 @@
 import type { Metadata, Viewport } from 'next'
 import { headers } from 'next/headers'
+import { AccountNotice } from '@/components/account-notice'
 import { AppShell } from '@/components/app-shell'
 import { THEME_SCRIPT } from '@/components/theme-script'
 import { ModelsProvider } from '@/components/models'
@@ -41,6 +42,7 @@ export default async function RootLayout({ children }: { children: React.ReactNo
         {/* The picker's list, read per request (the layout is dynamic): ids, labels and capabilities only. */}
         <ModelsProvider models={publicModels(modelList())}>
           <AppShell>{children}</AppShell>
+          <AccountNotice />
         </ModelsProvider>
       </body>
     </html>

@@ -5,8 +5,8 @@ import { chosenModel, ModelsProvider } from './models'
 import { ModelPicker } from './chat/model-picker'
 
 const MODELS = [
-  { id: 'offline', label: 'a2-offline/offline', reasoning: false, tools: true },
-  { id: 'offline-brief', label: 'a2-offline/brief', reasoning: false, tools: true },
+  { id: 'offline', label: 'Offline', reasoning: false, tools: true },
+  { id: 'offline-brief', label: 'Offline, brief', reasoning: false, tools: true },
 ]
 
 function storageHolding(value: string | null) {
@@ -52,8 +52,8 @@ describe('the picker', () => {
     )
     expect(html).toContain('data-testid="model-picker"')
     expect([...html.matchAll(/<option value="([^"]+)"[^>]*>([^<]+)</g)].map((m) => [m[1], m[2]])).toEqual([
-      ['offline', 'a2-offline/offline'],
-      ['offline-brief', 'a2-offline/brief'],
+      ['offline', 'Offline'],
+      ['offline-brief', 'Offline, brief'],
     ])
     expect(html).toMatch(/<option value="offline" selected/)
   })

@@ -1,6 +1,7 @@
 'use client'
 import Link from 'next/link'
 import { useEffect, useRef } from 'react'
+import { authClient } from '@/lib/auth/client'
 import { Logo } from './session-list'
 import { chatListStore } from './chat-list-store'
 
@@ -32,6 +33,10 @@ export function NotFoundView({
   }, [replacesChat])
 
   const chat = kind === 'chat'
+  // A chat of an account opens only signed into it: a guest (or another account) is offered to sign in.
+  const session = authClient.useSession()
+  const signedIn = Boolean(session.data)
+  const signedOut = !session.isPending && !session.data
   return (
     <div
       data-testid={chat ? 'chat-not-found' : 'not-found'}
@@ -49,7 +54,9 @@ export function NotFoundView({
       </h1>
       <p className="max-w-sm text-sm text-neutral-600 dark:text-neutral-400">
         {chat
-          ? 'The link may be wrong, the chat may have been deleted, or it was started in another browser — chats belong to the browser that started them.'
+          ? signedIn
+            ? 'The link may be wrong, the chat may have been deleted, or it is another account’s. A chat opens only for the account it is in, or, before signing in, in the browser that started it.'
+            : 'The link may be wrong, or the chat may have been deleted. If it is in your account, sign in to open it; a chat started without signing in opens only in the browser that started it.'
           : 'There is nothing at this address. Check the link, or start a new chat.'}
       </p>
       <Link
@@ -58,6 +65,11 @@ export function NotFoundView({
       >
         Start a new chat
       </Link>
+      {chat && signedOut && (
+        <Link href="/account" className="text-sm underline" data-testid="not-found-sign-in">
+          Sign in
+        </Link>
+      )}
     </div>
   )
 }

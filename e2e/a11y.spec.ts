@@ -1,6 +1,7 @@
 /**
  * An accessibility check with axe-core on the pages a person uses — "/", a chat with a
- * finished and a stopped answer, /runs and /notes — in light and dark: no serious or
+ * finished and a stopped answer, /runs, /notes, the account page signed out and in (with the
+ * notice a sign-up leaves), and a chat that isn't available — in light and dark: no serious or
  * critical violation. (WCAG 2.x A and AA rules, plus axe's best practices.)
  */
 import { expect, test } from '@playwright/test'
@@ -51,6 +52,29 @@ for (const colorScheme of ['light', 'dark'] as const) {
       await page.goto('/notes')
       await expect(page.getByText('No notes yet')).toBeVisible()
       expect(await seriousViolations(page), 'empty').toEqual([])
+    })
+
+    test(`/account, signed out and in, the notice after signing up, and a chat that isn’t available have no serious accessibility violations (${colorScheme})`, async ({
+      page,
+    }) => {
+      await page.goto('/account')
+      await page.getByRole('tab', { name: 'Create account' }).click()
+      await expect(page.getByText('At least 10 characters')).toBeVisible()
+      expect(await seriousViolations(page), 'signing up').toEqual([])
+      await page.getByLabel('Email').fill(`${nonce('a11y')}@example.com`.toLowerCase())
+      await page.getByLabel('Password').fill('a password for now')
+      await page.getByRole('button', { name: 'Create account', exact: true }).last().click()
+      await page.waitForURL((url) => url.pathname === '/')
+      await expect(page.getByTestId('account-notice')).toContainText('Account created')
+      expect(await seriousViolations(page), 'the notice').toEqual([])
+      await page.goto('/account')
+      await expect(page.getByTestId('account-email')).toBeVisible()
+      expect(await seriousViolations(page), 'signed in').toEqual([])
+      await page.getByRole('button', { name: 'Sign out', exact: true }).click()
+      await page.waitForURL((url) => url.pathname === '/')
+      await page.goto(`/c/${crypto.randomUUID()}`)
+      await expect(page.getByTestId('chat-not-found').getByRole('link', { name: 'Sign in' })).toBeVisible()
+      expect(await seriousViolations(page), 'not available').toEqual([])
     })
   })
 }

@@ -35,9 +35,25 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
   await laptop.stop()
   const sessionId = laptop.sessionId()!
 
-  // Creating an account keeps that chat.
+  // The rule a password must meet is said before the browser complains.
+  await laptop.page.goto('/account')
+  await laptop.page.getByRole('tab', { name: 'Create account' }).click()
+  await expect(laptop.page.getByLabel('Password')).toHaveAccessibleDescription(/At least 10 characters/)
+
+  // Creating an account keeps that chat, and the page it lands on says what happened.
   await fillAccountForm(laptop.page, 'Create account', email, password)
   await expect(laptop.page.getByTestId('account-name')).toHaveText(email)
+  await expect(laptop.page.getByTestId('account-notice')).toContainText(`Account created: you are signed in as ${email}`)
+  // The unverified email is said in a user's words, not the operator's.
+  await laptop.page.goto('/account')
+  await expect(laptop.page.getByTestId('account-verified')).toHaveText(/not verified yet: open the link we email/)
+  await expect(laptop.page.getByRole('main')).not.toContainText(/queue|outbox/i)
+  await expect(laptop.page.getByRole('button', { name: 'Email me another link' })).toBeVisible()
+  // "Delete account…" stands well apart from "Sign out".
+  const signOutBox = (await laptop.page.getByRole('button', { name: 'Sign out', exact: true }).boundingBox())!
+  const deleteBox = (await laptop.page.getByRole('button', { name: 'Delete account…' }).boundingBox())!
+  expect(deleteBox.y - (signOutBox.y + signOutBox.height)).toBeGreaterThanOrEqual(32)
+  await laptop.goto('/')
   await expect(laptop.sessionItems).toHaveCount(1)
   await laptop.goto(`/c/${sessionId}`)
   await expect(laptop.userTexts).toHaveText([first])
@@ -51,7 +67,14 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
 
   // The phone signs in, lists the chat, and opens it mid-answer: it streams live there too.
   const phone = new ChatPage(await device(browser))
+  // Before signing in, the account's chat is not this browser's: the page offers to sign in.
+  await phone.page.goto(`/c/${sessionId}`)
+  await expect(phone.notFound).toBeVisible()
+  await expect(phone.notFound).not.toContainText('belong to the browser')
+  await expect(phone.notFound).toContainText('If it is in your account, sign in to open it')
+  await expect(phone.notFound.getByRole('link', { name: 'Sign in' })).toHaveAttribute('href', '/account')
   await fillAccountForm(phone.page, 'Sign in', email, password)
+  await expect(phone.page.getByTestId('account-notice')).toContainText(`Signed in as ${email}`)
   await expect(phone.sessionItems).toHaveCount(1)
   await phone.goto(`/c/${sessionId}`)
   await expect(phone.answer(answerId)).toHaveAttribute('data-status', 'streaming')
@@ -78,6 +101,7 @@ test('a chat follows its account to a second browser, whose Stop cuts exactly at
   await phone.page.goto('/account')
   await phone.page.getByRole('button', { name: 'Sign out', exact: true }).click()
   await phone.page.waitForURL((url) => url.pathname === '/')
+  await expect(phone.page.getByTestId('account-notice')).toContainText('Signed out')
   await expect(phone.page.getByTestId('account-name')).toHaveText('Sign in')
   await expect(phone.page.getByText('No chats yet')).toBeVisible()
   expect((await phone.page.request.get(`/api/sessions/${sessionId}/snapshot`)).status()).toBe(404)
@@ -115,8 +139,11 @@ test('a passkey made on a virtual authenticator signs in, and the guest chat mad
   await page.goto('/account')
   await expect(page.getByTestId('passkey-count')).toHaveText('No passkeys yet.')
   await page.getByRole('button', { name: 'Add a passkey' }).click()
-  await expect(page.getByRole('status')).toHaveText(/Passkey added/)
+  await expect(page.getByRole('main').getByRole('status')).toHaveText(/Passkey added/)
   await expect(page.getByTestId('passkey-count')).toHaveText('1 passkey.')
+  // Listed by the name of the device it was made on (the browser and system it reported), not only counted.
+  await expect(page.getByTestId('passkey')).toHaveCount(1)
+  await expect(page.getByTestId('passkey')).toContainText(/\S+ · added /)
   expect((await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials).toHaveLength(1)
 
   // Signed out, this browser is a guest again, and makes a chat.
@@ -233,6 +260,7 @@ test('the whole path: a guest signs up, a second browser signs in by passkey and
   await laptop.page.getByRole('button', { name: 'Delete account…' }).click()
   await laptop.page.getByRole('button', { name: 'Delete the account' }).click()
   await laptop.page.waitForURL((url) => url.pathname === '/')
+  await expect(laptop.page.getByTestId('account-notice')).toContainText('Account deleted, with every chat in it')
   await expect(laptop.page.getByTestId('account-name')).toHaveText('Sign in')
   await phone.page.reload()
   await expect(phone.page.getByTestId('account-name')).toHaveText('Sign in')
@@ -260,4 +288,65 @@ test('the whole path: a guest signs up, a second browser signs in by passkey and
     }
   }
   await Promise.all([laptop.context.close(), phone.context.close(), viewerContext.close()])
+})
+
+/** Presses "Sign in with a passkey" and waits for the session refresh that follows the server's answer (it rebuilt the form). */
+async function signInWithPasskeyRefused(page: Page) {
+  await page.goto('/account')
+  const verified = page.waitForResponse((r) => new URL(r.url()).pathname === '/api/auth/passkey/verify-authentication')
+  const refreshed = verified.then(() => page.waitForResponse((r) => new URL(r.url()).pathname === '/api/auth/get-session'))
+  await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+  expect((await verified).status()).toBe(401)
+  await refreshed
+  await expect(page.getByText('Loading…')).toHaveCount(0)
+}
+
+const NO_ACCOUNT = /This passkey belongs to no account here: the account was deleted, or the passkey was removed from it/
+
+test('a deleted account’s passkey, tried at sign-in, says it belongs to no account, and the message stays', async ({ browser, baseURL }) => {
+  const { context, page } = await withAuthenticator(browser, baseURL!)
+  await fillAccountForm(page, 'Create account', `${nonce('gone')}@example.com`.toLowerCase(), 'a password for now')
+  await page.goto('/account')
+  await page.getByRole('button', { name: 'Add a passkey' }).click()
+  await expect(page.getByTestId('passkey-count')).toHaveText('1 passkey.')
+  await page.getByRole('button', { name: 'Delete account…' }).click()
+  await page.getByRole('button', { name: 'Delete the account' }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+
+  // The authenticator still holds the passkey; the server refuses it (401 PASSKEY_NOT_FOUND).
+  await signInWithPasskeyRefused(page)
+  await expect(page.getByRole('main').getByRole('alert')).toHaveText(NO_ACCOUNT)
+  await expect(page.getByRole('button', { name: 'Sign in with a passkey' })).toBeVisible()
+  await context.close()
+})
+
+test('a lost device’s passkey is removed by its name, and then signs in no more, saying so', async ({ browser, baseURL }) => {
+  const { context, page } = await withAuthenticator(browser, baseURL!)
+  const email = `${nonce('lost')}@example.com`.toLowerCase()
+  await fillAccountForm(page, 'Create account', email, 'a password for now')
+  await page.goto('/account')
+  await page.getByRole('button', { name: 'Add a passkey' }).click()
+  await expect(page.getByTestId('passkey')).toHaveCount(1)
+  const name = (await page.getByTestId('passkey').innerText()).split(' · ')[0].trim()
+  await page.getByRole('button', { name: `Remove the passkey ${name}` }).click()
+  await expect(page.getByTestId('passkey')).toHaveCount(0)
+  await expect(page.getByTestId('passkey-count')).toHaveText('No passkeys yet.')
+  await expect(page.getByRole('main').getByRole('status').filter({ hasText: 'removed' })).toContainText('it signs in to this account no more')
+
+  await page.getByRole('button', { name: 'Sign out', exact: true }).click()
+  await page.waitForURL((url) => url.pathname === '/')
+  await signInWithPasskeyRefused(page)
+  await expect(page.getByRole('main').getByRole('alert')).toHaveText(NO_ACCOUNT)
+  await context.close()
+})
+
+test('with no passkey for this site on this device, "Sign in with a passkey" says so, not "Auth cancelled"', async ({ browser, baseURL }) => {
+  const { context, page } = await withAuthenticator(browser, baseURL!)
+  await page.goto('/account')
+  await page.getByRole('button', { name: 'Sign in with a passkey' }).click()
+  await expect(page.getByRole('main').getByRole('alert')).toHaveText(
+    /No passkey was used: this device has none for this site, or the prompt was closed/,
+  )
+  await expect(page.getByRole('main')).not.toContainText('Auth cancelled')
+  await context.close()
 })

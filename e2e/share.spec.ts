@@ -43,8 +43,14 @@ test('a shared link streams the chat live, read only; the owner’s Stop cuts it
   const markdown = await page.request.get(`/api/sessions/${owner.sessionId()}/export?format=markdown`)
   expect(await markdown.text()).toContain(shown)
 
+  const title = (await viewer.getByTestId('shared-title').innerText()).trim()
+  expect(title.length).toBeGreaterThan(0)
+  await expect(viewer).toHaveTitle(`${title} · a2 chat`)
   await page.getByTestId('share-revoke').click()
   await expect(viewer.getByTestId('shared-gone')).toBeVisible({ timeout: 5_000 })
+  // The chat's title goes with it, without a reload: the header and the tab no longer name it.
+  await expect(viewer.getByTestId('shared-title')).toHaveText('')
+  await expect(viewer).toHaveTitle('a2 chat')
   await viewer.reload()
   await expect(viewer.getByTestId('shared-gone')).toBeVisible()
   await viewerContext.close()

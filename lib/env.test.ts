@@ -1,7 +1,7 @@
 /** The environment: empty values are unset, production needs AUTH_SECRET, a bad value stops the boot with one message. */
 import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { InvalidEnvironment, parseEnv } from './env'
+import { InvalidEnvironment, parseEnv, unsetEmptyVariables } from './env'
 
 describe('the environment', () => {
   it('reads an empty value as unset, as compose files write them', () => {
@@ -107,5 +107,32 @@ describe('the environment', () => {
     expect(run.stderr).toContain('A2_RATE_PUSHES_PER_MIN')
     expect(run.stderr).toContain('A2_MODELS[0].label')
     expect(run.stderr).not.toMatch(/\n\s+at /) // a message, not a stack trace
+  })
+
+  it('unsets every empty variable of the process at boot, whoever reads it: a dependency that reads its own on import sees it unset', () => {
+    const source: Record<string, string | undefined> = {
+      OPENAI_BASE_URL: '',
+      BETTER_AUTH_URL: '  ',
+      A2_DATA_DIR: '/tmp/x',
+      SOME_DEPENDENCY_S_OWN: '',
+    }
+    expect(unsetEmptyVariables(source).sort()).toEqual(['BETTER_AUTH_URL', 'OPENAI_BASE_URL', 'SOME_DEPENDENCY_S_OWN'])
+    expect(source).toEqual({ A2_DATA_DIR: '/tmp/x' })
+    // The worker's order (scripts/worker.ts): the check, then the modules whose dependencies read on import.
+    const boot = (check: string) =>
+      spawnSync(
+        'npx',
+        ['tsx', '--eval', `import { checkEnvAtBoot } from './lib/env.ts'; ${check}; import('@ai-sdk/openai').then(() => console.log('booted'))`],
+        {
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'development', OPENAI_BASE_URL: '', OPENAI_API_KEY: '' },
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      )
+    const unchecked = boot('void checkEnvAtBoot')
+    expect(unchecked.stderr).toContain('baseURL must be a non-empty string') // what every request of `npm run dev` met
+    const checked = boot('checkEnvAtBoot()')
+    expect(checked.stderr).not.toContain('baseURL must be a non-empty string')
+    expect(checked.stdout).toContain('booted')
   })
 })

@@ -107,14 +107,32 @@ const schema = z.object({
 
 export type Env = z.infer<typeof schema>
 
+/** Every variable the app reads (docs/configuration.md documents each). */
+export const ENV_VARIABLES = Object.keys(schema.shape) as ReadonlyArray<keyof Env>
+
 let cached: Env | undefined
 
 /**
  * Compose files and shell exports write `NAME=` for "not set": an empty value counts as
  * unset, so `OPENAI_API_KEY=` selects the offline model instead of failing validation.
  */
+const isEmpty = (value: string | undefined) => value === undefined || value.trim() === ''
+
 function withoutEmpty(source: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(Object.entries(source).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''))
+  return Object.fromEntries(Object.entries(source).filter((entry): entry is [string, string] => !isEmpty(entry[1])))
+}
+
+/**
+ * Removes every empty variable from the process's environment, before anything else is
+ * imported: dependencies read their own variables when they load, and take empty as a value.
+ * `@ai-sdk/openai` builds its default provider on import and throws "baseURL must be a
+ * non-empty string" on `OPENAI_BASE_URL=` (issue 39), a failure of every request. Returns
+ * the names removed.
+ */
+export function unsetEmptyVariables(source: Record<string, string | undefined> = process.env): string[] {
+  const empty = Object.keys(source).filter((name) => source[name] !== undefined && isEmpty(source[name]))
+  for (const name of empty) delete source[name]
+  return empty
 }
 
 export class InvalidEnvironment extends Error {
@@ -161,9 +179,12 @@ export function env(): Env {
 
 /**
  * Validates the environment at process start: an invalid configuration prints one message
- * naming each bad variable and exits, before the server takes a request.
+ * naming each bad variable and exits, before the server takes a request. Called before any
+ * other module of the app is imported (instrumentation.ts, scripts/worker.ts): it unsets the
+ * empty variables first, for the dependencies those modules load.
  */
 export function checkEnvAtBoot(): Env {
+  unsetEmptyVariables()
   try {
     return env()
   } catch (error) {

@@ -4,13 +4,14 @@
  * instances to leave all the work to them. PGlite is one process's database: a separate
  * worker cannot share it.
  */
-import { bootChatProcess } from '@/lib/chat/server/process'
 import { checkEnvAtBoot } from '@/lib/env'
 
+// Before the chat process's modules load: their dependencies read the environment on import (lib/env.ts).
 if (!checkEnvAtBoot().DATABASE_URL) {
   console.error('[a2] npm run worker needs DATABASE_URL: PGlite lives inside the app process, which runs its own worker.')
   process.exit(2)
 }
 
+const { bootChatProcess } = await import('@/lib/chat/server/process')
 const { worker } = await bootChatProcess({ worker: true })
 console.log(`[a2] worker ${worker?.id} running`)

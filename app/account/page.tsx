@@ -1,13 +1,15 @@
 'use client'
 /**
  * Your account: sign in or create one (the chats of this browser move into it), or, signed
- * in, who you are, whether your email is verified, and sign out. Mail is queued in the app's
- * outbox (no mail server ships), and the page says queued, never sent.
+ * in, who you are, whether your email is verified, your passkeys, and sign out. Each way out
+ * of the page (signed up, in, out, deleted) says on the next page what happened.
  */
 import Link from 'next/link'
 import { useState } from 'react'
+import { leaveWithNotice } from '@/components/account-notice'
 import { useDocumentTitle } from '@/components/document-title'
-import { authClient, authMessage } from '@/lib/auth/client'
+import { authClient, authMessage, passkeyAddMessage, passkeySignInMessage } from '@/lib/auth/client'
+import { MIN_PASSWORD_LENGTH } from '@/lib/auth/password-rule'
 
 type Mode = 'sign-in' | 'sign-up' | 'forgot'
 
@@ -19,13 +21,18 @@ const button =
 export default function AccountPage() {
   useDocumentTitle('Account · a2 chat')
   const session = authClient.useSession()
+  // better-auth sets isPending again on every refresh while signed out (after each sign-in
+  // attempt, failed ones too): "Loading…" only before the first answer, so the sign-in form
+  // and the error it shows are not swapped out and rebuilt empty.
+  const [answered, setAnswered] = useState(false)
+  if (!answered && !session.isPending) setAnswered(true)
   return (
     <main id="main" className="mx-auto w-full max-w-md px-4 py-8">
       <Link href="/" className="text-sm text-neutral-500 hover:text-neutral-800 dark:hover:text-neutral-200">
         ← Back to chats
       </Link>
       <h1 className="mt-1 mb-6 text-2xl font-semibold tracking-tight">Account</h1>
-      {session.isPending ? (
+      {!answered ? (
         <p className="text-sm text-neutral-500">Loading…</p>
       ) : session.data ? (
         <SignedIn email={session.data.user.email} verified={session.data.user.emailVerified} />
@@ -45,7 +52,7 @@ function SignedIn({ email, verified }: { email: string; verified: boolean }) {
         Signed in as <strong>{email}</strong>
       </p>
       <p className="text-sm text-neutral-600 dark:text-neutral-400" data-testid="account-verified">
-        {verified ? 'Email verified.' : 'Email not verified yet: the link to verify it was queued in the mail outbox.'}
+        {verified ? 'Email verified.' : 'Email not verified yet: open the link we email to this address to verify it.'}
       </p>
       {!verified && (
         <button
@@ -56,59 +63,91 @@ function SignedIn({ email, verified }: { email: string; verified: boolean }) {
             setBusy(true)
             const { error } = await authClient.sendVerificationEmail({ email, callbackURL: '/account' })
             setBusy(false)
-            setNote(error ? authMessage(error) : 'Another link was queued.')
+            setNote(error ? authMessage(error) : `Another link is on its way to ${email}.`)
           }}
         >
-          Queue another verification link
+          Email me another link
         </button>
       )}
       {note && <p role="status">{note}</p>}
       <p className="text-sm text-neutral-600 dark:text-neutral-400">Your chats are listed on every device you sign in on.</p>
       <Passkeys />
-      <DeleteAccount />
-      <button
-        type="button"
-        className={button}
-        onClick={async () => {
-          await authClient.signOut()
-          // A full load: the chat list and the page's stores start over as a new guest.
-          window.location.assign('/')
-        }}
-      >
-        Sign out
-      </button>
-      <button
-        type="button"
-        className="ml-3 text-sm underline"
-        onClick={async () => {
-          // Every session of the account, this one too: a lost phone's session refuses its next request.
-          await authClient.revokeSessions()
-          window.location.assign('/')
-        }}
-      >
-        Sign out on all devices
-      </button>
+      <div className="flex flex-wrap items-center gap-4">
+        <button
+          type="button"
+          className={button}
+          onClick={async () => {
+            await authClient.signOut()
+            // A full load: the chat list and the page's stores start over as a new guest.
+            leaveWithNotice('Signed out. Your chats stay in your account; this browser starts again as a guest.')
+          }}
+        >
+          Sign out
+        </button>
+        <button
+          type="button"
+          className="text-sm underline"
+          onClick={async () => {
+            // Every session of the account, this one too: a lost phone's session refuses its next request.
+            await authClient.revokeSessions()
+            leaveWithNotice('Signed out on every device. Your chats stay in your account.')
+          }}
+        >
+          Sign out on all devices
+        </button>
+      </div>
+      {/* Set apart from signing out: a slip of the finger must not land on it. */}
+      <div className="mt-10 border-t border-neutral-200 pt-6 dark:border-neutral-800">
+        <DeleteAccount />
+      </div>
     </section>
   )
 }
 
-/** The account's passkeys, and adding one for this device (its authenticator asks first). */
+/** The account's passkeys by name (a lost device's can be removed), and adding one for this device (its authenticator asks first). */
 function Passkeys() {
   const passkeys = authClient.useListPasskeys()
   const [note, setNote] = useState<string>()
-  const count = passkeys.data?.length ?? 0
+  const list = passkeys.data ?? []
+  const count = list.length
   return (
     <div className="space-y-2">
       <p className="text-sm" data-testid="passkey-count">
         {count === 0 ? 'No passkeys yet.' : count === 1 ? '1 passkey.' : `${count} passkeys.`}
       </p>
+      {count > 0 && (
+        <ul aria-label="Passkeys" className="space-y-1">
+          {list.map((passkey) => (
+            <li key={passkey.id} data-testid="passkey" className="flex items-center gap-3 text-sm">
+              <span className="min-w-0 flex-1 truncate">
+                {passkey.name || 'Unnamed passkey'}
+                <span className="text-neutral-500 dark:text-neutral-400"> · added {new Date(passkey.createdAt).toLocaleDateString()}</span>
+              </span>
+              <button
+                type="button"
+                className="text-sm underline"
+                aria-label={`Remove the passkey ${passkey.name || 'Unnamed passkey'}`}
+                onClick={async () => {
+                  setNote(undefined)
+                  const { error } = await authClient.passkey.deletePasskey({ id: passkey.id })
+                  setNote(
+                    error ? authMessage(error) : `Passkey “${passkey.name || 'Unnamed passkey'}” removed: it signs in to this account no more.`,
+                  )
+                }}
+              >
+                Remove
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
       <button
         type="button"
         className="text-sm underline"
         onClick={async () => {
           setNote(undefined)
-          const result = await authClient.passkey.addPasskey({ name: navigator.platform || 'This device' })
-          if (result?.error) setNote(authMessage(result.error))
+          const result = await authClient.passkey.addPasskey({ name: deviceName() })
+          if (result?.error) setNote(passkeyAddMessage(result.error))
           else setNote('Passkey added: you can sign in with it on this device.')
         }}
       >
@@ -117,6 +156,14 @@ function Passkeys() {
       {note && <p role="status">{note}</p>}
     </div>
   )
+}
+
+/** What the passkey list calls this device: its browser and system, as the browser reports them. */
+function deviceName(): string {
+  const brands = (navigator as Navigator & { userAgentData?: { brands: Array<{ brand: string }>; platform: string } }).userAgentData
+  const browser = brands?.brands.map((b) => b.brand).find((b) => !/not.?a.?brand|chromium/i.test(b)) ?? brands?.brands[0]?.brand
+  const system = brands?.platform || navigator.platform
+  return [browser, system].filter(Boolean).join(' on ') || 'This device'
 }
 
 /** Deleting the account: every chat and every row of it goes, after a second press that says so. */
@@ -139,7 +186,7 @@ function DeleteAccount() {
           onClick={async () => {
             const { error: failed } = await authClient.deleteUser()
             if (failed) return setError(authMessage(failed))
-            window.location.assign('/')
+            leaveWithNotice('Account deleted, with every chat in it. This browser starts again as a guest.')
           }}
         >
           Delete the account
@@ -179,9 +226,13 @@ function SignedOut() {
         : await authClient.signIn.email({ email, password })
     setBusy(false)
     if (result.error) return setError(authMessage(result.error))
-    if (mode === 'forgot') return setNote('If an account has this email, a link to reset its password was queued in the mail outbox.')
+    if (mode === 'forgot') return setNote('If an account has this email, a link to set a new password is on its way to it.')
     // A full load: the chat list, now the account's, is fetched anew.
-    window.location.assign('/')
+    leaveWithNotice(
+      mode === 'sign-up'
+        ? `Account created: you are signed in as ${email}. The chats of this browser are in it.`
+        : `Signed in as ${email}. The chats of this browser are in your account too.`,
+    )
   }
 
   const tab = (to: Mode, label: string) => (
@@ -208,7 +259,7 @@ function SignedOut() {
       </div>
       <p className="mb-4 text-sm text-neutral-600 dark:text-neutral-400">
         {mode === 'forgot'
-          ? 'We will queue a link to set a new password.'
+          ? 'We will email you a link to set a new password.'
           : 'The chats you made in this browser move into the account, and follow you to every device you sign in on.'}
       </p>
       {mode === 'sign-in' && (
@@ -221,8 +272,8 @@ function SignedOut() {
             setError(undefined)
             const result = await authClient.signIn.passkey()
             setBusy(false)
-            if (result.error) return setError(authMessage(result.error))
-            window.location.assign('/')
+            if (result.error) return setError(passkeySignInMessage(result.error))
+            leaveWithNotice(`Signed in with your passkey as ${result.data?.user?.email ?? 'your account'}.`)
           }}
         >
           Sign in with a passkey
@@ -252,11 +303,17 @@ function SignedOut() {
               name="password"
               type="password"
               required
-              minLength={mode === 'sign-up' ? 10 : undefined}
+              minLength={mode === 'sign-up' ? MIN_PASSWORD_LENGTH : undefined}
+              aria-describedby={mode === 'sign-up' ? 'password-rule' : undefined}
               autoComplete={mode === 'sign-up' ? 'new-password' : 'current-password'}
               className={field}
             />
           </label>
+        )}
+        {mode === 'sign-up' && (
+          <p id="password-rule" className="text-sm text-neutral-600 dark:text-neutral-400">
+            At least {MIN_PASSWORD_LENGTH} characters. A few words you will remember make a good one.
+          </p>
         )}
         {error && (
           <p role="alert" className="text-sm text-red-700 dark:text-red-400">
@@ -266,7 +323,7 @@ function SignedOut() {
         {note && <p role="status">{note}</p>}
         <div className="flex items-center gap-4">
           <button type="submit" className={button} disabled={busy}>
-            {mode === 'sign-up' ? 'Create account' : mode === 'sign-in' ? 'Sign in' : 'Queue a reset link'}
+            {mode === 'sign-up' ? 'Create account' : mode === 'sign-in' ? 'Sign in' : 'Email me a link'}
           </button>
           {mode === 'sign-in' && (
             <button type="button" className="text-sm underline" onClick={() => setMode('forgot')}>

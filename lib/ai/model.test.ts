@@ -19,13 +19,13 @@ describe('selectModel', () => {
   })
 
   it('without a key or a base URL: the offline model', () => {
-    expect(selectModel({}).label).toBe('a2-offline/offline')
+    expect(selectModel({}).label).toBe('Offline')
   })
 
   it('a base URL without a key (llama.cpp, Ollama): that server, not the offline model', async () => {
     upstream = await startUpstream({ tokenMs: 0, tokens: 3 })
     const { model, label } = selectModel({ OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'local' })
-    expect(label).toBe('openai/local')
+    expect(label).toBe('local')
     const text = await streamText({ model, prompt: 'hi' }).text
     expect(text).toBe('tok0 tok1 tok2 ')
     expect(upstream.requests).toHaveLength(1)
@@ -69,14 +69,14 @@ describe('selectModel', () => {
 
   it("without A2_MODELS, today's variables are the one entry: sent tools, as before", () => {
     expect(modelList({ OPENAI_API_KEY: 'sk', OPENAI_MODEL: 'gpt-4o' })).toEqual([
-      { id: 'gpt-4o', label: 'openai/gpt-4o', provider: 'openai', baseURL: undefined, apiKey: 'sk', reasoning: false, tools: true },
+      { id: 'gpt-4o', label: 'gpt-4o', provider: 'openai', baseURL: undefined, apiKey: 'sk', reasoning: false, tools: true },
     ])
   })
 
   it('with nothing configured: two offline models, the full one first, so the picker offers a choice with no network', async () => {
     expect(modelList({})).toEqual([
-      { id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true },
-      { id: 'offline-brief', label: 'a2-offline/brief', provider: 'offline', style: 'brief', reasoning: false, tools: true },
+      { id: 'offline', label: 'Offline', provider: 'offline', reasoning: false, tools: true },
+      { id: 'offline-brief', label: 'Offline, brief', provider: 'offline', style: 'brief', reasoning: false, tools: true },
     ])
     const [full, brief] = selectModels({ OFFLINE_MS_PER_TOKEN: 0 })
     const prompt = 'How do leases work?'
@@ -93,10 +93,10 @@ describe('selectModel', () => {
     process.env.OPENAI_BASE_URL = 'http://127.0.0.1:9/v1'
     process.env.OPENAI_MODEL = 'from-env'
     resetEnvForTests()
-    expect(selectModel().label).toBe('openai/from-env')
+    expect(selectModel().label).toBe('from-env')
 
     delete process.env.OPENAI_BASE_URL
     resetEnvForTests()
-    expect(selectModel().label).toBe('a2-offline/offline')
+    expect(selectModel().label).toBe('Offline')
   })
 })

@@ -37,7 +37,8 @@ export function modelList(config: ModelConfig = env()): ModelEntry[] {
     return [
       {
         id: modelId,
-        label: `openai/${modelId}`,
+        // The name people know the model by, as they would type it; the provider is no part of it.
+        label: modelId,
         provider: 'openai',
         baseURL: config.OPENAI_BASE_URL,
         apiKey: config.OPENAI_API_KEY,
@@ -47,9 +48,10 @@ export function modelList(config: ModelConfig = env()): ModelEntry[] {
     ]
   }
   // Two, so the picker offers a real choice with no network: each answers in its own way.
+  // Labels a reader understands: the picker and every answer show them (ids are for the wire).
   return [
-    { id: 'offline', label: 'a2-offline/offline', provider: 'offline', reasoning: false, tools: true },
-    { id: 'offline-brief', label: 'a2-offline/brief', provider: 'offline', style: 'brief', reasoning: false, tools: true },
+    { id: 'offline', label: 'Offline', provider: 'offline', reasoning: false, tools: true },
+    { id: 'offline-brief', label: 'Offline, brief', provider: 'offline', style: 'brief', reasoning: false, tools: true },
   ]
 }
 

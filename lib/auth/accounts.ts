@@ -21,6 +21,7 @@ import { adoptGuest } from './adopt-guest'
 import { eraseAccountData } from './erase-account'
 import { cookieName, currentUser as currentGuest, getSecret } from './guest'
 import { queueMail } from './mail'
+import { MIN_PASSWORD_LENGTH } from './password-rule'
 
 /**
  * The header better-auth reads the client's address from (its sign-in limits are per
@@ -52,8 +53,6 @@ const LOOPBACK = /^(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/
 export function servesAccounts(request: Request): boolean {
   return env().A2_PUBLIC_URL !== undefined || LOOPBACK.test(requestHost(request))
 }
-/** NIST SP 800-63B's floor for a memorized secret chosen by the user is 8; 10 with no composition rules. */
-const MIN_PASSWORD = 10
 
 function createAccounts(store: Store) {
   return betterAuth({
@@ -83,7 +82,7 @@ function createAccounts(store: Store) {
           text: 'Your account is unchanged. If it was you, sign in instead (or reset your password).',
           link: '/account',
         }),
-      minPasswordLength: MIN_PASSWORD,
+      minPasswordLength: MIN_PASSWORD_LENGTH,
       revokeSessionsOnPasswordReset: true,
       sendResetPassword: ({ user, url }) =>
         queueMail({ to: user.email, subject: 'Reset your a2 chat password', text: `Set a new password: ${url}`, link: url }),

@@ -5,6 +5,7 @@ import { useSearchParams } from 'next/navigation'
 import { Suspense, useState } from 'react'
 import { useDocumentTitle } from '@/components/document-title'
 import { authClient, authMessage } from '@/lib/auth/client'
+import { MIN_PASSWORD_LENGTH } from '@/lib/auth/password-rule'
 
 export default function ResetPage() {
   useDocumentTitle('Reset password · a2 chat')
@@ -50,11 +51,15 @@ function ResetForm() {
           name="password"
           type="password"
           required
-          minLength={10}
+          minLength={MIN_PASSWORD_LENGTH}
+          aria-describedby="password-rule"
           autoComplete="new-password"
           className="mt-1 block w-full rounded-lg border border-neutral-300 bg-white px-3 py-2 dark:border-neutral-700 dark:bg-neutral-900"
         />
       </label>
+      <p id="password-rule" className="text-sm text-neutral-600 dark:text-neutral-400">
+        At least {MIN_PASSWORD_LENGTH} characters.
+      </p>
       {error && (
         <p role="alert" className="text-sm text-red-700 dark:text-red-400">
           {error}

@@ -41,7 +41,9 @@ export default function SharedChatPage() {
   useEffect(() => {
     loadShared(token).then(setShared, () => setGone(true))
   }, [token])
-  useDocumentTitle(shared ? `${shared.session.title || 'Shared chat'} · a2 chat` : 'a2 chat')
+  // Once the link is revoked the chat's title is its owner's no longer to show: the header and the tab drop it at once.
+  const title = gone ? undefined : shared?.session.title
+  useDocumentTitle(shared && !gone ? `${title || 'Shared chat'} · a2 chat` : 'a2 chat')
 
   return (
     <main id="main" className="mx-auto flex h-dvh w-full max-w-3xl flex-col px-4">
@@ -50,7 +52,7 @@ export default function SharedChatPage() {
           a2 chat
         </Link>
         <p className="min-w-0 flex-1 truncate text-sm text-neutral-600 dark:text-neutral-400" data-testid="shared-title">
-          {shared?.session.title}
+          {title}
         </p>
         <span className="rounded-full bg-neutral-100 px-2 py-0.5 text-xs text-neutral-600 dark:bg-neutral-800 dark:text-neutral-400">Read only</span>
       </header>
