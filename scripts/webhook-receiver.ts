@@ -41,6 +41,8 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
   const state = { arrived: 0, abandoned: 0 }
   /** Keys whose GET answers 503: the receiver cannot say. */
   const muted = new Set<string>()
+  /** Keys a GET was told "none" of: never acted on after that. */
+  const answeredNone = new Set<string>()
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://receiver')
     if (req.method === 'GET' && url.pathname === '/__received') {
@@ -54,6 +56,8 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
       }
       // The lookup protocol's own words (docs/webhook.md): the key asked, and what the receiver has of it.
       const key = url.searchParams.get('idempotencyKey') ?? ''
+      // "none" is a promise: a POST under this key it still holds is not acted on afterwards.
+      if (!received.has(key)) answeredNone.add(key)
       res.writeHead(200, { 'content-type': 'application/json' })
       return res.end(
         JSON.stringify(
@@ -78,6 +82,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
     const acceptAfterMs = asks.includes('[[queued]]') ? 60_000 : options.acceptAfterMs
     if (acceptAfterMs) await new Promise((resolve) => setTimeout(resolve, acceptAfterMs))
     if (res.destroyed) return
+    if (answeredNone.has(key)) return void res.writeHead(409).end()
     if (!received.has(key)) received.set(key, body)
     setTimeout(() => {
       if (res.destroyed) return
