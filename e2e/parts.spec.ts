@@ -35,6 +35,7 @@ async function shownParts(page: Page) {
   return {
     reasoning: await answer(page).getByTestId('answer-reasoning-text').allTextContents(),
     input: await answer(page).getByTestId('tool-call-input').allTextContents(),
+    streamed: await answer(page).getByTestId('tool-call-input-streamed').allTextContents(),
     states: await answer(page)
       .getByTestId('tool-call')
       .evaluateAll((calls) => calls.map((c) => c.getAttribute('data-state'))),
@@ -77,7 +78,9 @@ test('Stop mid-tool-input: the input seen stays, the tool is never called (not s
   await expect.poll(async () => (await answer(page).getByTestId('tool-call-input').textContent())?.length ?? 0).toBeGreaterThan(20)
   const seen = await stopAndReadParts(page)
   const shown = await shownParts(page)
-  expect(shown.input).toEqual(seen.input)
+  // The arguments cut off read as what they are; the text seen is kept aside, as it was (issue 36, item 5).
+  expect(shown.input).toEqual(['Arguments cut off at the Stop'])
+  expect(shown.streamed).toEqual(seen.input)
   expect(shown.states).toEqual(['input'])
   await expect(answer(page).getByTestId('tool-call-state')).toHaveText('Not started')
   expect((await received()).arrived).toBe(before.arrived)
@@ -100,7 +103,15 @@ for (const { mode, state, label } of [
     // Stop while the POST is at the receiver (it holds each one 30 s).
     await pollUntil('the POST to reach the receiver', async () => (await received()).arrived > before.arrived)
     await chat.stop()
-    await expect(answer(page).getByTestId('tool-call')).toHaveAttribute('data-state', state)
+    // Every word the call shows from the Stop on is the reader's: no workers, operators or /runs (issue 36, item 5).
+    const toldAfterStop: string[] = []
+    await expect
+      .poll(async () => {
+        toldAfterStop.push((await answer(page).getByTestId('tool-call').textContent()) ?? '')
+        return answer(page).getByTestId('tool-call').getAttribute('data-state')
+      })
+      .toBe(state)
+    expect(toldAfterStop.filter((words) => /worker|operator|\/runs/i.test(words))).toEqual([])
     await expect(answer(page).getByTestId('tool-call-state')).toHaveText(label)
     // The tool's own request was closed by the Stop.
     await pollUntil('the POST to be abandoned', async () => (await received()).abandoned > before.abandoned)
@@ -110,3 +121,34 @@ for (const { mode, state, label } of [
     await sameEverywhere(page, shown)
   })
 }
+
+test('Continue after a tool answer against a server that starts over: the call shown in the continued version, no text twice, one POST', async ({
+  page,
+}) => {
+  test.setTimeout(120_000)
+  const before = await received()
+  const chat = new ChatPage(page)
+  await chat.goto()
+  await chat.send(`Tell them [[restarts]] [[call sendWebhook {"message":"continued ${Date.now()}"}]]`)
+  await expect(answer(page).getByTestId('tool-call')).toHaveAttribute('data-state', 'done')
+  // Stop in the text after the call.
+  await chat.waitForStreaming(30)
+  const stoppedId = await chat.lastAnswerId()
+  const cut = await chat.stopAndReadShown()
+  await expect(answer(page)).toHaveAttribute('data-ended', /.+/)
+
+  await chat.continueAnswer()
+  await expect.poll(() => chat.lastAnswerId()).not.toBe(stoppedId)
+  await expect(answer(page)).toHaveAttribute('data-status', 'done', { timeout: 90_000 })
+  const continued = await chat.lastAnswerText()
+  // One answer from the cut on: the server's restatement was dropped, nothing twice.
+  expect(continued.startsWith(cut)).toBe(true)
+  expect(continued.match(/\btok0\b/g)).toHaveLength(1)
+  // The continued version shows the call that happened; the model, told of it, did not make it again.
+  await expect(answer(page).getByTestId('tool-call')).toHaveCount(1)
+  await expect(answer(page).getByTestId('tool-call')).toHaveAttribute('data-state', 'done')
+  expect((await received()).arrived).toBe(before.arrived + 1)
+  await page.reload()
+  await expect(answer(page).getByTestId('tool-call')).toHaveAttribute('data-state', 'done')
+  expect(await chat.lastAnswerText()).toBe(continued)
+})

@@ -3,8 +3,10 @@
  * for tests and e2e: it records a POST the moment its body arrives (a receiver acts on what
  * reached it, whether or not the sender waits for the answer), answers after `holdMs` (a
  * delivery that takes time, so a Stop can land during it), and answers GET by key.
+ * GET by key answers in the lookup protocol's words (docs/webhook.md).
  * `acceptAfterMs` holds a POST before acting on it (a receiver that queues its work: a sender that
- * gives up first never delivered); `askStatus` makes every GET answer that status (a receiver that cannot say).
+ * gives up first never delivered); `askStatus` makes every GET answer that bare status, or `askBody`
+ * (a receiver that cannot say, or an endpoint that does not speak the protocol: a bare 404, an app shell's 200).
  * A body containing `[[queued]]` is held 60 s that way, one containing `[[mute]]` is asked with a
  * 503: how a browser test picks the receiver's behaviour from its prompt. `GET /__received` lists
  * what arrived, for tests in another process.
@@ -28,6 +30,8 @@ export interface WebhookReceiverOptions {
   holdMs?: number
   acceptAfterMs?: number
   askStatus?: number
+  /** With askStatus: the body every GET answers (an app shell's HTML, say); none by default. */
+  askBody?: string
   port?: number
 }
 
@@ -37,6 +41,8 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
   const state = { arrived: 0, abandoned: 0 }
   /** Keys whose GET answers 503: the receiver cannot say. */
   const muted = new Set<string>()
+  /** Keys a GET was told "none" of: never acted on after that. */
+  const answeredNone = new Set<string>()
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://receiver')
     if (req.method === 'GET' && url.pathname === '/__received') {
@@ -46,11 +52,20 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
     if (req.method === 'GET') {
       if (options.askStatus || muted.has(url.searchParams.get('idempotencyKey') ?? '')) {
         res.writeHead(options.askStatus ?? 503)
-        return res.end()
+        return res.end(options.askBody)
       }
+      // The lookup protocol's own words (docs/webhook.md): the key asked, and what the receiver has of it.
       const key = url.searchParams.get('idempotencyKey') ?? ''
-      res.writeHead(received.has(key) ? 200 : 404, { 'content-type': 'application/json' })
-      return res.end(JSON.stringify(received.has(key) ? { key, received: true } : { key, received: false }))
+      // "none" is a promise: a POST under this key it still holds is not acted on afterwards.
+      if (!received.has(key)) answeredNone.add(key)
+      res.writeHead(200, { 'content-type': 'application/json' })
+      return res.end(
+        JSON.stringify(
+          received.has(key)
+            ? { idempotencyKey: key, delivery: 'received', receipt: { key, received: true } }
+            : { idempotencyKey: key, delivery: 'none' },
+        ),
+      )
     }
     const key = req.headers['idempotency-key']
     if (req.method !== 'POST' || typeof key !== 'string') {
@@ -67,6 +82,7 @@ export async function startWebhookReceiver(options: WebhookReceiverOptions = {})
     const acceptAfterMs = asks.includes('[[queued]]') ? 60_000 : options.acceptAfterMs
     if (acceptAfterMs) await new Promise((resolve) => setTimeout(resolve, acceptAfterMs))
     if (res.destroyed) return
+    if (answeredNone.has(key)) return void res.writeHead(409).end()
     if (!received.has(key)) received.set(key, body)
     setTimeout(() => {
       if (res.destroyed) return

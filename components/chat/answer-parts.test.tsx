@@ -36,9 +36,35 @@ describe('a tool call on screen', () => {
     expect(label(call(part), ended)).toBe(expected)
   })
 
-  it('says how an unknown call is settled, and names the tool for assistive technology', () => {
+  it('says the receiver could not say, and names the tool for assistive technology', () => {
     const html = renderToStaticMarkup(<AnswerParts parts={[call({ state: 'unknown', stateAt: 5, settle: 'operator' })]} ended />)
-    expect(html).toContain('an operator settles it on /runs')
+    expect(html).toContain('the receiver could not say whether it arrived')
     expect(html).toContain('aria-label="Tool call: sendWebhook"')
+  })
+
+  // A state a user reaches with their own Stop is told in the user's words (issue 36, item 5).
+  it.each([
+    [{ state: 'running' as const, stateAt: 5 }],
+    [{ state: 'unknown' as const, stateAt: 5, settle: 'operator' as const }],
+    [{ state: 'unknown' as const, stateAt: 5, settle: 'reconcile' as const }],
+    [{ state: 'cancelled' as const, stateAt: 5 }],
+    [{ state: 'not-started' as const, stateAt: 5 }],
+    [{}],
+  ])('%j after a Stop never names workers, operators or /runs', (part) => {
+    const html = renderToStaticMarkup(<AnswerParts parts={[call(part)]} ended />)
+    expect(html).not.toMatch(/worker|operator|\/runs/i)
+  })
+
+  it('arguments cut off by a Stop read as such, not as raw JSON; the text as streamed is kept aside', () => {
+    const cut = call({ inputText: '{"m' })
+    const html = renderToStaticMarkup(<AnswerParts parts={[cut]} ended />)
+    expect(/data-testid="tool-call-input"[^>]*>([^<]*)</.exec(html)?.[1]).toBe('Arguments cut off at the Stop')
+    expect(/data-testid="tool-call-input-streamed"[^>]*>([^<]*)</.exec(html)?.[1]).toBe('{&quot;m')
+    // While it streams, the arguments so far; once called, the object.
+    expect(/data-testid="tool-call-input"[^>]*>([^<]*)</.exec(renderToStaticMarkup(<AnswerParts parts={[cut]} ended={false} />))?.[1]).toBe(
+      '{&quot;m',
+    )
+    const called = renderToStaticMarkup(<AnswerParts parts={[call({ inputText: '', calledAt: 4, input: { message: 'hi' } })]} ended />)
+    expect(/data-testid="tool-call-input"[^>]*>([^<]*)</.exec(called)?.[1]).toBe('{&quot;message&quot;:&quot;hi&quot;}')
   })
 })

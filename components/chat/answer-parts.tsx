@@ -1,7 +1,7 @@
 'use client'
 import type { AnswerPart, ReasoningPart, ToolPart } from '@/lib/chat/fold/reducer'
 import { partText, toolPhase } from '@/lib/chat/fold/parts'
-import { describeToolCall } from '@/lib/chat/tools/tool-call'
+import { describeToolCall, describeToolInput } from '@/lib/chat/tools/tool-call'
 import { ActivityIcon, AlertIcon, CheckIcon, SpinnerIcon, StopCircleIcon } from '../icons'
 
 /** An answer's reasoning and tool calls, in log order, above its text. */
@@ -48,7 +48,7 @@ const TONES = {
 
 function ToolCall({ part, ended }: { part: ToolPart; ended: boolean }) {
   const { label, detail, tone } = describeToolCall(part, ended)
-  const input = part.input !== undefined ? JSON.stringify(part.input) : partText(part)
+  const input = describeToolInput(part, ended)
   const Icon =
     tone === 'busy' ? SpinnerIcon : tone === 'done' ? CheckIcon : tone === 'failed' ? AlertIcon : tone === 'unknown' ? ActivityIcon : StopCircleIcon
   return (
@@ -67,10 +67,20 @@ function ToolCall({ part, ended }: { part: ToolPart; ended: boolean }) {
         </span>
       </div>
       {detail && <p className="mt-1 text-xs opacity-90">{detail}</p>}
-      {input && (
+      {input?.streamed === undefined && input && (
         <pre data-testid="tool-call-input" className="mt-1.5 overflow-x-auto whitespace-pre-wrap break-all font-mono text-xs opacity-80">
-          {input}
+          {input.text}
         </pre>
+      )}
+      {input?.streamed !== undefined && (
+        <details className="mt-1.5">
+          <summary data-testid="tool-call-input" className="cursor-pointer select-none text-xs italic">
+            {input.text}
+          </summary>
+          <pre data-testid="tool-call-input-streamed" className="mt-1 overflow-x-auto whitespace-pre-wrap break-all font-mono text-xs opacity-80">
+            {input.streamed}
+          </pre>
+        </details>
       )}
       {part.state === 'done' && part.result !== undefined && (
         <details className="mt-1.5">

@@ -167,7 +167,10 @@ async function promptOf(ctx: Run): Promise<{ soFar: string; instructions: string
   // A successor first settles the calls its dead predecessor left running (asked of their receivers), then tells the model of them.
   if (ctx.attempt > 1 && (await settleInFlight(ctx, own))) own = await readOwnSteps(ctx)
   const soFar = continuing ? committedAnswer(history, ctx.event, own) : ''
-  const calls = ctx.attempt > 1 ? callsSoFar(history, ctx.event, own) : []
+  // The calls the answer shows so far, with what each did: a successor's predecessors' and, for a
+  // Continue, the stopped version's as the reader saw them (the fold carries them over), so the
+  // model is not left to make a call again that happened (continue-tools.integration.test.ts).
+  const calls = continuing ? callsSoFar(history, ctx.event, own) : []
   const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar, callsSoFar: calls })
   const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
   return { soFar, instructions, messages }

@@ -123,12 +123,21 @@ export function committedTurn(history: ChatState, generation: ChatEvent, later: 
 const STEP_TYPES = new Set<ChatEvent['type']>(['chunk', 'reasoning', 'tool.input', 'tool.call'])
 
 /**
- * The tool calls a generation's earlier attempts made, with what each did (their states), as
- * model messages: what a successor tells the model before it goes on, so it does not make a
- * call again that was made (or, told it did not happen, decides again). No text: that is the answer so far.
+ * The tool calls a generation shows so far, with what each did (their states), as model
+ * messages: its earlier attempts' and, for a Continue, the stopped version's (the fold carries
+ * them over, cut as the reader saw them). What a successor or a Continue tells the model before
+ * it goes on, so it does not make a call again that was made (or, told it did not happen,
+ * decides again). No text: that is the answer so far.
  */
 export function callsSoFar(history: ChatState, generation: ChatEvent, later: ChatEvent[]): ModelMessage[] {
-  const own = later.filter((e) => (STEP_TYPES.has(e.type) || e.type === 'tool.state') && (e.payload as { of?: string }).of === generation.id)
+  const continues = generation.type === 'generate' ? generation.payload.continues : undefined
+  const ofThis = (of: string | undefined) => of === generation.id || (continues !== undefined && of === continues)
+  const own = later.filter(
+    (e) =>
+      (STEP_TYPES.has(e.type) && (e.payload as { of?: string }).of === generation.id) ||
+      // A state the stopped version's call reached after the Continue was asked for (the fold shows it in both).
+      (e.type === 'tool.state' && ofThis(e.payload.of)),
+  )
   const turn = foldChat([generation, ...own], history).turns.find((t) => t.id === generation.id)
   if (turn?.kind !== 'assistant') return []
   return answerMessages({ ...turn, chunks: [], text: '', prefix: undefined })

@@ -161,6 +161,16 @@ describe.each(layers)('answers made of parts against a real upstream on %s', (ki
     { receiverSaw: true, options: { holdMs: 60_000 }, shown: 'done', run: 'CANCELLED' },
     { receiverSaw: false, options: { acceptAfterMs: 60_000 }, shown: 'cancelled', run: 'CANCELLED' },
     { receiverSaw: true, options: { holdMs: 60_000, askStatus: 503 }, shown: 'unknown', run: 'UNKNOWN' },
+    // A receiver that answers every GET with a bare 404 (most endpoints: a GET they do not serve) has the POST: not "did not happen".
+    { receiverSaw: true, options: { holdMs: 60_000, askStatus: 404 }, shown: 'unknown', run: 'UNKNOWN' },
+    // One that answers every GET with a bare 200 (a health page, an app shell) never acted on it: not "Done".
+    { receiverSaw: false, options: { acceptAfterMs: 60_000, askStatus: 200 }, shown: 'unknown', run: 'UNKNOWN' },
+    {
+      receiverSaw: false,
+      options: { acceptAfterMs: 60_000, askStatus: 200, askBody: '<!doctype html><title>app</title>' },
+      shown: 'unknown',
+      run: 'UNKNOWN',
+    },
   ] as const)(
     'Stop mid-tool-call, the receiver having seen the POST: $receiverSaw, able to say: $options.askStatus: the request is aborted and the call shows $shown',
     async ({ receiverSaw, options, shown, run }) => {

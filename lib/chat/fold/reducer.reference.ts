@@ -32,6 +32,8 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         const continued = state.turns.find((t): t is AnswerTurn => t.kind === 'assistant' && t.id === event.payload.continues)
         answer.continues = event.payload.continues
         answer.prefix = continued ? answerText(continued) : ''
+        // And the calls it shows (its cut applied).
+        answer.parts = continued ? continued.parts.filter((p) => p.kind === 'tool') : []
       }
       return { turns: [...movedOn(state.turns), answer] }
     }
@@ -59,19 +61,15 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
         withTool(answer, event.payload, event.index, (part) => ({ ...part, input: event.payload.input, calledAt: event.index })),
       )
     case 'tool.state':
-      return updateAnswer(state, event.payload.of, (answer) =>
-        withTool(answer, event.payload, event.index, (part) => {
-          const { state: callState, input, result, error, settle } = event.payload
-          return {
-            ...part,
-            stateAt: part.stateAt ?? event.index,
-            state: callState,
-            input: part.input ?? input,
-            result,
-            error,
-            settle,
-          }
-        }),
+      // The call's answer, and the versions continuing it that show the call.
+      return continuersOf(state, event.payload.of).reduce<ChatState>(
+        (folded, id) =>
+          updateAnswer(folded, id, (answer) =>
+            id !== event.payload.of && !answer.parts.some((p) => p.kind === 'tool' && p.call === event.payload.call)
+              ? answer
+              : toolStateOf(answer, event),
+          ),
+        state,
       )
     case 'cancelled':
       return updateAnswer(state, event.payload.of, (answer) => {
@@ -136,6 +134,22 @@ function step(
 }
 
 /** The answer with tool call `call` changed by `change`, added at the end (at `index`) first if it has none. */
+/** A `tool.state` applied to its call's part in `answer`. */
+function toolStateOf(answer: AnswerTurn, event: Extract<ChatEvent, { type: 'tool.state' }>): AnswerTurn {
+  return withTool(answer, event.payload, event.index, (part) => {
+    const { state: callState, input, result, error, settle } = event.payload
+    return { ...part, stateAt: part.stateAt ?? event.index, state: callState, input: part.input ?? input, result, error, settle }
+  })
+}
+
+/** Answer `id` and the versions that continue it, or continue those. */
+function continuersOf(state: ChatState, id: string): string[] {
+  const chain = [id]
+  for (const turn of state.turns)
+    if (turn.kind === 'assistant' && turn.continues !== undefined && chain.includes(turn.continues) && !chain.includes(turn.id)) chain.push(turn.id)
+  return chain
+}
+
 function withTool(
   answer: AnswerTurn,
   { call, tool }: { call: string; tool: string },

@@ -109,6 +109,8 @@ class ChatDraft {
     if (continues !== undefined) {
       answer.continues = continues
       answer.prefix = this.shownText(continues)
+      // And the calls it shows (its cut applied): what happened stays in view, and the model is told of it (answer/history.ts).
+      answer.parts = this.shownCalls(continues)
     }
     this.add(answer)
   }
@@ -122,18 +124,25 @@ class ChatDraft {
     else this.addPart(mine, { kind: 'reasoning', index: event.index, chunks: [{ index: event.index, delta: event.payload.delta }], text: '' })
   }
 
-  /** No step: what the call did outside the log shows whenever it is known, after a cut or the end too. */
+  /**
+   * No step: what the call did outside the log shows whenever it is known, after a cut or the end
+   * too, and in the versions that continue its answer (they show its calls), if one was asked for first.
+   */
   private toolState(event: Extract<ChatEvent, { type: 'tool.state' }>): void {
-    this.turns.updateAnswers(event.payload.of, (_answer, own) => {
-      const { state, input, result, error, settle } = event.payload
-      const part = this.toolPart(own(), event.payload, event.index)
-      part.stateAt ??= event.index
-      part.state = state
-      if (input !== undefined) part.input ??= input
-      part.result = result
-      part.error = error
-      part.settle = settle
-    })
+    const { of, call } = event.payload
+    const showsCall = (answer: AnswerTurn) => answer.parts.some((p) => p.kind === 'tool' && p.call === call)
+    for (const id of [of, ...this.continuersOf(of)])
+      this.turns.updateAnswers(id, (answer, own) => {
+        if (id !== of && !showsCall(answer)) return
+        const { state, input, result, error, settle } = event.payload
+        const part = this.toolPart(own(), event.payload, event.index)
+        part.stateAt ??= event.index
+        part.state = state
+        if (input !== undefined) part.input ??= input
+        part.result = result
+        part.error = error
+        part.settle = settle
+      })
   }
 
   private cancelled(event: Extract<ChatEvent, { type: 'cancelled' }>): void {
@@ -172,6 +181,25 @@ class ChatDraft {
       this.keepChunkEnds(mine, position)
       compact(mine)
     })
+  }
+
+  /** The tool calls answer `id` shows now (none when it is not in the state). */
+  private shownCalls(id: string): AnswerPart[] {
+    const [position] = this.turns.answerPositions(id)
+    return position === undefined ? [] : (this.turns.turnAt(position) as AnswerTurn).parts.filter((p) => p.kind === 'tool')
+  }
+
+  /** The versions that continue answer `id`, and those that continue them (they come after it in the log). */
+  private continuersOf(id: string): string[] {
+    const [from] = this.turns.answerPositions(id)
+    if (from === undefined) return []
+    const chain = new Set([id])
+    for (let position = from + 1; position < this.turns.length(); position++) {
+      const turn = this.turns.turnAt(position)
+      if (turn.kind === 'assistant' && turn.continues !== undefined && chain.has(turn.continues)) chain.add(turn.id)
+    }
+    chain.delete(id)
+    return [...chain]
   }
 
   /** The text answer `id` shows now ('' when it is not in the state). */

@@ -79,7 +79,7 @@ describe('exporting an answer of parts', () => {
         input: { message: 'ship it' },
         state: 'unknown',
         shows: 'May have happened',
-        detail: expect.stringContaining('operator'),
+        detail: expect.stringContaining('could not say whether it arrived'),
         settle: 'operator',
       },
       {
@@ -101,7 +101,7 @@ describe('exporting an answer of parts', () => {
     expect(md).toContain('**Tool call `listNotes`: Done**')
     expect(md).toContain('Input:\n\n```json\n{\n  "limit": 3\n}\n```')
     expect(md).toContain('Result:\n\n```json\n[\n  "buy milk"\n]\n```')
-    expect(md).toMatch(/\*\*Tool call `sendWebhook`: May have happened\*\* — [^\n]*operator/)
+    expect(md).toMatch(/\*\*Tool call `sendWebhook`: May have happened\*\* — [^\n]*could not say whether it arrived/)
     expect(md).toContain('Input (as streamed):\n\n```\n{"message":"ag\n```')
     expect(md).not.toContain('unseen reasoning')
     // The parts come before the answer's text, in log order.

@@ -22,7 +22,7 @@
  */
 import type { JSONValue, ToolModelMessage } from 'ai'
 import type { ChatEvent } from '../contract'
-import { toolPhase, type ToolPart } from '../fold/parts'
+import { partText, toolPhase, type ToolPart } from '../fold/parts'
 
 /** One call the model made: its id, the tool's name, its input. */
 export interface ToolCall {
@@ -158,8 +158,9 @@ export function describeToolCall(part: ToolPart, ended: boolean): ToolCallStatus
     case 'running':
       // Still running when its answer ended: its attempt died mid-call. Its settled state follows once
       // the receiver is asked (the next attempt, settle-in-flight.ts, or the drain's end hook, answer/unfinished.ts).
+      // Words for the reader, whoever stopped it (their Stop, mostly): no workers, operators or /runs (issue 36, item 5).
       return ended
-        ? { label: 'May have happened', detail: 'Its worker stopped mid-call; the receiver is asked (see /runs).', tone: 'unknown' }
+        ? { label: 'May have happened', detail: 'Stopped mid-call; asking the receiver whether it arrived.', tone: 'unknown' }
         : { label: 'Running…', tone: 'busy' }
     case 'done':
       return { label: 'Done', tone: 'done' }
@@ -173,11 +174,25 @@ export function describeToolCall(part: ToolPart, ended: boolean): ToolCallStatus
         detail:
           part.settle === 'reconcile'
             ? 'Stopped mid-call; it will be settled by asking the receiver.'
-            : 'Stopped mid-call and the receiver could not say; an operator settles it on /runs.',
+            : 'Stopped mid-call, and the receiver could not say whether it arrived.',
         tone: 'unknown',
       }
   }
 }
+
+/**
+ * A call's arguments as the page shows them: the object the model called it with, or while it
+ * streams the text so far; once its answer ended with the object incomplete (a Stop mid-arguments),
+ * what that is, in words, with the partial text kept aside (`streamed`) for whoever wants it.
+ */
+export function describeToolInput(part: ToolPart, ended: boolean): { text: string; streamed?: string } | undefined {
+  if (part.input !== undefined) return { text: JSON.stringify(part.input) }
+  const streamed = partText(part)
+  if (!streamed) return undefined
+  return ended ? { text: ARGUMENTS_CUT_OFF, streamed } : { text: streamed }
+}
+
+export const ARGUMENTS_CUT_OFF = 'Arguments cut off at the Stop'
 
 type ToolResultOutput = Extract<ToolModelMessage['content'][number], { type: 'tool-result' }>['output']
 
