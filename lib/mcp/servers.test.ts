@@ -33,6 +33,16 @@ describe('the configured MCP servers', () => {
     expect(server.writes.get('k-routed')).toEqual({ tool: 'deliver', args: { message: 'routed' } })
   })
 
+  it('asks a task call by its key: completed → done; a plain call cannot be asked', async () => {
+    const offers = await registry.offers()
+    const task = offers.find((o) => o.modelName === 'notes__deliver_task')!.tool
+    const deliver = offers.find((o) => o.modelName === 'notes__deliver')!.tool
+    const result = await registry.call(task, { message: 'tasked' }, { idempotencyKey: 'k-tasked', signal: new AbortController().signal })
+    expect(await registry.askCall('notes', 'k-tasked')).toEqual({ done: true, result: expect.objectContaining({ content: result.content }) })
+    await registry.call(deliver, { message: 'plain' }, { idempotencyKey: 'k-plain', signal: new AbortController().signal })
+    expect(await registry.askCall('notes', 'k-plain')).toBe('unknown')
+  })
+
   it('names a tool in the characters a model takes, at most 64 of them', () => {
     expect(modelToolName('files', 'read.file/v2')).toBe('files__read_file_v2')
     expect(modelToolName('s', 'x'.repeat(100))).toHaveLength(64)

@@ -20,7 +20,11 @@ export interface McpRegistry {
   /** Every reachable server's tools, as offered to a model. */
   offers(): Promise<McpOffer[]>
   call(tool: McpToolInfo, args: Record<string, unknown>, call: McpCall): Promise<CallToolResult>
-  askTask(server: string, taskId: string): Promise<TaskVerdict>
+  /**
+   * What became of the call under this idempotency key, if it ran as a task this process started
+   * (`tasks/get`); 'unknown' for any other (a plain call cannot be asked about in MCP).
+   */
+  askCall(server: string, idempotencyKey: string): Promise<TaskVerdict>
   close(): Promise<void>
 }
 
@@ -34,6 +38,8 @@ export function mcpRegistry(
   connect: (name: string, config: McpServerConfig) => Promise<McpConnection> = connectMcp,
 ): McpRegistry {
   const connections = new Map<string, Promise<McpConnection>>()
+  /** The task each call became, by idempotency key: kept in memory, so a successor process cannot ask (it says unknown). */
+  const tasks = new Map<string, string>()
   const connection = (name: string): Promise<McpConnection> => {
     const config = servers[name]
     if (!config) return Promise.reject(new Error(`no MCP server "${name}" is configured`))
@@ -82,8 +88,19 @@ export function mcpRegistry(
       return offers
     },
     // Not retried on a broken connection: the call may have reached the server before it broke.
-    call: async (tool, args, call) => (await connection(tool.server)).call(tool, args, call),
-    askTask: (server, taskId) => withServer(server, (c) => c.askTask(taskId)).catch(() => 'unknown' as const),
+    call: async (tool, args, call) =>
+      (await connection(tool.server)).call(tool, args, {
+        ...call,
+        onTask: async (taskId) => {
+          tasks.set(call.idempotencyKey, taskId)
+          await call.onTask?.(taskId)
+        },
+      }),
+    async askCall(server, idempotencyKey) {
+      const taskId = tasks.get(idempotencyKey)
+      if (!taskId) return 'unknown'
+      return withServer(server, (c) => c.askTask(taskId)).catch(() => 'unknown' as const)
+    },
     async close() {
       const open = [...connections.values()]
       connections.clear()
