@@ -27,6 +27,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
+import { performance } from 'node:perf_hooks'
 import { z } from 'zod'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
@@ -51,16 +52,23 @@ export type McpLogEntry =
 export interface McpTestServerOptions {
   holdMs?: number
   logFile?: string
+  /** Told each log entry as it is written, with its time (for a bench that times a cancellation's arrival). */
+  onNote?: (entry: McpLogEntry, at: number) => void
 }
+
+/** Wall-clock ms with the sub-millisecond part: comparable across processes of one machine. */
+const now = () => performance.timeOrigin + performance.now()
 
 /** The server's table and log: shared by every session of one process. */
 class ServerRecord {
   readonly log: McpLogEntry[] = []
   readonly writes = new Map<string, { tool: string; args: unknown }>()
-  constructor(private readonly logFile?: string) {}
+  constructor(private readonly options: McpTestServerOptions) {}
   note(entry: McpLogEntry): void {
+    const at = now()
     this.log.push(entry)
-    if (this.logFile) appendFileSync(this.logFile, `${JSON.stringify({ at: Date.now(), ...entry })}\n`)
+    if (this.options.logFile) appendFileSync(this.options.logFile, `${JSON.stringify({ at, ...entry })}\n`)
+    this.options.onNote?.(entry, at)
   }
   write(tool: string, key: string, args: unknown): void {
     if (this.writes.has(key)) return // the idempotency key honoured: a repeat is one row
@@ -211,7 +219,7 @@ export interface McpTestServer {
 
 /** The HTTP server: stateful sessions (an `mcp-session-id` each), cancellation by a closed response stream. */
 export async function startMcpTestServer(options: McpTestServerOptions & { port?: number } = {}): Promise<McpTestServer> {
-  const record = new ServerRecord(options.logFile)
+  const record = new ServerRecord(options)
   const tasks = new ServerWideTaskStore()
   const sessions = new Map<string, StreamableHTTPServerTransport>()
   /** A request's stream-close signal, by session and JSON-RPC id. */
@@ -296,7 +304,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 /** The stdio server: one session on this process's stdin/stdout; cancellation by notifications/cancelled. */
 export async function serveMcpOverStdio(options: McpTestServerOptions = {}): Promise<void> {
-  const record = new ServerRecord(options.logFile)
+  const record = new ServerRecord(options)
   const tasks = new ServerWideTaskStore()
   const server = buildServer(record, options.holdMs ?? 0, tasks, () => undefined)
   const transport = new StdioServerTransport()
