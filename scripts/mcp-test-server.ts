@@ -188,10 +188,12 @@ function buildServer(record: ServerRecord, holdMs: number, tasks: ServerWideTask
         void (async () => {
           await hold(holdMs)
           // tasks/cancel marks the task cancelled in the store: the work checks before it writes.
-          if ((await tasks.getTask(task.taskId))?.status === 'cancelled') return record.note({ type: 'task-cancelled', taskId: task.taskId })
+          const status = (await tasks.getTask(task.taskId))?.status
+          if (status === 'cancelled') return record.note({ type: 'task-cancelled', taskId: task.taskId })
+          if (!status) return // the server closed (its tasks with it)
           record.write('deliver_task', key, args)
           await tasks.storeTaskResult(task.taskId, 'completed', text(`delivered: ${args.message}`))
-        })()
+        })().catch(() => undefined) // the server closed mid-task: nothing to report to
         return { task }
       },
       getTask: (_args, extra) => extra.taskStore.getTask(extra.taskId),

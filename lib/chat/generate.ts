@@ -21,6 +21,7 @@ import { stepEvents, type AnswerStep } from './steps'
 import { chatTools, reconcileToolCall } from './tools/chat-tools'
 import type { ToolCall } from './tools/tool-call'
 import type { Webhook } from './tools/webhook'
+import type { McpTools } from './tools/mcp'
 import { restatementFilter } from './restatement'
 import { endingHook, finishedId } from './ending'
 import type { StoredEffect } from './tools/stored-effect'
@@ -40,6 +41,7 @@ export interface GenerateOptions {
   models?: readonly ChatModel[]
   /** Where the sendWebhook tool delivers (A2_WEBHOOK_URL); unset, the tool is not offered. */
   webhook?: Webhook
+  mcp?: McpTools
   /** A run's stored effects (the server's operator view): how a run settled without its handler tells its calls' states. */
   storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>
 }
@@ -50,6 +52,7 @@ export function generateConsumer({
   takesTools: defaultTakesTools = true,
   models = [],
   webhook,
+  mcp,
   storedEffects,
 }: GenerateOptions) {
   const byId = new Map(models.map((m) => [m.id, m]))
@@ -66,7 +69,7 @@ export function generateConsumer({
     // Asked for every effect a dead attempt left DISPATCHED (by a successor, a drain after a
     // Stop, the last attempt's crash), with the key its fn received. A saved note is looked
     // up; a model call changed nothing outside the log, so asking again is safe: "not done".
-    reconcile: (idempotencyKey, { key }) => reconcileToolCall(key, idempotencyKey, { notes, webhook }),
+    reconcile: (idempotencyKey, { key }) => reconcileToolCall(key, idempotencyKey, { notes, webhook, mcp }),
     // An answer this handler did not finish still gets its one `finished`, and its calls left running their settled states (ending.ts).
     ending: endingHook(storedEffects),
   }).run(async (ctx) => {
@@ -125,7 +128,7 @@ export function generateConsumer({
           return !writer.refused
         },
       },
-      { notes, webhook },
+      { notes, webhook, mcp },
     )
     const toolNames = new Map<string, string>()
 

@@ -12,10 +12,13 @@ import type { NoteRow } from '@/db/schema'
 import type { NoteOutbox } from '../notes'
 import { runToolCall, toolEffectKey, type ToolCallRun } from './tool-call'
 import type { Webhook } from './webhook'
+import type { McpTools } from './mcp'
+import { mcpTool } from './mcp-tool'
 
 export interface ChatTools {
   notes: NoteOutbox
   webhook?: Webhook
+  mcp?: McpTools
 }
 
 /**
@@ -23,7 +26,12 @@ export interface ChatTools {
  * reconcile hook): a note or a webhook delivery is looked up by its idempotency key; a read,
  * or anything else, changed nothing outside and is "not done".
  */
-export async function reconcileToolCall(key: string, idempotencyKey: string, { notes, webhook }: ChatTools): Promise<ReconcileResult> {
+export async function reconcileToolCall(key: string, idempotencyKey: string, { notes, webhook, mcp }: ChatTools): Promise<ReconcileResult> {
+  for (const offer of mcp?.offers ?? [])
+    if (key.startsWith(toolEffectKey(offer.modelName, ''))) {
+      const kind = mcpTool(offer, mcp!.registry)
+      return kind.lookup ? kind.lookup(idempotencyKey) : { done: false }
+    }
   if (key.startsWith(toolEffectKey('saveNote', ''))) {
     const saved = await notes.find(idempotencyKey)
     return saved ? { done: true, result: saved } : { done: false }
@@ -32,7 +40,7 @@ export async function reconcileToolCall(key: string, idempotencyKey: string, { n
   return { done: false }
 }
 
-export function chatTools(run: ToolCallRun, { notes, webhook }: ChatTools): ToolSet {
+export function chatTools(run: ToolCallRun, { notes, webhook, mcp }: ChatTools): ToolSet {
   const { ctx } = run
   const tools: ToolSet = {
     saveNote: tool({
@@ -77,6 +85,23 @@ export function chatTools(run: ToolCallRun, { notes, webhook }: ChatTools): Tool
           (idempotencyKey, signal) =>
             webhook.post({ idempotencyKey, signal, body: { message: input.message, session: ctx.sessionId, answer: ctx.event.id } }),
           { ask: (key) => webhook.ask(key) },
+        ),
+    })
+  }
+  for (const offer of mcp?.offers ?? []) {
+    const kind = mcpTool(offer, mcp!.registry)
+    tools[kind.name] = tool({
+      description: kind.description,
+      inputSchema: kind.inputSchema,
+      execute: (input, { toolCallId }) =>
+        runToolCall(
+          run,
+          { call: toolCallId, tool: kind.name, input },
+          (idempotencyKey, signal) => kind.dispatch(input as Record<string, unknown>, { idempotencyKey, signal }),
+          {
+            ask: kind.lookup && ((key) => kind.lookup!(key)),
+            readOnly: kind.readOnly,
+          },
         ),
     })
   }
