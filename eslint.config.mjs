@@ -12,6 +12,8 @@
 // - Tooling that measures or drives the library's internals on purpose may reach them: test/ (the test
 //   helpers shared by every suite) and bench/ (benchmarks of internal queries). scripts/ is
 //   app entry points and tools (the worker, the upstream stand-in), held to the app's rule.
+// - lib/chat stands in floors by concern (contract.ts ← fold/ ← tools/ ← answer/ ← server/, and browser/ on the
+//   fold): no import runs back up.
 // - No import cycles anywhere (import-x/no-cycle, resolving the @/ alias through tsconfig).
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
@@ -27,6 +29,29 @@ const INTERNALS = {
 /** The test kit: for tests, never for code that ships. */
 const TESTING = { regex: '(^|/)a2/testing$', message: '@/lib/a2/testing is for tests only.' }
 const TESTS = ['**/*.test.{ts,tsx}', 'e2e/**']
+
+/** lib/ is what app/, components/ and the tools stand on: its code never imports them back. */
+const GROUND_FLOOR = {
+  target: './lib',
+  from: ['./app', './components', './scripts', './bench', './e2e', './test'],
+  message: 'lib/ is the ground floor: it imports nothing from the folders that stand on it.',
+}
+
+/** lib/chat's floors, lowest first: each may import those below it, none above. */
+const CHAT = ['contract.ts', 'fold', 'tools', 'answer', 'server'].map((floor) => `./lib/chat/${floor}`)
+const CHAT_FLOORS = [
+  ...CHAT.slice(0, -1).map((target, i) => ({
+    target,
+    from: [...CHAT.slice(i + 1), './lib/chat/browser'],
+    message: 'lib/chat stands in floors: contract.ts ← fold/ ← tools/ ← answer/ ← server/; a floor imports none above it.',
+  })),
+  { target: './lib/chat/server', from: './lib/chat/browser', message: 'The server imports nothing of the browser hook.' },
+  {
+    target: './lib/chat/browser',
+    from: ['./lib/chat/tools', './lib/chat/answer', './lib/chat/server'],
+    message: 'The browser hook stands on the contract and the fold only (the rest is server code).',
+  },
+]
 
 export default tseslint.config(
   {
@@ -99,18 +124,18 @@ export default tseslint.config(
     files: ['lib/**/*.{ts,tsx}'],
     ignores: ['lib/**/*.test.{ts,tsx}'],
     rules: {
-      'import-x/no-restricted-paths': [
-        'error',
-        {
-          zones: [
-            {
-              target: './lib',
-              from: ['./app', './components', './scripts', './bench', './e2e', './test'],
-              message: 'lib/ is the ground floor: it imports nothing from the folders that stand on it.',
-            },
-          ],
-        },
-      ],
+      'import-x/no-restricted-paths': ['error', { zones: [GROUND_FLOOR] }],
+    },
+  },
+  {
+    // lib/chat, the app's side, in floors by concern; its code imports only the floors below it (a test may stand
+    // on several, as the scenario suites drive the whole chat server):
+    //   contract.ts (the events) ← fold/ (the reducer and its storage) ← tools/ (a tool call's life) ← answer/ (the
+    //   generate consumer) ← server/ (the chat's server, the routes' services); browser/ (the hook) stands on fold/.
+    files: ['lib/chat/**/*.{ts,tsx}'],
+    ignores: ['lib/chat/**/*.test.{ts,tsx}'],
+    rules: {
+      'import-x/no-restricted-paths': ['error', { zones: [GROUND_FLOOR, ...CHAT_FLOORS] }],
     },
   },
   {

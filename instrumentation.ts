@@ -11,7 +11,7 @@ export async function register() {
     checkEnvAtBoot()
     const { stampPeerAddress } = await import('./lib/http/peer-address')
     stampPeerAddress()
-    const { bootChatProcess } = await import('./lib/chat/process')
+    const { bootChatProcess } = await import('./lib/chat/server/process')
     await bootChatProcess()
   }
 }

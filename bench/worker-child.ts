@@ -12,7 +12,7 @@
  */
 import { sql } from 'drizzle-orm'
 import { openPostgresStore, createServer, type Store } from '@/lib/a2/server'
-import { buildChatServer } from '@/lib/chat/server'
+import { buildChatServer } from '@/lib/chat/server/chat-server'
 import { serveParent, tellParent } from './lib/children'
 import { wallNow } from './lib/time'
 import { bareClaim, benchContract, noopConsumers } from './lib/wake-contract'
@@ -40,7 +40,7 @@ if (mode === 'chat') {
   )
   await server.startWorker({ concurrency })
   stopWorkers = () => server.stopWorkers({ graceMs: 500 })
-  // SIGTERM as `npm run worker` handles it (lib/chat/process.ts → shutdownChatServer): stop
+  // SIGTERM as `npm run worker` handles it (lib/chat/server/process.ts → shutdownChatServer): stop
   // claiming and hand every running attempt over at once (no grace), close the store, exit.
   // Figure 7 measures how soon the answer continues on another worker.
   process.once('SIGTERM', () => {

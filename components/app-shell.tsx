@@ -5,7 +5,7 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react
 import { startOutboxCourier } from '@/lib/a2/react'
 import { MenuIcon, NewChatIcon, PanelLeftIcon } from './icons'
 import { SessionList } from './session-list'
-import { isSessionId, sessionsStore, sessionTitle, useSessions, type PendingDelete } from './sessions-store'
+import { isSessionId, chatListStore, sessionTitle, useChatList, type PendingDelete } from './chat-list-store'
 import { ThemeToggle } from './theme-toggle'
 import { ShareMenu } from './chat/share-menu'
 import { useDocumentTitle } from './document-title'
@@ -20,7 +20,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   const pathname = usePathname() ?? '/'
   const [drawerOpen, setDrawerOpen] = useState(false)
   const [collapsed, setCollapsed] = useState(false)
-  const { sessions, missing, pendingDelete, opened, status } = useSessions()
+  const { sessions, missing, pendingDelete, opened, status } = useChatList()
   const menuRef = useRef<HTMLButtonElement>(null)
   const drawerRef = useRef<HTMLElement>(null)
 
@@ -36,7 +36,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
 
   // Deletes still in their undo window are sent when the page goes away.
   useEffect(() => {
-    const flush = () => sessionsStore.flushDeletes()
+    const flush = () => chatListStore.flushDeletes()
     window.addEventListener('pagehide', flush)
     return () => window.removeEventListener('pagehide', flush)
   }, [])
@@ -92,7 +92,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   // A chat opened by link that the first page of the list does not hold: fetch its title.
   const needsSummary = status === 'ready' && activeId !== undefined && !notFound && !activeSession
   useEffect(() => {
-    if (needsSummary && activeId) void sessionsStore.ensure(activeId)
+    if (needsSummary && activeId) void chatListStore.ensure(activeId)
   }, [needsSummary, activeId])
 
   if (!inShell) return <>{children}</>
@@ -232,7 +232,7 @@ function UndoToast({ pending }: { pending: PendingDelete }) {
         ref={undoRef}
         type="button"
         onClick={() => {
-          if (sessionsStore.undo(pending.id) && pending.wasOpen) router.push(`/c/${encodeURIComponent(pending.id)}`)
+          if (chatListStore.undo(pending.id) && pending.wasOpen) router.push(`/c/${encodeURIComponent(pending.id)}`)
         }}
         className="shrink-0 rounded-lg px-2.5 py-1 font-semibold text-sky-300 hover:bg-white/10 focus-visible:outline-2 focus-visible:outline-sky-300 dark:text-sky-700 dark:hover:bg-neutral-900/10 dark:focus-visible:outline-sky-700"
       >

@@ -7,7 +7,7 @@ import { clearDraftIf } from './chat/drafts'
 import { OfflineNotice } from './chat/offline-notice'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
 import { A2HttpError } from '@/lib/a2'
-import { handOffFirstMessage, sessionsStore } from './sessions-store'
+import { handOffFirstMessage, chatListStore } from './chat-list-store'
 import { STARTERS } from '@/lib/ai/starters'
 
 /**
@@ -36,7 +36,7 @@ export function NewChat() {
       setSending(true)
       setError(undefined)
       try {
-        const session = await sessionsStore.create()
+        const session = await chatListStore.create()
         handOffFirstMessage(session.id, text)
         // Sent (from the box, Retry or a suggestion): not the next new chat's draft.
         clearDraftIf(NEW_CHAT_DRAFT, text)

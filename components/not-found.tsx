@@ -2,7 +2,7 @@
 import Link from 'next/link'
 import { useEffect, useRef } from 'react'
 import { Logo } from './session-list'
-import { sessionsStore } from './sessions-store'
+import { chatListStore } from './chat-list-store'
 
 /**
  * "Nothing here", with a way home: an unknown route (`page`), or a chat that does not exist,
@@ -21,7 +21,7 @@ export function NotFoundView({
   const headingRef = useRef<HTMLHeadingElement>(null)
   // The header stops calling this chat "New chat".
   useEffect(() => {
-    if (sessionId) sessionsStore.markMissing(sessionId)
+    if (sessionId) chatListStore.markMissing(sessionId)
   }, [sessionId])
   // The chat's composer or buttons went with it: focus that was there fell to <body>. It goes
   // to the heading, which a screen reader then reads. Focus elsewhere (the sidebar) stays.

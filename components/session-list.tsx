@@ -3,7 +3,7 @@ import Link from 'next/link'
 import { usePathname, useRouter } from 'next/navigation'
 import { useEffect, useRef, useState } from 'react'
 import { ActivityIcon, NewChatIcon, PanelLeftIcon, PencilIcon, SearchIcon, SpinnerIcon, TrashIcon, XIcon } from './icons'
-import { sessionsStore, sessionTitle, useSessions, type SessionSummary } from './sessions-store'
+import { chatListStore, sessionTitle, useChatList, type ChatListItem } from './chat-list-store'
 import { authClient } from '@/lib/auth/client'
 
 /** Asks the "/" page's composer to take focus (New chat while already on "/"). */
@@ -20,13 +20,13 @@ interface SessionListProps {
 }
 
 export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: SessionListProps) {
-  const { sessions, status, nextBefore, loadingMore, error } = useSessions()
+  const { sessions, status, nextBefore, loadingMore, error } = useChatList()
   const pathname = usePathname()
 
   useEffect(() => {
-    void sessionsStore.load()
+    void chatListStore.load()
     const onVisible = () => {
-      if (document.visibilityState === 'visible') void sessionsStore.refresh()
+      if (document.visibilityState === 'visible') void chatListStore.refresh()
     }
     document.addEventListener('visibilitychange', onVisible)
     return () => document.removeEventListener('visibilitychange', onVisible)
@@ -111,7 +111,7 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
             <p>Couldn’t load your chats.</p>
             <button
               type="button"
-              onClick={() => void sessionsStore.load()}
+              onClick={() => void chatListStore.load()}
               className="mt-1 font-medium text-neutral-900 underline underline-offset-2 dark:text-neutral-100"
             >
               Try again
@@ -137,7 +137,7 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
         {nextBefore && sessions.length > 0 && (
           <button
             type="button"
-            onClick={() => void sessionsStore.loadMore()}
+            onClick={() => void chatListStore.loadMore()}
             disabled={loadingMore}
             className="mt-2 flex w-full items-center justify-center gap-2 rounded-lg px-2 py-1.5 text-sm text-neutral-600 hover:bg-neutral-200/70 disabled:opacity-60 dark:text-neutral-400 dark:hover:bg-neutral-800"
           >
@@ -182,7 +182,7 @@ interface SearchState {
   setQuery: (query: string) => void
   /** A query is typed: results replace the list. */
   active: boolean
-  results?: { for: string; sessions: SessionSummary[] }
+  results?: { for: string; sessions: ChatListItem[] }
   error?: string
 }
 
@@ -200,7 +200,7 @@ function useSearch(): SearchState {
     }
     const controller = new AbortController()
     const timer = setTimeout(() => {
-      sessionsStore.search(text, controller.signal).then(
+      chatListStore.search(text, controller.signal).then(
         (sessions) => {
           setResults({ for: text, sessions })
           setError(undefined)
@@ -221,7 +221,7 @@ function useSearch(): SearchState {
 function SearchResults({ search, activeId, onNavigate }: { search: SearchState; activeId?: string; onNavigate: () => void }) {
   const { results: found, error } = search
   // Renamed or deleted since (in this tab or another): as the list has it now.
-  const results = found && { ...found, sessions: found.sessions.flatMap((s) => sessionsStore.current(s) ?? []) }
+  const results = found && { ...found, sessions: found.sessions.flatMap((s) => chatListStore.current(s) ?? []) }
   if (error) return <p className="mt-3 px-2 text-sm text-red-600 dark:text-red-400">Couldn’t search: {error}</p>
   if (!results) {
     return (
@@ -258,7 +258,7 @@ function SearchResults({ search, activeId, onNavigate }: { search: SearchState; 
   )
 }
 
-function SessionItem({ session, active, onNavigate }: { session: SessionSummary; active: boolean; onNavigate: () => void }) {
+function SessionItem({ session, active, onNavigate }: { session: ChatListItem; active: boolean; onNavigate: () => void }) {
   const router = useRouter()
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState('')
@@ -283,7 +283,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
     setEditing(false)
     if (!next || next === session.title) return
     try {
-      await sessionsStore.rename(session.id, next)
+      await chatListStore.rename(session.id, next)
       setFailed(false)
     } catch {
       setFailed(true)
@@ -370,7 +370,7 @@ function SessionItem({ session, active, onNavigate }: { session: SessionSummary;
         type="button"
         data-testid="delete-chat"
         onClick={() => {
-          sessionsStore.remove(session.id, { wasOpen: active })
+          chatListStore.remove(session.id, { wasOpen: active })
           if (active) router.push('/')
         }}
         aria-label={`Delete “${title}”`}
@@ -399,11 +399,11 @@ export function Logo({ className = 'size-6' }: { className?: string }) {
 interface Group {
   key: string
   label: string
-  sessions: SessionSummary[]
+  sessions: ChatListItem[]
 }
 
 /** Consecutive runs of sessions by age of their last activity, in the server's order. */
-function groupByAge(sessions: SessionSummary[]): Group[] {
+function groupByAge(sessions: ChatListItem[]): Group[] {
   const now = new Date()
   const startOfToday = new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime()
   const day = 86_400_000

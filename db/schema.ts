@@ -184,7 +184,7 @@ export const mailOutbox = pgTable(
 )
 
 /**
- * Read-only links to a chat (lib/chat/share.ts). The link carries a random token; only its
+ * Read-only links to a chat (lib/chat/server/share.ts). The link carries a random token; only its
  * SHA-256 is kept, so reading this table gives no one a working link. A chat has at most one
  * live link; revoking it ends every open viewer's tail within a second.
  */

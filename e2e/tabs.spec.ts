@@ -109,7 +109,7 @@ async function stoppedChat(chat: ChatPage, text: string): Promise<string> {
  * do), with room for this 2-core machine's noise.
  */
 const AT_ONCE = { timeout: 3_000 }
-/** components/sessions-store.ts's UNDO_MS: a delete reaches the server when its undo window ends. */
+/** components/chat-list-store.ts's UNDO_MS: a delete reaches the server when its undo window ends. */
 const UNDO_MS = 5_000
 
 test('two tabs side by side: a delete, undo, rename or new chat in one shows in the other’s sidebar at once; the open chat deleted elsewhere says it is not available', async ({

@@ -4,7 +4,7 @@
  * instances to leave all the work to them. PGlite is one process's database: a separate
  * worker cannot share it.
  */
-import { bootChatProcess } from '@/lib/chat/process'
+import { bootChatProcess } from '@/lib/chat/server/process'
 import { checkEnvAtBoot } from '@/lib/env'
 
 if (!checkEnvAtBoot().DATABASE_URL) {

@@ -15,7 +15,7 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { openPgliteStore, openPostgresStore } from '@/lib/a2/server'
 import { migrateDatabase } from '@/lib/store/migrate'
-import { buildChatServer } from '@/lib/chat/server'
+import { buildChatServer } from '@/lib/chat/server/chat-server'
 import { ask } from './chat'
 
 export type ChildReport = { t: 'ready'; pid: number } | { t: 'asked'; sessionId: string }

@@ -47,7 +47,7 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     exported: await import('@/app/api/sessions/[id]/export/route'),
     sharedSnapshot: await import('@/app/api/shared/[token]/snapshot/route'),
     sharedEvents: await import('@/app/api/shared/[token]/sessions/[id]/events/route'),
-    chatServer: await import('@/lib/chat/server'),
+    chatServer: await import('@/lib/chat/server/chat-server'),
   }
   /** [pattern, module] in match order: the handler for a path, as Next's router picks it. */
   const table: Array<[RegExp, Record<string, unknown>, string[]]> = [

@@ -12,10 +12,10 @@ import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { seedLongHistory } from '@/test/long-history'
 import { forgetFolds } from '@/lib/a2/testing'
-import { chatFold } from '@/lib/chat/checkpoint'
-import { joinWindow } from '@/lib/chat/first-screen'
-import type { ChatState, Turn } from '@/lib/chat/reducer'
-import { visibleTurns } from '@/lib/chat/versions'
+import { chatFold } from '@/lib/chat/fold/checkpoint'
+import { joinWindow } from '@/lib/chat/fold/first-screen'
+import type { ChatState, Turn } from '@/lib/chat/fold/reducer'
+import { visibleTurns } from '@/lib/chat/fold/versions'
 
 /** 2,273 answers of 22 events: 50,006 events. */
 const ANSWERS = 2_273

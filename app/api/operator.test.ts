@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm'
 import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import type { ChatEvent } from '@/lib/chat/contract'
-import { foldChat, type AnswerTurn } from '@/lib/chat/reducer'
+import { foldChat, type AnswerTurn } from '@/lib/chat/fold/reducer'
 
 const TOKEN = 'operator-token-for-tests-0123456789abcdef'
 

@@ -9,7 +9,7 @@ import { loadRoutes } from '@/test/routes'
 import { createTestDb, layers, type TestDb } from '@/test/db'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { waitForRun } from '@/lib/a2/testing'
-import { foldChat, type AnswerTurn } from '@/lib/chat/reducer'
+import { foldChat, type AnswerTurn } from '@/lib/chat/fold/reducer'
 import type { ChatEvent } from '@/lib/chat/contract'
 
 const MAX_EVENTS = 12

@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type Store } from '@/lib/a2/server'
 import { chat } from '@/lib/chat/contract'
-import { chunkWriter, type ChunkWriter } from '@/lib/chat/chunk-writer'
+import { chunkWriter, type ChunkWriter } from '@/lib/chat/answer/chunk-writer'
 import { OWNER } from '../lib/http'
 import { sleep, until } from '../lib/time'
 import { trials, type Trials } from '../lib/stats'
@@ -45,7 +45,7 @@ interface Producer {
 /** A producer: a delta per ms, at most MAX_UNCOMMITTED not yet committed, until `stopAt`. */
 async function produce(writer: ChunkWriter, producer: Producer, stopAt: number) {
   while (performance.now() < stopAt) {
-    if (producer.pushed - producer.committed < MAX_UNCOMMITTED) writer.push(`d${producer.pushed++} `)
+    if (producer.pushed - producer.committed < MAX_UNCOMMITTED) writer.add(`d${producer.pushed++} `)
     await sleep(1)
   }
 }

@@ -16,8 +16,8 @@ import { seedLongHistory } from '@/test/long-history'
 import { prompt } from '../lib/upstream'
 import { within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
-import { chatFold } from '@/lib/chat/checkpoint'
-import { snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
+import { chatFold } from '@/lib/chat/fold/checkpoint'
+import { snapshotFold, snapshotResponse } from '@/lib/chat/server/snapshot'
 import { forgetFolds } from '@/lib/a2/internal/log/checkpoints'
 
 export interface LongSessionLevel {

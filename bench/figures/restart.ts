@@ -18,14 +18,14 @@
 import { sql } from 'drizzle-orm'
 import { openPostgresStore, type Store } from '@/lib/a2/server'
 import { migrateDatabase } from '@/lib/store/migrate'
-import { buildChatServer } from '@/lib/chat/server'
+import { buildChatServer } from '@/lib/chat/server/chat-server'
 import { startUpstream } from '@/scripts/upstream-server'
 import { startCluster, type Cluster } from '@/test/pg-cluster'
 import { rows } from '../lib/db'
 import { until } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 
-/** lib/chat/generate.ts's lease: what an answer waited for before (issue 31). */
+/** lib/chat/answer/generate.ts's lease: what an answer waited for before (issue 31). */
 export const RESTART_BASELINE_MS = 15_000
 
 export interface RestartPart {

@@ -31,7 +31,7 @@ import { spawn as spawnProcess, type ChildProcess } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
 import { sql } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
-import { buildChatServer } from '@/lib/chat/server'
+import { buildChatServer } from '@/lib/chat/server/chat-server'
 import { LIVENESS_SETTLE_MS } from '@/lib/a2/internal/runtime/liveness'
 import { LIFE_LOCK_CLASS } from '@/lib/a2/internal/store/store'
 import { OWNER, openSse, serveBench } from '../lib/http'
@@ -42,7 +42,7 @@ import { randomInt, until, within } from '../lib/time'
 import { summarize, type Summary } from '../lib/stats'
 import { cpuMeter } from '../lib/machine'
 
-/** lib/chat/generate.ts: the lease a takeover waited for before liveness. */
+/** lib/chat/answer/generate.ts: the lease a takeover waited for before liveness. */
 export const GENERATE_LEASE_MS = 15_000
 const TOKENS = 60
 

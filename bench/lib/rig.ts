@@ -8,11 +8,11 @@ import { createOpenAI } from '@ai-sdk/openai'
 import type { LanguageModel } from 'ai'
 import { sql } from 'drizzle-orm'
 import type { A2Server, Store } from '@/lib/a2/server'
-import { buildChatServer } from '@/lib/chat/server'
+import { buildChatServer } from '@/lib/chat/server/chat-server'
 import { resetEnvForTests } from '@/lib/env'
 import type { Chat } from '@/lib/chat/contract'
-import { chatFold } from '@/lib/chat/checkpoint'
-import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
+import { chatFold } from '@/lib/chat/fold/checkpoint'
+import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/server/snapshot'
 import { OWNER, serveBench, type BenchHttp } from './http'
 import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
 import { spawnChild, type Child } from './children'
@@ -87,7 +87,7 @@ export async function openChatRig(options: {
     webhookUrl,
   )
   const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
-  // The snapshot route's answer as the app makes it (lib/chat/snapshot.ts), for figure 8's opens from a client.
+  // The snapshot route's answer as the app makes it (lib/chat/server/snapshot.ts), for figure 8's opens from a client.
   const snapshot = async (request: Request, sessionId: string) =>
     snapshotResponse(snapshotAsk(request), await chat.fold(sessionId, OWNER, chatFold, snapshotFold(snapshotAsk(request))))
   const http = await serveBench({ a2: chat, model, snapshot })

@@ -1,7 +1,7 @@
 /** What each tool call state reads as: never "Failed" for a call a Stop or a crash may have let reach its receiver. */
 import { describe, expect, it } from 'vitest'
 import { renderToStaticMarkup } from 'react-dom/server'
-import type { ToolPart } from '@/lib/chat/reducer'
+import type { ToolPart } from '@/lib/chat/fold/reducer'
 import { AnswerParts } from './answer-parts'
 
 const call = (part: Partial<ToolPart>): ToolPart => ({

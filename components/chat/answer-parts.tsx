@@ -1,7 +1,7 @@
 'use client'
-import type { AnswerPart, ReasoningPart, ToolPart } from '@/lib/chat/reducer'
-import { partText, toolPhase } from '@/lib/chat/parts'
-import { describeToolCall } from '@/lib/chat/tool-status'
+import type { AnswerPart, ReasoningPart, ToolPart } from '@/lib/chat/fold/reducer'
+import { partText, toolPhase } from '@/lib/chat/fold/parts'
+import { describeToolCall } from '@/lib/chat/tools/tool-call'
 import { ActivityIcon, AlertIcon, CheckIcon, SpinnerIcon, StopCircleIcon } from '../icons'
 
 /** An answer's reasoning and tool calls, in log order, above its text. */

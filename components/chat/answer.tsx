@@ -1,6 +1,6 @@
 'use client'
 import { memo, useEffect, useState } from 'react'
-import { answerRest, answerText, isTerminal, type AnswerTurn } from '@/lib/chat/reducer'
+import { answerRest, answerText, isTerminal, type AnswerTurn } from '@/lib/chat/fold/reducer'
 import { AlertIcon, ArrowRightIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
 import { useModels } from '../models'
 import { Markdown } from '../markdown'

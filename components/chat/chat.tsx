@@ -1,12 +1,12 @@
 'use client'
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
-import { useChat } from '@/lib/chat/use-chat'
-import { titleFrom } from '@/lib/chat/title'
-import { visibleTurns, type Selection } from '@/lib/chat/versions'
+import { useChat } from '@/lib/chat/browser/use-chat'
+import { titleFrom } from '@/lib/chat/server/title'
+import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
 import { NotFoundView } from '../not-found'
-import { meansNoSuchChat, sessionsStore, sessionTitle, takeFirstMessage, useSessions } from '../sessions-store'
+import { meansNoSuchChat, chatListStore, sessionTitle, takeFirstMessage, useChatList } from '../chat-list-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 import { OfflineNotice } from './offline-notice'
@@ -36,7 +36,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
   } = useChat(sessionId)
   // The picker's model answers what this page asks next: read at each ask, so the "/" page's pick reaches the first message.
   const { models } = useModels()
-  const { sessions, missing } = useSessions()
+  const { sessions, missing } = useChatList()
   const [followKey, setFollowKey] = useState(0)
   const composerRef = useRef<ComposerHandle>(null)
   const follow = useCallback(() => setFollowKey((k) => k + 1), [])
@@ -59,7 +59,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     if (text === undefined) return
     follow()
     void send(text, { model: chosenModel(models) })
-      .then(() => sessionsStore.changed()) // titled from it: the other tabs' lists too
+      .then(() => chatListStore.changed()) // titled from it: the other tabs' lists too
       .catch(() => {}) // a failure shows in the error alert, with Retry
   }, [sessionId, send, follow, models])
 
@@ -67,14 +67,14 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
   // session moves to the top of the list.
   const confirmedMessages = events.reduce((n, e) => (e.type === 'message' ? n + 1 : n), 0)
   useEffect(() => {
-    if (confirmedMessages > 0) void sessionsStore.refresh()
+    if (confirmedMessages > 0) void chatListStore.refresh()
   }, [confirmedMessages])
 
   // An answer ended: the session's title and place in the list may have changed.
   const activeId = active?.id
   const previousActive = useRef(activeId)
   useEffect(() => {
-    if (previousActive.current && !activeId) void sessionsStore.refresh()
+    if (previousActive.current && !activeId) void chatListStore.refresh()
     previousActive.current = activeId
   }, [activeId])
   // A Stop shows at once, but the server settles the run a moment later, when its terminal
@@ -83,7 +83,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
   const endedAnswers = state.turns.reduce((n, t) => (t.kind === 'assistant' && (t.finishReason || t.error) ? n + 1 : n), 0)
   const previousEnded = useRef(endedAnswers)
   useEffect(() => {
-    if (endedAnswers > previousEnded.current) void sessionsStore.refresh()
+    if (endedAnswers > previousEnded.current) void chatListStore.refresh()
     previousEnded.current = endedAnswers
   }, [endedAnswers])
 
@@ -110,7 +110,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     (text: string) => {
       follow()
       void send(text, { after: lastVisibleAnswer.current, model: chosenModel(models) })
-        .then(() => sessionsStore.changed()) // generating, and first in the list: in the other tabs too
+        .then(() => chatListStore.changed()) // generating, and first in the list: in the other tabs too
         .catch(() => {})
     },
     [send, follow, models],
@@ -131,7 +131,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     (answerId: string) => {
       follow()
       void regenerate(answerId, chosenModel(models))
-        .then(() => sessionsStore.changed())
+        .then(() => chatListStore.changed())
         .catch(() => {})
       // The new version takes the old one's place (and element): focus on it stays on the slot.
       focusAfterAction(answerId)
@@ -142,7 +142,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     (answerId: string) => {
       follow()
       void continueAnswer(answerId, chosenModel(models))
-        .then(() => sessionsStore.changed())
+        .then(() => chatListStore.changed())
         .catch(() => {})
       focusAfterAction(answerId)
     },
@@ -158,7 +158,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
       const first = edited?.kind === 'user' && edited.parent === null
       void edit(messageId, text, chosenModel(models))
         // The chat is titled from its first message: a new version of it retitles the chat.
-        .then(() => (first ? sessionsStore.rename(sessionId, titleFrom(text)) : sessionsStore.changed()))
+        .then(() => (first ? chatListStore.rename(sessionId, titleFrom(text)) : chatListStore.changed()))
         .catch(() => {})
     },
     [edit, follow, store, sessionId, models],

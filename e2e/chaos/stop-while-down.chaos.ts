@@ -142,7 +142,7 @@ for (const topology of topologies) {
       if (!topology.embeddedWorker) expect(job.attempt).toBe(1) // and no second attempt
 
       // The log: one Stop (its retries were one event), naming this answer, at what the page had seen.
-      // Read once the answer's terminal event is in: the ending hook writes it after the run's end commits.
+      // Read once the answer's terminal event is in: the `onEnded` hook writes it after the run's end commits.
       await expect.poll(async () => (await sessionLog(sql, sessionId)).some((e) => e.type === 'finished'), { timeout: 10_000 }).toBe(true)
       const log = await sessionLog(sql, sessionId)
       expect(gapProblem(log)).toBeUndefined()

@@ -37,7 +37,7 @@ import {
 const TOKENS = 80
 const TOKEN_MS = 60 // ~4.8 s per attempt: long enough to kill mid-stream, short enough for the suite's budget
 const FULL = normalize(upstreamText(TOKENS))
-/** The generate consumer's lease (lib/chat/generate.ts): the takeover must not have waited for it. */
+/** The generate consumer's lease (lib/chat/answer/generate.ts): the takeover must not have waited for it. */
 const LEASE_MS = 15_000
 /** A worker judges others dead only once its own liveness lock has held this long (lib/a2/internal/runtime/liveness.ts). */
 const LIVENESS_SETTLE_MS = 3_000

@@ -1,5 +1,5 @@
 import type { Locator, Page } from '@playwright/test'
-import type { AnswerStatus } from '../../lib/chat/reducer'
+import type { AnswerStatus } from '../../lib/chat/fold/reducer'
 
 /** The answer's `data-status`: the reducer's statuses, so the page object cannot drift from them. */
 export type { AnswerStatus }

@@ -79,7 +79,7 @@ function piecesFold(name = 'texts-pieces@1') {
         const state: Texts = { texts: [], last: -1 }
         let first = true
         return {
-          push(piece) {
+          add(piece) {
             record(decoded, piece)
             if (first) state.last = JSON.parse(piece) as number
             else state.texts.push(...(JSON.parse(piece) as string[]))
@@ -114,8 +114,8 @@ function partialFold(name = 'texts-partial@1') {
         const inner = codec.decoder()
         let first = true
         return {
-          push(piece) {
-            inner.push(first ? JSON.stringify((JSON.parse(piece) as { last: number }).last) : piece)
+          add(piece) {
+            inner.add(first ? JSON.stringify((JSON.parse(piece) as { last: number }).last) : piece)
             first = false
           },
           end: () => inner.end(),

@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { sql } from 'drizzle-orm'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
-import { endRuns, RETURNED, stopped, type Ending, type EndRequest } from './internal/runtime/end-runs'
+import { endRuns, RETURNED, stopped, type EndRule, type EndRequest } from './internal/runtime/end-runs'
 import { query } from './internal/store/store'
 import type { RunStatus } from './internal/core/transitions'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
@@ -24,7 +24,7 @@ import { gate, historyOf, interceptStore, quarantineOpenJobs, waitForJob, waitUn
 const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20261201
 const RUNS = Number(process.env.FC_RUNS ?? 40)
 
-const ENDINGS: Record<string, Ending> = {
+const RULES: Record<string, EndRule> = {
   returned: RETURNED,
   stopped: stopped(),
   exhausted: { ACTIVE: { to: 'FAILED', reason: 'ATTEMPTS_EXHAUSTED' }, CANCELLING: { to: 'CANCELLED', reason: 'RETRY_REVOKED' } },
@@ -122,7 +122,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
     await set(cancelling, 'CANCELLING', 1)
     await set(inFlight, 'ACTIVE', 1)
     await query(store.db, sql`insert into a2_effects (job_id, key, status, attempt, cancel_version) values (${inFlight}, 'k', 'DISPATCHED', 1, 0)`)
-    const request = (jobId: number, detail?: unknown): EndRequest => ({ fence: { jobId, attempt: 1 }, ending: ENDINGS.returned, detail })
+    const request = (jobId: number, detail?: unknown): EndRequest => ({ fence: { jobId, attempt: 1 }, rule: RULES.returned, detail })
     const results = await endRuns(store.db, [
       request(inFlight),
       request(superseded),
@@ -159,7 +159,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
     })
     const req = fc.record({
       attempt: fc.integer({ min: 1, max: 2 }),
-      ending: fc.constantFrom(...Object.keys(ENDINGS)),
+      rule: fc.constantFrom(...Object.keys(RULES)),
       detail: fc.option(fc.record({ code: fc.constantFrom('a', 'b') }), { nil: undefined }),
     })
     const scenario = fc
@@ -184,7 +184,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
         const asked = order.filter((i) => runs[i].request)
         const requests = asked.map((i): EndRequest => {
           const r = runs[i].request!
-          return { fence: { jobId: ids[i], attempt: r.attempt }, ending: ENDINGS[r.ending], detail: r.detail }
+          return { fence: { jobId: ids[i], attempt: r.attempt }, rule: RULES[r.rule], detail: r.detail }
         })
         const results = await endRuns(store.db, requests)
 
@@ -192,7 +192,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
         const expected = new Map<number, { status: RunStatus; owner: string | null; transition?: unknown; result?: RunStatus }>()
         for (const [i, run] of runs.entries()) {
           const r = run.request
-          const step = r && r.attempt === run.state.attempt ? ENDINGS[r.ending][run.state.status] : undefined
+          const step = r && r.attempt === run.state.attempt ? RULES[r.rule][run.state.status] : undefined
           if (!r || !step) {
             expected.set(i, { status: run.state.status, owner: 'w' })
             continue
@@ -245,7 +245,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
           const batch = (picks: number[]) =>
             endRuns(
               store.db,
-              picks.map((p) => ({ fence: { jobId: ids[p], attempt: 1 }, ending: ENDINGS.returned })),
+              picks.map((p) => ({ fence: { jobId: ids[p], attempt: 1 }, rule: RULES.returned })),
             )
           const [a, b] = await Promise.all([batch(first), batch(second)])
           for (const head of heads) {
@@ -300,7 +300,7 @@ describe.each(layers)('run endings in one statement on %s', (kind) => {
             await tx.execute(sql`set local enable_mergejoin = off`)
             return endRuns(
               tx,
-              order.map((p) => ({ fence: { jobId: ids[p], attempt: 1 }, ending: ENDINGS.returned })),
+              order.map((p) => ({ fence: { jobId: ids[p], attempt: 1 }, rule: RULES.returned })),
             )
           })
           await waitUntil(async () => {

@@ -12,7 +12,7 @@ import { sql } from 'drizzle-orm'
 import postgres from 'postgres'
 import { consumer, createServer, type A2Server, type Store } from '@/lib/a2/server'
 import { claimJobs, scheduleRetry, type ClaimedJob } from './internal/runtime/jobs'
-import { endRuns, RETURNED, type Ending } from './internal/runtime/end-runs'
+import { endRuns, RETURNED, type EndRule } from './internal/runtime/end-runs'
 import type { Executor } from './internal/store/store'
 import type { Fence } from './internal/core/types'
 import { query } from './internal/store/store'
@@ -25,8 +25,8 @@ import { quarantineOpenJobs, waitUntil } from './test-kit/runtime'
 const OPEN = new Set(['ACTIVE', 'CANCELLING', 'UNKNOWN'])
 
 /** One run's ending in a statement of its own: the status it moved to, or undefined when the fence no longer holds it. */
-async function endOne(executor: Executor, fence: Fence, ending: Ending) {
-  const [status] = await endRuns(executor, [{ fence, ending }])
+async function endOne(executor: Executor, fence: Fence, rule: EndRule) {
+  const [status] = await endRuns(executor, [{ fence, rule }])
   return status
 }
 

@@ -391,7 +391,7 @@ describe.each(layers)('consumer runtime on %s', (kind) => {
       expect(isA2Error(writes.append, 'fenced')).toBe(true)
       expect(writes.effect).toBeInstanceOf(Error)
       expect(writes.dispatched).toBe(false)
-      expect(await endRuns(store.db, [{ fence: { jobId: held.id, attempt: 1 }, ending: RETURNED }])).toEqual([undefined]) // row count 0
+      expect(await endRuns(store.db, [{ fence: { jobId: held.id, attempt: 1 }, rule: RETURNED }])).toEqual([undefined]) // row count 0
 
       successorMayFinish.open()
       const done = await waitForJob(store, g.id, 'lapse', (j) => j.status === 'COMPLETED')

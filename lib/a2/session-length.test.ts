@@ -5,7 +5,7 @@
  * ids' count, and a plan chosen on stale statistics takes a session for a few rows. Each test
  * runs a 20k-event session with 1,000 runs, never analyzed, under a forced generic plan —
  * that case made certain rather than waited for — and counts the rows its statements read.
- *   - a2_push's duplicate check, and the read a push makes before it (push-context.ts): as
+ *   - a2_push's duplicate check, and the read a push makes before it (admit-context.ts): as
  *     `id in (select …)` a hash join over every event of the session (100k events: 16–24 ms a
  *     push against 0.05 ms), until the next analyze. Now by key (sql/0005).
  *   - a chunk batch's admission (its run not stopped): it looked the run up among all of the
@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sql, TransactionRollbackError } from 'drizzle-orm'
 import type { Store } from '@/lib/a2/server'
 import { query, type Executor } from './internal/store/store'
-import { readPushContext } from './internal/log/push-context'
+import { readAdmitContext } from './internal/log/admit-context'
 import { append } from './internal/log/append'
 import { createTestDb, layers, type TestDb } from './test-kit/db'
 
@@ -107,7 +107,7 @@ describe.each(layers)('a long session on %s', (kind) => {
       expect(again?.o_refused).toBe('duplicate')
       // The read a push makes first (its admission's and abortOn's) looks for the same ids.
       for (let i = 0; i < 6; i++) {
-        const context = await readPushContext(tx, 'long', { owner: 'u', ids: ['e9'] })
+        const context = await readAdmitContext(tx, 'long', { owner: 'u', ids: ['e9'] })
         expect(context.events.map((e) => e.index)).toEqual([9])
       }
       return (await rowsRead(tx)) - before

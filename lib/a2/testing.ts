@@ -9,6 +9,7 @@ import { MockLanguageModelV4 } from 'ai/test'
 import type { LanguageModelV4StreamPart } from '@ai-sdk/provider'
 import { jobs } from './schema'
 import type { Store } from './internal/store/store'
+import type { RunStatus } from './internal/core/transitions'
 
 export { query } from './internal/store/store'
 /** A small contract shaped like a chat's, a store that counts its statements, a poll, a statement interceptor. */
@@ -20,7 +21,8 @@ export { forgetFolds } from './internal/log/checkpoints'
 
 /** A run (job) row as the store holds it. */
 export type Run = typeof jobs.$inferSelect
-export type RunStatus = 'ACTIVE' | 'CANCELLING' | 'CANCELLED' | 'COMPLETED' | 'FAILED' | 'UNKNOWN'
+/** The one definition of a run's statuses (internal/core/transitions.ts), as the server door exports it too. */
+export type { RunStatus } from './internal/core/transitions'
 
 /** Which run: one consumer's job for one trigger event (event ids are unique per session). */
 export interface RunKey {

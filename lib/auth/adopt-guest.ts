@@ -6,7 +6,7 @@
  * more: no duplicate, no orphan.
  */
 import { sql } from 'drizzle-orm'
-import { getChatServer } from '@/lib/chat/server'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 
 export async function adoptGuest(guestId: string, accountId: string): Promise<number> {
   const { server } = await getChatServer()

@@ -7,8 +7,8 @@
  */
 import { APIError } from 'better-auth/api'
 import { sql } from 'drizzle-orm'
-import { deleteChat } from '@/lib/chat/delete-chat'
-import { getChatServer } from '@/lib/chat/server'
+import { deleteChat } from '@/lib/chat/server/delete-chat'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { getStore } from '@/lib/store'
 
 export async function eraseAccountData(user: { id: string; email: string }): Promise<void> {

@@ -1,4 +1,4 @@
-import { getChatServer } from '@/lib/chat/server'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { route } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { A2Error } from '@/lib/a2'
-import { getChatServer } from '@/lib/chat/server'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { env } from '@/lib/env'
 import { parse, readBody, route } from '@/lib/http/route'
 

@@ -10,13 +10,13 @@ import { useCallback, useEffect, useMemo, useState } from 'react'
 import { useSession } from '@/lib/a2/react'
 import { httpErrorOf, type A2Event } from '@/lib/a2'
 import type { ChatEvent } from '@/lib/chat/contract'
-import { reduceChat, type ChatState } from '@/lib/chat/reducer'
-import { visibleTurns, type Selection } from '@/lib/chat/versions'
-import { joinWindow, type TurnsWindow } from '@/lib/chat/first-screen'
+import { reduceChat, type ChatState } from '@/lib/chat/fold/reducer'
+import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
+import { joinWindow, type TurnsWindow } from '@/lib/chat/fold/first-screen'
 import { Messages } from '@/components/chat/messages'
 import { useDocumentTitle } from '@/components/document-title'
 
-/** The shared chat's first screen (lib/chat/first-screen.ts): older turns come a page at a time. */
+/** The shared chat's first screen (lib/chat/fold/first-screen.ts): older turns come a page at a time. */
 interface Shared extends Pick<TurnsWindow, 'older' | 'continues'> {
   session: { id: string; title: string }
   state: ChatState

@@ -41,7 +41,7 @@ import { DEFAULT_MAX_ATTEMPTS } from './runtime/runtime-host'
 import { busFor } from './log/bus'
 import { pushedEvents } from './core/wire'
 import { operator, type A2Operator } from './runtime/operator'
-import { readPushContext, type PushContext } from './log/push-context'
+import { readAdmitContext, type AdmitContext } from './log/admit-context'
 
 /** Most events one push may carry: a message and its generate request fit many times over. */
 export const MAX_EVENTS_PER_PUSH = 20
@@ -96,7 +96,7 @@ export interface PushFound<C extends Contract = Contract> {
 }
 
 /** A push's own options (`server.push(…, options)`). */
-export interface PushOptions<C extends Contract = Contract> {
+export interface AppendOptions<C extends Contract = Contract> {
   caps?: SessionCaps
   /** Ids of other events the admission needs to see (what the pushed events refer to). */
   refersTo?: (inputs: ReadonlyArray<{ id?: string; type: string; payload: unknown }>) => readonly string[]
@@ -121,7 +121,7 @@ export interface A2Server<C extends Contract = Contract> {
    * A browser's push: one event or `{ events: [...] }`, validated against the contract
    * (browser-pushable types only), into a session the owner holds. All or nothing.
    */
-  push(sessionId: string, owner: string, body: unknown, options?: PushOptions<C>): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }>
+  push(sessionId: string, owner: string, body: unknown, options?: AppendOptions<C>): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }>
   /** Events after `after`, for the session's owner. */
   read(sessionId: string, owner: string, options?: { after?: number; before?: number; limit?: number }): Promise<Array<EventOf<C>>>
   /**
@@ -279,7 +279,7 @@ async function pushFromBrowser<C extends Contract>(
   sessionId: string,
   owner: string,
   body: unknown,
-  pushOptions: PushOptions<C>,
+  pushOptions: AppendOptions<C>,
 ): Promise<{ events: Array<EventOf<C>>; duplicate: boolean }> {
   const { store, routing } = server
   checkJsonValue(body)
@@ -291,10 +291,10 @@ async function pushFromBrowser<C extends Contract>(
   const inputs = list.map((input) => server.prepare(input, 'browser'))
   const ids = inputs.flatMap((input) => (input.id ? [input.id] : []))
   if (new Set(ids).size !== ids.length) throw new A2Error('bad_request', 'each event in one push needs its own id')
-  let context: PushContext | undefined
+  let context: AdmitContext | undefined
   if (pushOptions.admit) {
     const named = [...ids, ...(pushOptions.refersTo?.(inputs) ?? [])]
-    context = await readPushContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
+    context = await readAdmitContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
     const running = context.unsettledRuns.filter((run) => run.status !== 'UNKNOWN')
     await pushOptions.admit(inputs, {
       events: context.events as Array<EventOf<C>>,

@@ -1,6 +1,6 @@
 /**
  * Migration 0005: a2_push, an append that starts and cancels runs in one statement; 0008
- * replaces it (split into a2_admit and a2_write, with a fence: ../internal/log/push.ts). The status lists are literals (see 0002);
+ * replaces it (split into a2_admit and a2_write, with a fence: ../internal/log/admitted-append.ts). The status lists are literals (see 0002);
  * migrate.test.ts checks them against OPEN_STATUSES.
  *
  * The duplicate check looks the client's ids up as `e.id = any(array(…))`, which any plan

@@ -19,9 +19,9 @@ import { startMcpTestServer, type McpLogEntry, type McpTestServer } from '@/scri
 import { mcpRegistry, type McpRegistry } from '@/lib/mcp/servers'
 import type { McpServerConfig } from '@/lib/mcp/config'
 import { MCP_IDEMPOTENCY_META } from '@/lib/mcp/meta'
-import { buildChatServer } from '../server'
+import { buildChatServer } from '../server/chat-server'
 import type { ChatEvent } from '../contract'
-import { foldChat, type AnswerTurn, type ToolPart } from '../reducer'
+import { foldChat, type AnswerTurn, type ToolPart } from '../fold/reducer'
 
 type Transport = 'http' | 'stdio'
 

@@ -6,9 +6,7 @@
  */
 import type { A2Server } from '@/lib/a2/server'
 import type { Chat } from '../contract'
-
-/** `tool:<tool>:<call>`, the key runToolCall gives a tool call's effect (tool-call.ts). */
-const TOOL_EFFECT = /^tool:([^:]+):(.+)$/
+import { parseToolCallKey, stateOfVerdict } from './tool-call'
 
 export async function recordToolVerdict(
   server: A2Server<Chat>,
@@ -16,11 +14,10 @@ export async function recordToolVerdict(
   key: string,
   verdict: { done: boolean; result?: unknown },
 ): Promise<void> {
-  const match = TOOL_EFFECT.exec(key)
-  if (!match) return // the model call, or another effect: nothing on screen says "may have happened"
-  const [, tool, call] = match
+  const named = parseToolCallKey(key)
+  if (!named) return // the model call, or another effect: nothing on screen says "may have happened"
   await server.append(run.sessionId, {
     type: 'tool.state',
-    payload: { of: run.eventId, call, tool, state: verdict.done ? 'done' : 'cancelled', ...(verdict.done ? { result: verdict.result } : {}) },
+    payload: { of: run.eventId, call: named.call, tool: named.tool, ...stateOfVerdict(verdict) },
   })
 }

@@ -13,8 +13,8 @@
  * - CANCELLED_BEFORE_DISPATCH → not started.
  */
 import { EffectNotDispatched, EffectUnknown, type RunContext } from '@/lib/a2/server'
-import type { Chat, ChatEvent, ToolCallState } from '../contract'
-import { toolEffectKey } from './tool-call'
+import type { Chat, ChatEvent } from '../contract'
+import { callsLeftRunning, stateOfSettledCall, toolCallKey, type SettledCall } from './tool-call'
 
 /** Thrown inside a settled call's effect when a2 would dispatch it again: the verdict was "not done". */
 class NotSentAgain extends Error {
@@ -23,31 +23,24 @@ class NotSentAgain extends Error {
   }
 }
 
-/** The calls of this answer whose last state is 'running', from the log after its generate. */
-export function callsInFlight(of: string, later: readonly ChatEvent[]): Array<{ call: string; tool: string; input: unknown }> {
-  const last = new Map<string, Extract<ChatEvent, { type: 'tool.state' }>['payload']>()
-  for (const event of later) if (event.type === 'tool.state' && event.payload.of === of) last.set(event.payload.call, event.payload)
-  return [...last.values()].filter((s) => s.state === 'running').map(({ call, tool, input }) => ({ call, tool, input }))
-}
-
 /** Settles each call through its effect and writes its state; whether any was written. */
 export async function settleInFlight(ctx: RunContext<Chat, 'generate'>, later: readonly ChatEvent[]): Promise<boolean> {
-  const calls = callsInFlight(ctx.event.id, later)
+  const calls = callsLeftRunning(ctx.event.id, later)
   for (const { call, tool, input } of calls) {
-    const key = toolEffectKey(tool, call)
-    let outcome: { state: ToolCallState; result?: unknown; settle?: 'operator' }
+    const key = toolCallKey(tool, call)
+    let outcome: SettledCall
     try {
       const result = await ctx.effect(key, async () => {
         throw new NotSentAgain(key)
       })
-      outcome = { state: 'done', result }
+      outcome = { settled: 'done', result }
     } catch (error) {
-      if (error instanceof NotSentAgain) outcome = { state: 'cancelled' }
-      else if (error instanceof EffectUnknown) outcome = { state: 'unknown', settle: 'operator' }
-      else if (error instanceof EffectNotDispatched) outcome = { state: 'not-started' }
+      if (error instanceof NotSentAgain) outcome = { settled: 'not-done' }
+      else if (error instanceof EffectUnknown) outcome = { settled: 'unknown' }
+      else if (error instanceof EffectNotDispatched) outcome = { settled: 'not-dispatched' }
       else throw error
     }
-    await ctx.append({ type: 'tool.state', payload: { of: ctx.event.id, call, tool, input, ...outcome } })
+    await ctx.append({ type: 'tool.state', payload: { of: ctx.event.id, call, tool, input, ...stateOfSettledCall(outcome) } })
   }
   return calls.length > 0
 }

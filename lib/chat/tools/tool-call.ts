@@ -1,95 +1,206 @@
 /**
- * One tool call of an answer, end to end: the model's call is logged (a step: refused after a
- * Stop, and then the tool never runs), the tool runs through ctx.effect (intent, the dispatch
- * compare-and-set, the run's signal passed to the tool's own request), and every outcome is
- * written as `tool.state`, from what the effect's record says happened:
+ * A tool call's life, in one place: its key, the states it can be in and how each is reached, and
+ * the words each state is told in. Every module that writes or shows a call's state asks this one;
+ * none decides on its own. Pure and free of server code, so the page and an export use it too.
  *
- * - EffectNotDispatched (a Stop before dispatch) → not-started: nothing happened;
- * - returned → done, with its result;
- * - aborted by a Stop mid-call: the receiver is asked (the effect's reconcile) → done (it had
- *   it), cancelled (it has no record), or unknown (it cannot say: the run waits for an operator);
- * - EffectUnknown (a dead attempt's call nobody could settle) → unknown, for an operator;
- * - any other throw → failed.
+ * The key. A call's effect is recorded under `tool:<tool>:<call>` (the tool's name and the model's
+ * call id, stable across a retry of the same call): built by `toolCallKey`, read back by
+ * `parseToolCallKey`, nowhere else.
+ *
+ * The states (contract.ts, TOOL_CALL_STATES), and the four ways one is reached:
+ * - the live call (run-tool-call.ts, `stateOfLiveCall`): not dispatched (a Stop first) →
+ *   not-started; returned → done; cut off by a Stop or a lost claim → what its receiver says when
+ *   asked (done, cancelled: it has no record) or unknown (it cannot say: an operator settles it),
+ *   a read → cancelled; an effect nobody could settle → unknown; any other throw → failed;
+ * - a stored effect (stored-effect.ts, `stateOfStoredEffect`): what a run settled without its
+ *   handler (the drain, the last attempt's crash) writes for the calls its answer shows running;
+ * - a successor's settling (settle-in-flight.ts, `stateOfSettledCall`): the calls a dead attempt
+ *   left running, asked of their receivers through the effect's reconcile;
+ * - an operator's verdict (operator-verdict.ts, `stateOfVerdict`) on a call left unknown.
  *
  * A call a Stop may have let reach its receiver is never shown as failed.
  */
-import { EffectNotDispatched, EffectUnknown, isStop, type RunContext } from '@/lib/a2/server'
-import type { Chat, ToolCallState } from '../contract'
+import type { JSONValue, ToolModelMessage } from 'ai'
+import type { ChatEvent } from '../contract'
+import { toolPhase, type ToolPart } from '../fold/parts'
 
+/** One call the model made: its id, the tool's name, its input. */
 export interface ToolCall {
   call: string
   tool: string
   input: unknown
 }
 
-export interface ToolCallRun {
-  ctx: RunContext<Chat, 'generate'>
-  /** Puts the model's call in the log before the tool runs; false when the log refused it (the run was stopped). */
-  logCall(call: ToolCall): Promise<boolean>
-}
+/** A `tool.state` event's payload: the state of one call of one answer, and what is known with it. */
+export type ToolCallStateEvent = Extract<ChatEvent, { type: 'tool.state' }>['payload']
+
+/** A state and what comes with it: a done call's result, a failed one's error, how an unknown one is settled. */
+export type ToolCallOutcome = Pick<ToolCallStateEvent, 'state' | 'result' | 'error' | 'settle'>
 
 /** A receiver's answer about one call: it has it (with what the call returns), it has not, or it cannot say. */
 export type Verdict<R> = { done: true; result: R } | { done: false } | 'unknown'
 
-export interface ToolCallOptions<R> {
-  /** Asks the receiver whether a call under this idempotency key happened (a side effect that can be asked). */
-  ask?: (idempotencyKey: string) => Promise<Verdict<R>>
-  /** The call changes nothing outside (a read): aborted, it is simply not done. */
+// ---- the key ---------------------------------------------------------------------------------------------------
+
+const KEY_PREFIX = 'tool:'
+const KEY = /^tool:([^:]+):(.+)$/
+
+/** The effect key of a tool call. */
+export const toolCallKey = (tool: string, call: string): string => `${KEY_PREFIX}${tool}:${call}`
+
+/** The tool and call an effect key names; undefined for any other effect (the model call). */
+export function parseToolCallKey(key: string): { tool: string; call: string } | undefined {
+  const match = KEY.exec(key)
+  return match ? { tool: match[1], call: match[2] } : undefined
+}
+
+/** Whether any of these effect keys is a tool call's (a run that dispatched none has no call to settle). */
+export const anyToolCallKey = (keys: readonly string[]): boolean => keys.some((key) => key.startsWith(KEY_PREFIX))
+
+// ---- how each state is reached ---------------------------------------------------------------------------------
+
+/** Why a live call threw, as the effect's record tells it (run-tool-call.ts classifies the error). */
+export interface LiveCallFailure {
+  /** 'not-dispatched': a Stop came first; 'unknown': a dead attempt's call nobody could settle; 'threw': anything else. */
+  cause: 'not-dispatched' | 'unknown' | 'threw'
+  message: string
+  /** The run's signal had fired (a Stop, a lost claim): the call was cut off, not failed. */
+  aborted: boolean
+  /** What the receiver answered when asked about the cut-off call, if it was asked. */
+  verdict?: Verdict<unknown>
   readOnly?: boolean
 }
 
-/** The effect key of a tool call: the tool and the model's call id (stable across a retry of the same call). */
-export const toolEffectKey = (tool: string, call: string) => `tool:${tool}:${call}`
+/** The state a live call that threw shows. */
+export function stateOfLiveCall({ cause, message, aborted, verdict, readOnly }: LiveCallFailure): ToolCallOutcome {
+  if (cause === 'not-dispatched') return { state: 'not-started' }
+  if (cause === 'unknown') return { state: 'unknown', settle: 'operator' }
+  if (!aborted) return { state: 'failed', error: message.slice(0, 2_000) }
+  // Cut off by a Stop or a lost claim: a read changed nothing; a side effect is what its receiver says.
+  if (readOnly) return { state: 'cancelled' }
+  if (verdict && verdict !== 'unknown') return verdict.done ? { state: 'done', result: verdict.result } : { state: 'cancelled' }
+  return { state: 'unknown', settle: 'operator' }
+}
 
-export async function runToolCall<R>(
-  run: ToolCallRun,
-  call: ToolCall,
-  dispatch: (idempotencyKey: string, signal: AbortSignal) => Promise<R>,
-  options: ToolCallOptions<R> = {},
-): Promise<R> {
-  const { ctx } = run
-  const state = (value: ToolCallState, extra: { result?: unknown; error?: string; settle?: 'reconcile' | 'operator' } = {}) =>
-    ctx.append({ type: 'tool.state', payload: { of: ctx.event.id, call: call.call, tool: call.tool, state: value, input: call.input, ...extra } })
-  if (!(await run.logCall(call))) {
-    await state('not-started')
-    throw new Error(`${call.tool} was not run: the answer was stopped`)
+/** A tool call's effect as the store keeps it (the a2_effects row, as the operator view reads it). */
+export interface StoredEffect {
+  key: string
+  status: string
+  result: unknown
+  error: unknown
+}
+
+/** The state a settled effect shows; undefined while it is not settled (INTENT, DISPATCHED) or not a tool call's. */
+export function stateOfStoredEffect(effect: StoredEffect): ToolCallOutcome | undefined {
+  if (!parseToolCallKey(effect.key)) return undefined
+  const error = (effect.error ?? {}) as { message?: string; reconciled?: string }
+  const byStatus: Record<string, ToolCallOutcome | undefined> = {
+    DONE: { state: 'done', result: (effect.result as { value?: unknown } | null)?.value },
+    // The receiver, asked, had no record of it: it did not happen. Any other failure is one.
+    FAILED: error.reconciled === 'not done' ? { state: 'cancelled' } : { state: 'failed', error: (error.message ?? 'failed').slice(0, 2_000) },
+    UNKNOWN: { state: 'unknown', settle: 'operator' },
+    CANCELLED_BEFORE_DISPATCH: { state: 'not-started' },
   }
-  // What the receiver answered when a Stop cut the call off (the effect asks it before recording).
-  let verdict: Verdict<R> | undefined
-  const reconcile = options.ask ? async (key: string) => (verdict = await options.ask!(key)) : undefined
-  try {
-    const result = await ctx.effect<R>(
-      toolEffectKey(call.tool, call.call),
-      async (idempotencyKey, signal) => {
-        await state('running')
-        return dispatch(idempotencyKey, signal)
-      },
-      { overlapSafe: options.readOnly, reconcile },
-    )
-    await state('done', { result })
-    return result
-  } catch (error) {
-    // The error is what propagates; a state this attempt can no longer write (fenced out) is
-    // the successor's or the operator's to tell.
-    await state(...outcomeOf(error, ctx.signal.aborted || isStop(ctx.signal, error), verdict, options as ToolCallOptions<unknown>)).catch(
-      () => undefined,
-    )
-    throw error
+  return byStatus[effect.status]
+}
+
+/** How a successor's settling of a call its dead predecessor left running came out (settle-in-flight.ts). */
+export type SettledCall = { settled: 'done'; result: unknown } | { settled: 'not-done' | 'unknown' | 'not-dispatched' }
+
+/** The state a call left running shows once a successor settled it. */
+export function stateOfSettledCall(outcome: SettledCall): ToolCallOutcome {
+  switch (outcome.settled) {
+    case 'done':
+      return { state: 'done', result: outcome.result }
+    case 'not-done':
+      return { state: 'cancelled' }
+    case 'unknown':
+      return { state: 'unknown', settle: 'operator' }
+    case 'not-dispatched':
+      return { state: 'not-started' }
   }
 }
 
-/** What a call that threw shows, from why it threw and, for one cut off mid-flight, what its receiver answered. */
-function outcomeOf(
-  error: unknown,
-  aborted: boolean,
-  verdict: Verdict<unknown> | undefined,
-  options: ToolCallOptions<unknown>,
-): [ToolCallState, { result?: unknown; error?: string; settle?: 'reconcile' | 'operator' }?] {
-  if (error instanceof EffectNotDispatched) return ['not-started']
-  if (error instanceof EffectUnknown) return ['unknown', { settle: 'operator' }]
-  if (!aborted) return ['failed', { error: (error instanceof Error ? error.message : String(error)).slice(0, 2_000) }]
-  // Cut off by a Stop or a lost claim: a read changed nothing; a side effect is what its receiver says.
-  if (options.readOnly) return ['cancelled']
-  if (verdict && verdict !== 'unknown') return verdict.done ? ['done', { result: verdict.result }] : ['cancelled']
-  return ['unknown', { settle: 'operator' }]
+/** The state an operator's verdict on an unknown call gives it: done (with what they know of the result), or did not happen. */
+export function stateOfVerdict(verdict: { done: boolean; result?: unknown }): ToolCallOutcome {
+  return verdict.done ? { state: 'done', result: verdict.result } : { state: 'cancelled' }
+}
+
+/** The calls of answer `of` whose last state is 'running', from the log after its generate. */
+export function callsLeftRunning(of: string, later: readonly ChatEvent[]): ToolCallStateEvent[] {
+  const last = new Map<string, ToolCallStateEvent>()
+  for (const event of later) if (event.type === 'tool.state' && event.payload.of === of) last.set(event.payload.call, event.payload)
+  return [...last.values()].filter((s) => s.state === 'running')
+}
+
+// ---- the words -------------------------------------------------------------------------------------------------
+
+export interface ToolCallStatus {
+  label: string
+  detail?: string
+  tone: 'busy' | 'done' | 'stopped' | 'failed' | 'unknown'
+}
+
+/**
+ * What a tool call shows on the page (components/chat/answer-parts.tsx) and in an export
+ * (server/export.ts): not started, running, done with its result, failed, stopped before it
+ * happened, or may have happened (with how it will be settled).
+ */
+export function describeToolCall(part: ToolPart, ended: boolean): ToolCallStatus {
+  const phase = toolPhase(part)
+  switch (phase) {
+    case 'input':
+    case 'called':
+      // The model's side only: once the answer ended without a state, the tool never ran.
+      return ended ? { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' } : { label: 'Preparing…', tone: 'busy' }
+    case 'not-started':
+      return { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' }
+    case 'running':
+      // Still running when its answer ended: its attempt died mid-call. Its settled state follows once
+      // the receiver is asked (the next attempt, settle-in-flight.ts, or the drain's end hook, answer/unfinished.ts).
+      return ended
+        ? { label: 'May have happened', detail: 'Its worker stopped mid-call; the receiver is asked (see /runs).', tone: 'unknown' }
+        : { label: 'Running…', tone: 'busy' }
+    case 'done':
+      return { label: 'Done', tone: 'done' }
+    case 'failed':
+      return { label: 'Failed', detail: part.error, tone: 'failed' }
+    case 'cancelled':
+      return { label: 'Stopped — did not happen', detail: 'Stopped mid-call; the receiver has no record of it.', tone: 'stopped' }
+    case 'unknown':
+      return {
+        label: 'May have happened',
+        detail:
+          part.settle === 'reconcile'
+            ? 'Stopped mid-call; it will be settled by asking the receiver.'
+            : 'Stopped mid-call and the receiver could not say; an operator settles it on /runs.',
+        tone: 'unknown',
+      }
+  }
+}
+
+type ToolResultOutput = Extract<ToolModelMessage['content'][number], { type: 'tool-result' }>['output']
+
+/** What the model is told of an earlier call's outcome in a later turn, from its state: never a made-up success. */
+export function toolResultForModel(part: ToolPart): ToolResultOutput {
+  switch (toolPhase(part)) {
+    case 'done':
+      return { type: 'json', value: (part.result ?? null) as JSONValue }
+    case 'failed':
+      return { type: 'error-text', value: `The call failed: ${part.error ?? 'no reason was recorded'}.` }
+    // 'called': logged, but its answer ended with no state: it never dispatched (a dispatch writes 'running' first), as the page says.
+    case 'called':
+    case 'not-started':
+      return { type: 'text', value: 'Not started: the answer was stopped before this call was made. It did not happen.' }
+    case 'cancelled':
+      return { type: 'text', value: 'Stopped mid-call, and the receiver has no record of it: it did not happen.' }
+    case 'unknown':
+      return {
+        type: 'text',
+        value: `Its outcome is UNKNOWN: it may have happened; the receiver could not say. ${part.settle === 'operator' ? 'An operator will settle it.' : 'It will be settled by asking the receiver again.'}`,
+      }
+    default:
+      // 'running' in an answer that has ended: its attempt died mid-call and no outcome was recorded.
+      return { type: 'text', value: 'Its outcome is UNKNOWN: it may have happened; no outcome was recorded.' }
+  }
 }

@@ -1,4 +1,4 @@
-import { getChatServer } from '@/lib/chat/server'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { operatorOf } from '@/lib/http/operator'
 import { route } from '@/lib/http/route'
 import { A2Error } from '@/lib/a2'

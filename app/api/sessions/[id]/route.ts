@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { deleteChat } from '@/lib/chat/delete-chat'
-import { getChatServer } from '@/lib/chat/server'
+import { deleteChat } from '@/lib/chat/server/delete-chat'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'
@@ -29,7 +29,7 @@ export async function PATCH(request: Request, { params }: Params) {
 }
 
 /**
- * Deletes a chat for good (lib/chat/delete-chat.ts: a running answer is stopped first; a chat
+ * Deletes a chat for good (lib/chat/server/delete-chat.ts: a running answer is stopped first; a chat
  * with an UNKNOWN effect is a 409 `unresolved`, nothing written). Someone else's chat is a
  * 404, like one that does not exist.
  */

@@ -16,7 +16,7 @@
  */
 import type { A2Event } from '../core/contract'
 import { A2HttpError } from '../core/http-error'
-import { createDurableDelivery } from './durable-delivery'
+import { createDurableDelivery, type DurableDelivery } from './durable-delivery'
 import {
   claimOutbox,
   createOutbox,
@@ -28,7 +28,7 @@ import {
 } from './outbox'
 import { OrderedQueue } from './ordered-queue'
 import { postPush, PushError } from './post-push'
-import { createTailSource, type Connection } from './tail-source'
+import { createTailSource, type Connection, type TailSource } from './tail-source'
 import { WakeableSleeps } from './wakeable-sleep'
 import type { PushedEvent } from '../core/wire'
 
@@ -123,270 +123,324 @@ export function clientEventId(): string {
  */
 const DURABLE_RETRY_MS = [250, 500, 1_000]
 
+/** What a session store holds and changes: the fold of the confirmed log, and this browser's view on top of it. */
+interface StoreState<S> {
+  confirmedState: S
+  events: A2Event[]
+  lastSeenIndex: number
+  pending: A2Event[]
+  confirmedIds: Set<string>
+  connection: Connection
+  error: PushError | undefined
+  snapshot: SessionSnapshot<S> | undefined
+  closed: boolean
+  /** While connected this store delivers its session's outbox; closed, the page's courier does (outbox-courier.ts). */
+  releaseOutbox: (() => void) | undefined
+  loaded: boolean
+  loading: Promise<void> | undefined
+}
+
+/** The parts of one store that its methods share: its state, its deliveries and its tail. */
+interface StoreParts<S> {
+  options: SessionStoreOptions<S>
+  s: StoreState<S>
+  emit(): void
+  outbox: ReturnType<typeof createOutbox>
+  outboxKey: string
+  queue: OrderedQueue
+  sleeps: WakeableSleeps
+  tail: TailSource
+  durable: DurableDelivery
+  durableTypes: Set<string>
+  /** An ordinary push: a few retries (same body, same ids: a repeat is one event), then it fails. */
+  send(inputs: PushInput[]): Promise<A2Event[]>
+  /** Ordinary pushes not settled yet (each as its place in the queue): what a close waits for before the courier takes the outbox. */
+  ordinaryInFlight: Set<Promise<void>>
+  acknowledge(confirmed: A2Event[]): void
+  onOnline(): void
+  onStorage(change: StorageEvent): void
+}
+
 export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionStore<S> {
   const base = options.base ?? '/api'
   const url = `${base}/sessions/${encodeURIComponent(options.sessionId)}/events`
   const doFetch = options.fetch ?? ((...args: Parameters<typeof fetch>) => fetch(...args))
   const retryDelays = options.retryDelaysMs ?? [250, 1000, 3000]
-  const durableDelays = options.retryDelaysMs ?? DURABLE_RETRY_MS
-  const durableTypes = new Set(options.durableTypes ?? [])
   const outboxKey = `${OUTBOX_PREFIX}${url}`
   const outbox = createOutbox(outboxKey, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()), (events) =>
-    adopt(events),
+    adopt(parts, events),
   )
   const listeners = new Set<() => void>()
-
-  let confirmedState = options.initial
   const events: A2Event[] = [...(options.events ?? [])]
-  let lastSeenIndex = options.after ?? -1
-  // A reloaded page shows its unacknowledged intents at once: the view stays cut.
-  let pending: A2Event[] = outbox.entries().map((e) => e.event)
-  const confirmedIds = new Set(events.map((e) => e.id))
-  let connection: Connection = 'closed'
-  let error: PushError | undefined
-  let snapshot: SessionSnapshot<S> | undefined
-  let closed = false
-  /** While connected this store delivers its session's outbox; closed, the page's courier does (outbox-courier.ts). */
-  let releaseOutbox: (() => void) | undefined
-  let loaded = !options.snapshot
+  const s: StoreState<S> = {
+    confirmedState: options.initial,
+    events,
+    lastSeenIndex: options.after ?? -1,
+    // A reloaded page shows its unacknowledged intents at once: the view stays cut.
+    pending: outbox.entries().map((e) => e.event),
+    confirmedIds: new Set(events.map((e) => e.id)),
+    connection: 'closed',
+    error: undefined,
+    snapshot: undefined,
+    closed: false,
+    releaseOutbox: undefined,
+    loaded: !options.snapshot,
+    loading: undefined,
+  }
   const queue = new OrderedQueue()
-  let loading: Promise<void> | undefined
-  /** Ordinary pushes not settled yet (each as its place in the queue): what a close waits for before the courier takes the outbox. */
-  const ordinaryInFlight = new Set<Promise<void>>()
   const sleeps = new WakeableSleeps()
-
   const emit = () => {
-    snapshot = undefined
+    s.snapshot = undefined
     for (const listener of listeners) listener()
   }
-
-  const receive = (incoming: A2Event[]) => {
-    let changed = false
-    for (const event of incoming) {
-      // Duplicate delivery (a push answer and the tail, or a replay after reconnect) is a no-op.
-      if (event.index <= lastSeenIndex) continue
-      if (event.index !== lastSeenIndex + 1) {
-        // A gap should be impossible (the log is gapless and the tail ordered); resync from lastSeenIndex.
-        tail.resubscribe()
-        break
-      }
-      lastSeenIndex = event.index
-      events.push(event)
-      confirmedIds.add(event.id)
-      confirmedState = options.reducer(confirmedState, event)
-      if (durable.awaits(event.id) || outbox.entries().some((e) => e.event.id === event.id)) {
-        // The tail brought an intent whose answer was lost, or that another tab delivered: it is
-        // in the log, so it is acknowledged.
-        outbox.remove(event.id)
-        durable.landed(event.id, [event])
-      }
-      changed = true
-    }
-    if (changed) {
-      pending = pending.filter((p) => !confirmedIds.has(p.id))
-      emit()
-    }
-  }
-
-  /** The server answered a push with its events: fold them, and stop showing what the fold now holds. */
-  const acknowledge = (confirmed: A2Event[]) => {
-    for (const event of confirmed) outbox.remove(event.id)
-    // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
-    if (confirmed[0]?.index === lastSeenIndex + 1) receive(confirmed)
-    // A repeat is answered with the original events, which the feed (or the snapshot) may already hold.
-    const folded = new Set(confirmed.filter((e) => e.index <= lastSeenIndex).map((e) => e.id))
-    pending = pending.filter((p) => !folded.has(p.id))
-    emit()
-  }
-
   const tail = createTailSource({
     url,
     EventSource: options.EventSource,
-    after: () => lastSeenIndex,
-    onEvent: (event) => receive([event]),
+    after: () => s.lastSeenIndex,
+    onEvent: (event) => receive(parts, [event]),
     connection: {
-      get: () => connection,
+      get: () => s.connection,
       set: (next) => {
-        connection = next
+        s.connection = next
         emit()
       },
     },
     onOpen: () => sleeps.wakeAll(), // the server is back: an intent waiting in the outbox goes now, not at its next retry
   })
-
   const postOnce = (inputs: PushInput[], durable = false) => postPush(doFetch, url, inputs, { keepalive: durable })
-
-  /** An ordinary push: a few retries (same body, same ids: a repeat is one event), then it fails. */
-  const send = async (inputs: PushInput[]): Promise<A2Event[]> => {
-    for (let attempt = 0; ; attempt++) {
-      const outcome = await postOnce(inputs)
-      if (outcome.kind === 'ok') return outcome.events
-      if (outcome.kind === 'final' || attempt >= retryDelays.length) throw outcome.error
-      await sleeps.sleep(retryDelays[attempt])
-    }
-  }
-
   const durable = createDurableDelivery({
     outbox,
     queue,
     sleeps,
-    delaysMs: durableDelays,
+    delaysMs: options.retryDelaysMs ?? DURABLE_RETRY_MS,
     post: (event) => postOnce([{ id: event.id, type: event.type, payload: event.payload }], true),
-    isClosed: () => closed,
-    acknowledged: acknowledge,
+    isClosed: () => s.closed,
+    acknowledged: (confirmed) => acknowledge(parts, confirmed),
     refused: (event, refusal) => {
-      pending = pending.filter((p) => p.id !== event.id)
-      error = refusal
+      s.pending = s.pending.filter((p) => p.id !== event.id)
+      s.error = refusal
       emit()
     },
     failed: emit,
   })
-
-  const onOnline = () => sleeps.wakeAll()
-
-  /** Another tab's intents, found in the shared list: this page shows them and sends them too. */
-  function adopt(stored: A2Event[]) {
-    const added = stored.filter((event) => !confirmedIds.has(event.id) && !pending.some((p) => p.id === event.id))
-    if (added.length === 0) return
-    pending = [...pending, ...added]
-    emit()
-    if (!closed) for (const event of added) durable.deliver(event.id)
-  }
-
-  /** Another tab changed this session's outbox (the browser's `storage` event). */
-  const onStorage = (change: StorageEvent) => {
-    if (change.key === outboxKey || change.key === null) outbox.sync()
+  const parts: StoreParts<S> = {
+    options,
+    s,
+    emit,
+    outbox,
+    outboxKey,
+    queue,
+    sleeps,
+    tail,
+    durable,
+    durableTypes: new Set(options.durableTypes ?? []),
+    send: async (inputs) => {
+      for (let attempt = 0; ; attempt++) {
+        const outcome = await postOnce(inputs)
+        if (outcome.kind === 'ok') return outcome.events
+        if (outcome.kind === 'final' || attempt >= retryDelays.length) throw outcome.error
+        await sleeps.sleep(retryDelays[attempt])
+      }
+    },
+    ordinaryInFlight: new Set(),
+    acknowledge: (confirmed) => acknowledge(parts, confirmed),
+    onOnline: () => sleeps.wakeAll(),
+    /** Another tab changed this session's outbox (the browser's `storage` event). */
+    onStorage: (change) => {
+      if (change.key === outboxKey || change.key === null) outbox.sync()
+    },
   }
 
   return {
     getSnapshot() {
-      snapshot ??= {
-        state: pending.reduce(options.reducer, confirmedState),
-        events,
-        lastSeenIndex,
-        pending,
-        connection,
-        error,
-        loaded,
+      s.snapshot ??= {
+        state: s.pending.reduce(options.reducer, s.confirmedState),
+        events: s.events,
+        lastSeenIndex: s.lastSeenIndex,
+        pending: s.pending,
+        connection: s.connection,
+        error: s.error,
+        loaded: s.loaded,
         outbox: outbox.entries(),
       }
-      return snapshot
+      return s.snapshot
     },
     subscribe(listener) {
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    async push(input) {
-      const inputs = (Array.isArray(input) ? input : [input]).map((i) => ({ ...i, id: i.id ?? clientEventId() }))
-      const optimistic = inputs.map<A2Event>((i) => ({
-        id: i.id,
-        sessionId: options.sessionId,
-        index: -1,
-        type: i.type,
-        payload: i.payload,
-        createdAt: new Date().toISOString(),
-      }))
-      pending = [...pending, ...optimistic]
-      error = undefined
-      if (inputs.every((i) => durableTypes.has(i.type))) {
-        const acknowledged = durable.push(optimistic)
-        emit()
-        return acknowledged
-      }
-      emit()
-      try {
-        const sending = queue.run(() => send(inputs))
-        const settled = sending.then(
-          () => undefined,
-          () => undefined,
-        )
-        ordinaryInFlight.add(settled)
-        void settled.then(() => ordinaryInFlight.delete(settled))
-        const confirmed = await sending
-        acknowledge(confirmed)
-        return confirmed
-      } catch (thrown) {
-        const ids = new Set(inputs.map((i) => i.id))
-        pending = pending.filter((p) => !ids.has(p.id))
-        error = thrown as PushError
-        emit()
-        throw thrown
-      }
-    },
-    receive,
+    push: (input) => push(parts, input),
+    receive: (incoming) => receive(parts, incoming),
     amend(change) {
-      const next = change(confirmedState)
-      if (next === confirmedState) return
-      confirmedState = next
+      const next = change(s.confirmedState)
+      if (next === s.confirmedState) return
+      s.confirmedState = next
       emit()
     },
-    connect() {
-      closed = false
-      if (typeof window !== 'undefined') {
-        window.addEventListener('online', onOnline)
-        window.addEventListener('storage', onStorage)
-      }
-      releaseOutbox ??= claimOutbox(outboxKey)
-      for (const entry of outbox.entries()) durable.deliver(entry.event.id)
-      if (loaded) {
-        tail.start()
-        return
-      }
-      loading ??= (async () => {
-        for (let delay = 500; !closed; delay = Math.min(delay * 2, 10_000)) {
-          try {
-            const snap = await options.snapshot!()
-            if (snap.lastSeenIndex > lastSeenIndex) {
-              confirmedState = snap.state
-              lastSeenIndex = snap.lastSeenIndex
-            }
-            loaded = true
-            emit()
-            if (!closed) tail.start()
-            return
-          } catch (failure) {
-            if (failure instanceof A2HttpError && failure.refused) {
-              // Not ours, or gone: retrying cannot help.
-              connection = 'closed'
-              error = new PushError('http_' + failure.status, failure.message, [], { status: failure.status, cause: failure })
-              emit()
-              return
-            }
-            connection = 'reconnecting'
-            emit()
-            await new Promise((r) => setTimeout(r, delay))
-          }
-        }
-      })().finally(() => (loading = undefined))
-    },
-    close() {
-      closed = true
-      if (typeof window !== 'undefined') {
-        window.removeEventListener('online', onOnline)
-        window.removeEventListener('storage', onStorage)
-      }
-      // The page's courier takes this session's outbox only once this store's ordinary pushes still
-      // on their way have settled (a message retried after its chat was left): a session's intents
-      // leave in order, and a Stop never overtakes the generate it names from this page. Bounded
-      // by the hold a Stop that overtook it gets anyway (UNSEEN_REFERENCE_HOLD_MS).
-      const release = releaseOutbox
-      releaseOutbox = undefined
-      if (release) {
-        let timer: ReturnType<typeof setTimeout> | undefined
-        const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, UNSEEN_REFERENCE_HOLD_MS)))
-        void Promise.race([Promise.all(ordinaryInFlight), bound]).then(() => {
-          clearTimeout(timer)
-          release()
-        })
-      }
-      sleeps.wakeAll() // retry loops see `closed` and suspend
-      tail.stop()
-      connection = 'closed'
-      emit()
-    },
+    connect: () => connect(parts),
+    close: () => close(parts),
     clearError() {
-      error = undefined
+      s.error = undefined
       emit()
     },
   }
+}
+
+/** Confirmed events (from the tail or a push answer): folded in order; duplicates and replays are ignored. */
+function receive<S>({ s, options, tail, durable, outbox, emit }: StoreParts<S>, incoming: A2Event[]): void {
+  let changed = false
+  for (const event of incoming) {
+    // Duplicate delivery (a push answer and the tail, or a replay after reconnect) is a no-op.
+    if (event.index <= s.lastSeenIndex) continue
+    if (event.index !== s.lastSeenIndex + 1) {
+      // A gap should be impossible (the log is gapless and the tail ordered); resync from lastSeenIndex.
+      tail.resubscribe()
+      break
+    }
+    s.lastSeenIndex = event.index
+    s.events.push(event)
+    s.confirmedIds.add(event.id)
+    s.confirmedState = options.reducer(s.confirmedState, event)
+    if (durable.awaits(event.id) || outbox.entries().some((e) => e.event.id === event.id)) {
+      // The tail brought an intent whose answer was lost, or that another tab delivered: it is
+      // in the log, so it is acknowledged.
+      outbox.remove(event.id)
+      durable.landed(event.id, [event])
+    }
+    changed = true
+  }
+  if (changed) {
+    s.pending = s.pending.filter((p) => !s.confirmedIds.has(p.id))
+    emit()
+  }
+}
+
+/** The server answered a push with its events: fold them, and stop showing what the fold now holds. */
+function acknowledge<S>(parts: StoreParts<S>, confirmed: A2Event[]): void {
+  const { s, outbox, emit } = parts
+  for (const event of confirmed) outbox.remove(event.id)
+  // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
+  if (confirmed[0]?.index === s.lastSeenIndex + 1) receive(parts, confirmed)
+  // A repeat is answered with the original events, which the feed (or the snapshot) may already hold.
+  const folded = new Set(confirmed.filter((e) => e.index <= s.lastSeenIndex).map((e) => e.id))
+  s.pending = s.pending.filter((p) => !folded.has(p.id))
+  emit()
+}
+
+/** Another tab's intents, found in the shared list: this page shows them and sends them too. */
+function adopt<S>({ s, emit, durable }: StoreParts<S>, stored: A2Event[]): void {
+  const added = stored.filter((event) => !s.confirmedIds.has(event.id) && !s.pending.some((p) => p.id === event.id))
+  if (added.length === 0) return
+  s.pending = [...s.pending, ...added]
+  emit()
+  if (!s.closed) for (const event of added) durable.deliver(event.id)
+}
+
+/** Appends optimistically and pushes: a durable type as an intent (never rolled back), anything else as an ordinary push. */
+async function push<S>(parts: StoreParts<S>, input: PushInput | PushInput[]): Promise<A2Event[]> {
+  const { s, emit } = parts
+  const inputs = (Array.isArray(input) ? input : [input]).map((i) => ({ ...i, id: i.id ?? clientEventId() }))
+  const optimistic = inputs.map<A2Event>((i) => ({
+    id: i.id,
+    sessionId: parts.options.sessionId,
+    index: -1,
+    type: i.type,
+    payload: i.payload,
+    createdAt: new Date().toISOString(),
+  }))
+  s.pending = [...s.pending, ...optimistic]
+  s.error = undefined
+  if (inputs.every((i) => parts.durableTypes.has(i.type))) {
+    const acknowledged = parts.durable.push(optimistic)
+    emit()
+    return acknowledged
+  }
+  emit()
+  try {
+    const sending = parts.queue.run(() => parts.send(inputs))
+    const settled = sending.then(
+      () => undefined,
+      () => undefined,
+    )
+    parts.ordinaryInFlight.add(settled)
+    void settled.then(() => parts.ordinaryInFlight.delete(settled))
+    const confirmed = await sending
+    parts.acknowledge(confirmed)
+    return confirmed
+  } catch (thrown) {
+    const ids = new Set(inputs.map((i) => i.id))
+    s.pending = s.pending.filter((p) => !ids.has(p.id))
+    s.error = thrown as PushError
+    emit()
+    throw thrown
+  }
+}
+
+/** Opens the store: it takes its session's outbox, delivers it, loads the first snapshot (if any), then tails. */
+function connect<S>(parts: StoreParts<S>): void {
+  const { s, options, tail, emit } = parts
+  s.closed = false
+  if (typeof window !== 'undefined') {
+    window.addEventListener('online', parts.onOnline)
+    window.addEventListener('storage', parts.onStorage)
+  }
+  s.releaseOutbox ??= claimOutbox(parts.outboxKey)
+  for (const entry of parts.outbox.entries()) parts.durable.deliver(entry.event.id)
+  if (s.loaded) {
+    tail.start()
+    return
+  }
+  s.loading ??= (async () => {
+    for (let delay = 500; !s.closed; delay = Math.min(delay * 2, 10_000)) {
+      try {
+        const snap = await options.snapshot!()
+        if (snap.lastSeenIndex > s.lastSeenIndex) {
+          s.confirmedState = snap.state
+          s.lastSeenIndex = snap.lastSeenIndex
+        }
+        s.loaded = true
+        emit()
+        if (!s.closed) tail.start()
+        return
+      } catch (failure) {
+        if (failure instanceof A2HttpError && failure.refused) {
+          // Not ours, or gone: retrying cannot help.
+          s.connection = 'closed'
+          s.error = new PushError('http_' + failure.status, failure.message, [], { status: failure.status, cause: failure })
+          emit()
+          return
+        }
+        s.connection = 'reconnecting'
+        emit()
+        await new Promise((r) => setTimeout(r, delay))
+      }
+    }
+  })().finally(() => (s.loading = undefined))
+}
+
+function close<S>(parts: StoreParts<S>): void {
+  const { s } = parts
+  s.closed = true
+  if (typeof window !== 'undefined') {
+    window.removeEventListener('online', parts.onOnline)
+    window.removeEventListener('storage', parts.onStorage)
+  }
+  // The page's courier takes this session's outbox only once this store's ordinary pushes still
+  // on their way have settled (a message retried after its chat was left): a session's intents
+  // leave in order, and a Stop never overtakes the generate it names from this page. Bounded
+  // by the hold a Stop that overtook it gets anyway (UNSEEN_REFERENCE_HOLD_MS).
+  const release = s.releaseOutbox
+  s.releaseOutbox = undefined
+  if (release) {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, UNSEEN_REFERENCE_HOLD_MS)))
+    void Promise.race([Promise.all(parts.ordinaryInFlight), bound]).then(() => {
+      clearTimeout(timer)
+      release()
+    })
+  }
+  parts.sleeps.wakeAll() // retry loops see `closed` and suspend
+  parts.tail.stop()
+  s.connection = 'closed'
+  parts.emit()
 }

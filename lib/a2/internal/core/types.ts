@@ -75,7 +75,7 @@ export interface CheckpointCodec<S> {
   /** The state's pieces, each made when pulled (a piece the codec kept from an earlier state costs nothing). */
   encode: (state: S) => Iterable<string>
   /** A reader of one checkpoint: `push` each piece in order, then `end` for the state. */
-  decoder: () => { push: (piece: string) => void; end: () => S }
+  decoder: () => { add: (piece: string) => void; end: () => S }
   /**
    * A read of part of a checkpoint, for a fold asked for `{ partial: true }` (what one screen
    * of a long session needs): the library reads piece 0, the pieces `needs` names from it, and

@@ -1,6 +1,6 @@
 /**
  * The checks every kind of append makes the same way, whichever statement carries it (the
- * push's statement or its transaction, push.ts): what a push adds to the
+ * admitted append's statement or its transaction, admitted-append.ts): what a push adds to the
  * session's pushed bytes, the session's caps, and whether ids already in the log are a
  * retry of the same events or a different request.
  */

@@ -1,8 +1,8 @@
 /**
  * The log: append and read. Every append takes the session's row lock and assigns
  * contiguous indexes under it (so commit order equals index order and a tail reading
- * `index > cursor` never skips); a push also writes one job per matching consumer and
- * records each cancel as a compare-and-set (push.ts), and each append NOTIFYs once.
+ * `index > cursor` never skips); an admitted append also writes one job per matching consumer and
+ * records each cancel as a compare-and-set (admitted-append.ts), and each append NOTIFYs once.
  */
 import { sql } from 'drizzle-orm'
 import type { A2Event } from '../core/contract'
@@ -11,19 +11,20 @@ import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Executor, type Store } from '../store/store'
 import { appendSteps } from './batched-appends'
 import { sameEventsAgain } from './append-checks'
-import { push, type PushOptions, type PushResult } from './push'
+import { appendAdmitted, type AppendOptions, type AppendResult } from './admitted-append'
 
 import type { Routing, ValidInput } from '../core/types'
 export type { CancelRoute, Fence, JobRoute, Routing, SessionCaps, ValidInput } from '../core/types'
 
-export type { PushOptions as AppendOptions, PushResult as AppendResult } from './push'
+export type { AppendOptions, AppendResult } from './admitted-append'
 
 /**
  * Two ways in, by what the append carries:
  * - a server's batch that starts and cancels nothing, for no owner and with nothing of the
  *   caller's to commit with it (a consumer's chunks, its other events) goes to the
  *   cross-session group commit (batched-appends.ts);
- * - everything else is a push (push.ts): one statement, or a transaction when the caller's own
+ * - everything else is an admitted append (admitted-append.ts: a client's push, or a server's
+ *   append that starts or cancels runs): one statement, or a transaction when the caller's own
  *   rows commit with the events (`within`).
  */
 export async function append(
@@ -31,8 +32,8 @@ export async function append(
   routing: Routing,
   sessionId: string,
   inputs: readonly ValidInput[],
-  options: PushOptions = {},
-): Promise<PushResult> {
+  options: AppendOptions = {},
+): Promise<AppendResult> {
   if (inputs.length === 0) throw new A2Error('bad_request', 'nothing to append')
   const routed = inputs.some((input) => routing.jobsFor(input.type).length > 0 || routing.cancelsFor(input.type).length > 0)
   // A fenced batch may carry ids (an attempt names its events so that a try the outage lost
@@ -43,7 +44,7 @@ export async function append(
     const cap = inputs.some((input) => input.stepOf) ? options.stepCap : undefined
     return { events: await appendSteps(store, sessionId, inputs, options.fence, cap), duplicate: false }
   }
-  return push(store, routing, sessionId, inputs, options)
+  return appendAdmitted(store, routing, sessionId, inputs, options)
 }
 
 /**

@@ -337,7 +337,7 @@ async function readPieces<S>(
   const decoder = codec.decoder()
   const bytes = await inSlices(
     rows.map((row) => row.body),
-    (piece) => decoder.push(piece),
+    (piece) => decoder.add(piece),
   )
   return { state: decoder.end(), bytes }
 }

@@ -15,7 +15,7 @@ import { describeError, renewLease, whyNotHeld, type ClaimedJob } from './jobs'
 import { isA2Error } from '../core/errors'
 import { landedAlready, read } from '../log/append'
 import { throughOutage } from '../store/outage'
-import { announceEnding } from './ending'
+import { callOnEnded } from './on-ended'
 import { foldSession } from '../log/checkpoints'
 import { eventFromRow, type EventRow } from '../log/event-row'
 import type { Fence, ValidInput } from '../core/types'
@@ -186,12 +186,12 @@ export class Attempt {
       if (started || error !== undefined) {
         await settle(() => settleAttempt(this.host, job, signal, returned, error, { effectFree }))
         // The handler did not end the run itself (it threw, or never ran to its end): the
-        // consumer's `ending` hook writes what the handler would have (ending.ts).
-        if (!returned) await announceEnding(this.host, this.fence, job)
+        // consumer's `onEnded` hook writes what the handler would have (on-ended.ts).
+        if (!returned) await callOnEnded(this.host, this.fence, job)
       } else if (abortReason(this.signal)?.isCancel) {
         // Never started: CANCELLING → CANCELLED (or UNKNOWN while a dead attempt's effect cannot be reconciled).
         await settle(() => settleRun(this.host, job.consumer, this.fence, stopped('CANCELLED_BEFORE_START')))
-        await announceEnding(this.host, this.fence, job)
+        await callOnEnded(this.host, this.fence, job)
       }
     } catch (settleError) {
       console.error(`[a2] could not settle job ${job.id} attempt ${job.attempt}`, describeError(settleError).message)

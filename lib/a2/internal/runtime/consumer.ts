@@ -34,11 +34,11 @@ export interface ConsumerOptions<C extends Contract, T extends EventTypes<C>> {
    * with an id per job (`finished-<jobId>`, the handler's too): the hook may be asked again for
    * one run, and a second event with that id is one event (lib/a2/README.md §7).
    */
-  ending?: (run: RunEnding<C, T>) => Promise<void>
+  onEnded?: (run: EndedRun<C, T>) => Promise<void>
 }
 
-/** What the `ending` hook is told about a run that ended without its handler ending it. */
-export interface RunEnding<C extends Contract = Contract, T extends EventTypes<C> = EventTypes<C>> {
+/** What the `onEnded` hook is told about a run that ended without its handler ending it. */
+export interface EndedRun<C extends Contract = Contract, T extends EventTypes<C> = EventTypes<C>> {
   readonly jobId: number
   readonly sessionId: string
   /** The attempt the run ended at (the drain's, when the drain settled it). */

@@ -15,7 +15,7 @@ import { describeError } from './jobs'
 import type { Liveness } from './liveness'
 import { settleFailed, settleRun } from './settle'
 import { stopped } from './end-runs'
-import { announceEnding } from './ending'
+import { callOnEnded } from './on-ended'
 import { query, type Executor } from '../store/store'
 import { LEASED, type TransitionReason } from '../core/transitions'
 
@@ -74,8 +74,8 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
     // recorded it (FORCED_AFTER_GRACE at that attempt), so a drain that resumes after this one
     // died knows it too (applyVerdict reads the record).
     await settleRun(host, run.consumer, fence, stopped(reason), { runningAttempt: run.live ? run.previousAttempt : undefined }).then(
-      // No handler ends a run the drain settles: its consumer's `ending` hook writes the terminal event (ending.ts).
-      () => announceEnding(host, fence, run),
+      // No handler ends a run the drain settles: its consumer's `onEnded` hook writes the terminal event (on-ended.ts).
+      () => callOnEnded(host, fence, run),
       (error) => console.error(`[a2] drain could not settle job ${run.id}`, describeError(error).message),
     )
   }
@@ -91,7 +91,7 @@ export async function drainOnce(host: RuntimeHost, options: DrainOptions): Promi
       },
       run.previousAttempt,
     ).then(
-      () => announceEnding(host, { jobId: run.id, attempt: run.attempt }, run),
+      () => callOnEnded(host, { jobId: run.id, attempt: run.attempt }, run),
       (error) => console.error(`[a2] drain could not fail job ${run.id}`, describeError(error).message),
     )
   }

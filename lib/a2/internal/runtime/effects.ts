@@ -129,7 +129,7 @@ export async function runEffect<R>(
 ): Promise<R> {
   const { fence } = run
   const stableKey = idempotencyKey(fence.jobId, key)
-  if (run.dispatches?.isClosed) throw ending(fence, key)
+  if (run.dispatches?.isClosed) throw refusedAtEnd(fence, key)
   await recordIntent(db, run, key, options)
   const recorded = await replayOrReconcile(db, run, key, stableKey, options)
   if (recorded) return recorded.value
@@ -213,7 +213,7 @@ async function dispatch(db: Executor, run: EffectRun, key: string): Promise<void
   // successor, or a release) got there first. The run's
   // row is share-locked until this commits, so a run cannot end (endRuns counts effects
   // under its row lock) between this check and the effect it lets through.
-  if (run.dispatches && !run.dispatches.enter()) throw ending(fence, key)
+  if (run.dispatches && !run.dispatches.enter()) throw refusedAtEnd(fence, key)
   const dispatched = await query(
     db,
     sql`update a2_effects set status = 'DISPATCHED', attempt = ${fence.attempt}, cancel_version = ${run.cancelVersion}, updated_at = now()
@@ -307,7 +307,7 @@ async function recordAbortedCall(
   else await recordOutcome(db, fence, key, 'FAILED', { error: { ...error, reconciled: 'not done' } })
 }
 
-function ending(fence: Fence, key: string): A2Error {
+function refusedAtEnd(fence: Fence, key: string): A2Error {
   return new A2Error('fenced', `effect "${key}" was not dispatched: attempt ${fence.attempt} of job ${fence.jobId} is ending`)
 }
 

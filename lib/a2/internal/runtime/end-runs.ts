@@ -13,26 +13,26 @@ import type { Fence } from '../core/types'
 import type { RunStatus, TransitionReason } from '../core/transitions'
 
 /** Where a run goes from each status it may be in when it ends, and why. */
-export type Ending = Partial<Record<RunStatus, { to: 'COMPLETED' | 'CANCELLED' | 'FAILED'; reason: TransitionReason }>>
+export type EndRule = Partial<Record<RunStatus, { to: 'COMPLETED' | 'CANCELLED' | 'FAILED'; reason: TransitionReason }>>
 
 /** The handler returned: COMPLETED, or CANCELLED when a Stop landed during the run (the Stop is the outcome). */
-export const RETURNED: Ending = { ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }
+export const RETURNED: EndRule = { ACTIVE: { to: 'COMPLETED', reason: 'RETURNED' }, CANCELLING: { to: 'CANCELLED', reason: 'STOPPED_BY_CANCEL' } }
 
 /** A Stop was recorded against the run: it ends CANCELLED, for `reason`. */
-export function stopped(reason: TransitionReason = 'STOPPED_BY_CANCEL'): Ending {
+export function stopped(reason: TransitionReason = 'STOPPED_BY_CANCEL'): EndRule {
   return { CANCELLING: { to: 'CANCELLED', reason } }
 }
 
-/** One run's ending, as `endRuns` takes it. */
+/** One run's end, as `endRuns` takes it: its fence, and where it goes from each status it may end from. */
 export interface EndRequest {
   fence: Fence
-  ending: Ending
+  rule: EndRule
   detail?: unknown
 }
 
 /**
  * The one statement by which runs end: each request fenced on its (job, attempt), from a
- * status its `ending` names, and decided from the stored state of its run's effects — while
+ * status its `rule` names, and decided from the stored state of its run's effects — while
  * any effect is DISPATCHED or UNKNOWN the run becomes UNKNOWN (EFFECT_UNKNOWN) instead, for a
  * reconcile or an operator to resolve. Each job row is locked while its effects are counted,
  * and a dispatch share-locks it (effects.ts), so no effect can be dispatched between the count
@@ -52,15 +52,15 @@ export interface EndRequest {
  */
 export async function endRuns(executor: Executor, requests: readonly EndRequest[]): Promise<Array<RunStatus | undefined>> {
   if (requests.length === 0) return []
-  const rows = requests.map(({ fence, ending, detail }, i) => ({ i, id: fence.jobId, attempt: fence.attempt, ending, detail: detail ?? null }))
+  const rows = requests.map(({ fence, rule, detail }, i) => ({ i, id: fence.jobId, attempt: fence.attempt, rule, detail: detail ?? null }))
   const moved = await query<{ i: number; to_status: RunStatus }>(
     executor,
     sql`with req as (
-          select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(i int, id bigint, attempt int, ending jsonb, detail jsonb)
+          select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(i int, id bigint, attempt int, rule jsonb, detail jsonb)
         ), prev as (
-          select j.id, j.status, req.i, req.attempt, req.ending, req.detail
+          select j.id, j.status, req.i, req.attempt, req.rule, req.detail
           from a2_jobs j join req on j.id = req.id and j.attempt = req.attempt
-          where req.ending ? j.status
+          where req.rule ? j.status
           order by j.id
           for update of j
         ), open_effects as (
@@ -72,15 +72,15 @@ export async function endRuns(executor: Executor, requests: readonly EndRequest[
           from prev
         ), moved as (
           update a2_jobs j
-          set status = case when u.n > 0 then 'UNKNOWN' else prev.ending -> prev.status ->> 'to' end,
+          set status = case when u.n > 0 then 'UNKNOWN' else prev.rule -> prev.status ->> 'to' end,
               owner = null, lease_until = null, updated_at = now()
           from prev join unsettled u on u.id = prev.id
           where j.id = prev.id
-          returning j.id, j.status, prev.status as from_status, prev.i, prev.attempt, prev.ending, prev.detail
+          returning j.id, j.status, prev.status as from_status, prev.i, prev.attempt, prev.rule, prev.detail
         ), logged as (
           insert into a2_job_transitions (job_id, attempt, from_status, to_status, reason, detail)
           select id, attempt, from_status, status,
-                 case when status = 'UNKNOWN' then 'EFFECT_UNKNOWN' else ending -> from_status ->> 'reason' end,
+                 case when status = 'UNKNOWN' then 'EFFECT_UNKNOWN' else rule -> from_status ->> 'reason' end,
                  detail
           from moved
         )

@@ -11,7 +11,7 @@ import { abortReason } from '../core/abort'
 import { EffectNotDispatched, EffectSettledMeanwhile, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
 import { isA2Error } from '../core/errors'
 import { NotRetryable } from '../core/not-retryable'
-import { endRun, endRuns, RETURNED, stopped, type Ending } from './end-runs'
+import { endRun, endRuns, RETURNED, stopped, type EndRule } from './end-runs'
 import type { RuntimeHost } from './runtime-host'
 import { backoffMs, describeError, failureEvent, scheduleRetry, surrenderJob, type ClaimedJob } from './jobs'
 import type { Fence } from '../core/types'
@@ -31,8 +31,8 @@ export async function settleAttempt(
   const fence: Fence = { jobId: job.id, attempt: job.attempt }
   const reason = abortReason(signal)
   if (reason?.code === 'FENCED_OUT') return // the drain took the run over and settles it
-  const end = (ending: Ending, detail?: unknown) =>
-    settleRun(host, job.consumer, fence, ending, { detail, runningAttempt: job.attempt, effectFree: options.effectFree })
+  const end = (rule: EndRule, detail?: unknown) =>
+    settleRun(host, job.consumer, fence, rule, { detail, runningAttempt: job.attempt, effectFree: options.effectFree })
   if (returned) {
     await end(RETURNED)
     return
@@ -86,8 +86,8 @@ export async function settleFailed(
   if (!(await reconcileInFlight(host, job.consumer, fence, {}))) return
   // Out of attempts, no retry was waiting to revoke: a Stop that landed during the last one
   // stopped it, so the reason is STOPPED_BY_CANCEL, not RETRY_REVOKED (interleavings.test.ts).
-  const ending: Ending = { ACTIVE: { to: 'FAILED', reason }, ...stopped() }
-  const request = { fence, ending, detail: failure }
+  const rule: EndRule = { ACTIVE: { to: 'FAILED', reason }, ...stopped() }
+  const request = { fence, rule, detail: failure }
   let ended: RunStatus | undefined
   try {
     await host.append(
@@ -111,7 +111,7 @@ export async function settleFailed(
 class NotFailed extends Error {}
 
 /**
- * Ends the run at `fence` as `ending` says, from the stored state of its effects, once those
+ * Ends the run at `fence` as `rule` says, from the stored state of its effects, once those
  * still DISPATCHED were put to the reconcile hook (UNKNOWN while one cannot be reconciled).
  * Undefined when this attempt no longer holds the run.
  */
@@ -119,13 +119,13 @@ export async function settleRun(
   host: RuntimeHost,
   consumerName: string,
   fence: Fence,
-  ending: Ending,
+  rule: EndRule,
   options: { detail?: unknown; runningAttempt?: number; effectFree?: boolean } = {},
 ): Promise<RunStatus | undefined> {
   // endRuns still decides from the stored effects, under the run's row lock; the runs that end
   // together share its statement (endRun's group commit).
   if (!options.effectFree && !(await reconcileInFlight(host, consumerName, fence, options))) return undefined
-  return endRun(host.store, { fence, ending, detail: options.detail })
+  return endRun(host.store, { fence, rule, detail: options.detail })
 }
 
 /**

@@ -5,14 +5,14 @@
  * from `?after=N`, or from `Last-Event-ID` when the browser reconnects.
  */
 import { sseResponse } from '@/lib/a2/server'
-import { getChatServer } from '@/lib/chat/server'
-import { admitChatPush, referencedIds } from '@/lib/chat/admission'
+import { getChatServer } from '@/lib/chat/server/chat-server'
+import { admitChatPush, referencedIds } from '@/lib/chat/server/admission'
 import { decimal, parse, readBody, route, sessionIdSchema } from '@/lib/http/route'
 import { takeAll } from '@/lib/http/limits'
 import { clientAddress } from '@/lib/http/request-facts'
 import { openTail } from '@/lib/http/tails'
 import { env } from '@/lib/env'
-import { titleFrom } from '@/lib/chat/title'
+import { titleFrom } from '@/lib/chat/server/title'
 
 export const dynamic = 'force-dynamic'
 

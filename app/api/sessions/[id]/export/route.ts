@@ -1,11 +1,11 @@
 /**
- * The chat as a file to keep: `?format=json` (a2-chat-export@1, lib/chat/export.ts) or
+ * The chat as a file to keep: `?format=json` (a2-chat-export@1, lib/chat/server/export.ts) or
  * `?format=markdown` (the default). Owner only: another user's chat is a 404.
  */
 import { A2Error } from '@/lib/a2'
-import { chatFold } from '@/lib/chat/checkpoint'
-import { exportChat, exportMarkdown } from '@/lib/chat/export'
-import { getChatServer } from '@/lib/chat/server'
+import { chatFold } from '@/lib/chat/fold/checkpoint'
+import { exportChat, exportMarkdown } from '@/lib/chat/server/export'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
 

@@ -3,8 +3,8 @@
  * answer, once; GET says whether one is live; DELETE revokes it. Owner only: another
  * user's chat is a 404, as everywhere.
  */
-import { getChatServer } from '@/lib/chat/server'
-import { createShareLink, hasShareLink, revokeShareLink } from '@/lib/chat/share'
+import { getChatServer } from '@/lib/chat/server/chat-server'
+import { createShareLink, hasShareLink, revokeShareLink } from '@/lib/chat/server/share'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 
 export const dynamic = 'force-dynamic'

@@ -1,8 +1,8 @@
-import { getChatServer } from '@/lib/chat/server'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { parse, route, sessionIdSchema } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
-import { chatFold } from '@/lib/chat/checkpoint'
-import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
+import { chatFold } from '@/lib/chat/fold/checkpoint'
+import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/server/snapshot'
 
 export const dynamic = 'force-dynamic'
 
@@ -10,7 +10,7 @@ export const dynamic = 'force-dynamic'
  * The session's first screen — its newest turns folded on the server with the same reducer
  * the browser uses, and the last index folded (`lastSeenIndex`, -1 for none) that the tail
  * starts after — or, with `?above=` / `?below=` a turn id, one page of older turns
- * (lib/chat/snapshot.ts). The server folds only the events since the newest checkpoint of
+ * (lib/chat/server/snapshot.ts). The server folds only the events since the newest checkpoint of
  * that fold, and sends a few dozen turns whatever the history holds.
  */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {

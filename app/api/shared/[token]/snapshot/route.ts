@@ -1,8 +1,8 @@
 import { A2Error } from '@/lib/a2'
-import { getChatServer } from '@/lib/chat/server'
-import { chatFold } from '@/lib/chat/checkpoint'
-import { resolveShareLink } from '@/lib/chat/share'
-import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/snapshot'
+import { getChatServer } from '@/lib/chat/server/chat-server'
+import { chatFold } from '@/lib/chat/fold/checkpoint'
+import { resolveShareLink } from '@/lib/chat/server/share'
+import { snapshotAsk, snapshotFold, snapshotResponse } from '@/lib/chat/server/snapshot'
 import { route } from '@/lib/http/route'
 import { foldingSnapshot } from '@/lib/http/snapshots'
 

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { getChatServer } from '@/lib/chat/server'
+import { getChatServer } from '@/lib/chat/server/chat-server'
 import { requireOperator } from '@/lib/http/operator'
 import { parse, readBody, route } from '@/lib/http/route'
 import { recordResolution } from '@/lib/http/audit'

@@ -5,8 +5,8 @@
  */
 import { A2Error } from '@/lib/a2'
 import { sseResponse } from '@/lib/a2/server'
-import { getChatServer } from '@/lib/chat/server'
-import { REVOKE_CHECK_MS, resolveShareLink } from '@/lib/chat/share'
+import { getChatServer } from '@/lib/chat/server/chat-server'
+import { REVOKE_CHECK_MS, resolveShareLink } from '@/lib/chat/server/share'
 import { decimal, route } from '@/lib/http/route'
 import { clientAddress } from '@/lib/http/request-facts'
 import { openTail } from '@/lib/http/tails'

@@ -1,0 +1,209 @@
+/**
+ * One attempt of the `generate` consumer (generate.ts), top to bottom: the prompt (the history,
+ * and for a successor or a Continue the answer so far), the model call as an effect under the
+ * run's signal (its stream into the log: stream-loop.ts), then the answer's one `finished`.
+ *
+ * A Stop (the signal fires, or the log refuses a step) is the outcome, not a failure: what the
+ * reader saw stays, the rest is cut by the reducer, and the run ends CANCELLED. Anything else (a
+ * lost claim, a model error) propagates, so the runtime surrenders or retries the attempt.
+ */
+import { isStepCount, streamText, type LanguageModel, type ModelMessage } from 'ai'
+import { isA2Error } from '@/lib/a2'
+import { isStop, readAll, type RunContext } from '@/lib/a2/server'
+import { answerUsage, type Usage } from '@/lib/ai/usage'
+import { FINISH_REASONS, type Chat, type ChatEvent, type FinishReason } from '../contract'
+import { chatFold } from '../fold/checkpoint'
+import { chatTools } from '../tools/chat-tools'
+import { settleInFlight } from '../tools/settle-in-flight'
+import type { ToolCall } from '../tools/tool-call'
+import type { ToolKind } from '../tools/tool-kind'
+import { chunkWriter, type ChunkWriter } from './chunk-writer'
+import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, callsSoFar, committedAnswer, toModelMessages } from './history'
+import { modelErrorLine } from './model-failure'
+import { restatementFilter } from './restatement'
+import { stepEvents, type AnswerStep } from './steps'
+import { streamLoop } from './stream-loop'
+import { finishedId } from './unfinished'
+
+type Run = RunContext<Chat, 'generate'>
+
+/** The model that answers this generate, and whether it is sent tools. */
+export interface AnswerModel {
+  model: LanguageModel
+  tools: boolean
+}
+
+/** What this attempt sent and what the model streamed back, every delta: a Stop's answer is billed from these. */
+interface Billing {
+  /** Unset until the model call is dispatched: a Stop before it costs nothing. */
+  sent?: { instructions: string; messages: ModelMessage[] }
+  streamed: string
+}
+
+export async function answerHandler(ctx: Run, { model, tools: takesTools }: AnswerModel, kinds: readonly ToolKind[]): Promise<void> {
+  const { writer, writeFailed } = answerWriter(ctx)
+  const billing: Billing = { streamed: '' }
+  // A tool call's step is pushed once, by whichever comes first: the stream's `tool-call`
+  // part or the tool's execute (which must see it in the log before the tool runs).
+  const logged = new Set<string>()
+  const logCall = ({ call, tool, input }: ToolCall) => {
+    if (logged.has(call)) return
+    logged.add(call)
+    writer.add({ type: 'tool.call', call, tool, input })
+  }
+  // Tool calls still running: the attempt's end waits for their states to be written.
+  const running = new Set<Promise<unknown>>()
+  const tools = chatTools(
+    {
+      ctx,
+      logCall: async (call) => {
+        logCall(call)
+        await writer.flush()
+        return !writer.refused
+      },
+    },
+    kinds,
+  )
+
+  try {
+    const { soFar, instructions, messages } = await promptOf(ctx)
+    const outcome = await ctx.effect(
+      'model',
+      async (idempotencyKey, signal) => {
+        billing.sent = { instructions, messages }
+        const result = streamText({
+          model,
+          instructions,
+          messages,
+          abortSignal: AbortSignal.any([signal, writeFailed.signal]),
+          headers: { 'Idempotency-Key': idempotencyKey },
+          tools: takesTools ? tracked(tools, running) : undefined,
+          stopWhen: isStepCount(3),
+          maxRetries: 0, // a2 owns retries: a retried attempt is visible and fenced
+          // One line per failed call (the SDK's default prints the whole error object); the stream's error part decides the outcome.
+          onError: ({ error }) => console.error(`[a2] generate ${ctx.event.id} attempt ${ctx.attempt}: ${modelErrorLine(error)}`),
+        })
+        // The outcome comes from the stream's own `finish` part: `result.finishReason` and
+        // `result.totalUsage` would tee the stream once more and drain it again after the
+        // end (in the bench at 100 streams, a second pass over every token on the busy worker).
+        // A model that ignores "continue" and starts over: its restatement of the answer so far is dropped (restatement.ts).
+        const text = restatementFilter(soFar, (delta) => writer.add({ type: 'chunk', delta }))
+        const sink = { writer, text, logCall, generated: (delta: string) => void (billing.streamed += delta) }
+        const finish = await streamLoop(result.stream, sink, { signal, writeFailed: writeFailed.signal })
+        text.end()
+        await settled(running)
+        await writer.flush()
+        return { finishReason: normalizeReason(finish.finishReason), usage: answerUsage(finish.totalUsage, billing.sent, billing.streamed) }
+        // Two of these calls at once do no harm: each one's text reaches the log only through
+        // its own attempt's appends, and a superseded attempt's are refused. So a worker judged
+        // dead mid-answer is taken over at once (OWNER_DIED, ~0.5 s), not after its 15 s lease.
+      },
+      { overlapSafe: true },
+    )
+    // The model got to its end, but a Stop was recorded meanwhile: the answer was stopped.
+    await finishAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage)
+  } catch (error) {
+    if (isStop(ctx.signal, error) || writer.refused) {
+      writer.drop()
+      // A tool call cut off by the Stop writes its state (asked of its receiver) before the answer ends.
+      await settled(running)
+      // The aborted request reported nothing: what it cost is counted (lib/ai/usage.ts).
+      await finishAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed))
+      return
+    }
+    // The chat holds its limit of events: the answer ends with what reached the log (its `finished` is no step, so it lands).
+    if (isA2Error(writeFailed.signal.reason, 'session_full')) {
+      await finishAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed))
+      return
+    }
+    throw error
+  }
+}
+
+/**
+ * The one writer every part the model streams goes through (text, reasoning, tool input, tool
+ * calls), in the order it came: one ordered stream of steps, so one cut applies to all.
+ *
+ * A failed chunk write (the store went away, the attempt was fenced) stops the model now
+ * (`writeFailed`): streaming the rest of the answer to nowhere would cost tokens and freeze the
+ * view. So does a refused one (run_cancelled): a Stop is recorded that this attempt has not heard
+ * of yet (its NOTIFY lost or on its way); otherwise the model would stream on to its end and the
+ * answer finish 'stop' under a CANCELLED run (refused-chunk.integration.test.ts).
+ */
+function answerWriter(ctx: Run): { writer: ChunkWriter<AnswerStep>; writeFailed: AbortController } {
+  const writeFailed = new AbortController()
+  const writer = chunkWriter<AnswerStep>(
+    async (steps) => {
+      try {
+        await ctx.append(...stepEvents(steps, ctx.event.id, ctx.attempt))
+      } catch (error) {
+        if (isA2Error(error, 'run_cancelled')) writeFailed.abort(error)
+        throw error
+      }
+    },
+    (error) => writeFailed.abort(error),
+  )
+  return { writer, writeFailed }
+}
+
+/** The answer's `finished`. One id per job: an answer has one, whichever of its attempts or the end hook writes it. */
+function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<unknown> {
+  const of = ctx.event.id
+  return ctx.append({ id: finishedId(ctx.jobId), type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } }).catch((error) => {
+    // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
+    if (!isA2Error(error, 'conflict')) throw error
+  })
+}
+
+/** What the model is sent: the conversation before this generation and, for a successor or a Continue, the answer so far. */
+async function promptOf(ctx: Run): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] }> {
+  // The conversation before this generation, from the newest checkpoint of the fold: a
+  // session of 100k events costs what a short one does (folding them all held the
+  // worker's loop past the 15 s lease).
+  const { state: history } = await ctx.fold(chatFold)
+  // A successor attempt, or a Continue (which starts from the stopped answer's cut, as the fold shows it).
+  const continuing = ctx.attempt > 1 || ctx.event.payload.continues !== undefined
+  let own = continuing ? await readOwnSteps(ctx) : []
+  // A successor first settles the calls its dead predecessor left running (asked of their receivers), then tells the model of them.
+  if (ctx.attempt > 1 && (await settleInFlight(ctx, own))) own = await readOwnSteps(ctx)
+  const soFar = continuing ? committedAnswer(history, ctx.event, own) : ''
+  const calls = ctx.attempt > 1 ? callsSoFar(history, ctx.event, own) : []
+  const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar, callsSoFar: calls })
+  const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
+  return { soFar, instructions, messages }
+}
+
+/** The session's log after this generation, read in pages: where earlier attempts' chunks are. */
+function readOwnSteps(ctx: Run): Promise<ChatEvent[]> {
+  return readAll<ChatEvent>(ctx.read, { after: ctx.event.index })
+}
+
+/** The tools with each execute's promise kept in `running` until it settles. */
+function tracked(tools: ReturnType<typeof chatTools>, running: Set<Promise<unknown>>): ReturnType<typeof chatTools> {
+  return Object.fromEntries(
+    Object.entries(tools).map(([name, t]) => [
+      name,
+      {
+        ...t,
+        execute: (input: unknown, options: unknown) => {
+          const call = Promise.resolve((t.execute as (input: unknown, options: unknown) => Promise<unknown>)(input, options))
+          running.add(call)
+          void call.catch(() => undefined).finally(() => running.delete(call))
+          return call
+        },
+      },
+    ]),
+  )
+}
+
+/** Waits until every tool call in `running` has settled (their outcomes and states written). */
+async function settled(running: Set<Promise<unknown>>): Promise<void> {
+  while (running.size > 0) await Promise.allSettled([...running])
+}
+
+/** The model's reason, if the contract knows it; 'cancelled' (a Stop) and 'session_full' are ours to say, never the model's. */
+function normalizeReason(reason: string): FinishReason {
+  return reason !== 'cancelled' && reason !== 'session_full' && (FINISH_REASONS as readonly string[]).includes(reason)
+    ? (reason as FinishReason)
+    : 'other'
+}

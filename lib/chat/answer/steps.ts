@@ -1,0 +1,57 @@
+/**
+ * The steps one answer streams into the log, of every kind: text (`chunk`), reasoning, a tool
+ * call's input as it streams, and the complete call. They go through one writer
+ * (chunk-writer.ts) in the order the model sent them, so a Stop's `lastSeenIndex` is one point
+ * in one ordered stream whatever kinds lie on either side of it.
+ */
+import type { EventOf } from '@/lib/a2'
+import { MAX_DELTA_CHARS, type Chat } from '../contract'
+import { joinDeltas } from './chunk-writer'
+
+export type AnswerStep =
+  | { type: 'chunk'; delta: string }
+  | { type: 'reasoning'; delta: string }
+  | { type: 'tool.input'; call: string; tool: string; delta: string }
+  | { type: 'tool.call'; call: string; tool: string; input: unknown }
+
+type Appendable = { [K in AnswerStep['type']]: { type: K; payload: EventOf<Chat, K>['payload'] } }[AnswerStep['type']]
+
+/**
+ * One append's steps as the events it writes, in order: neighbours of one kind (and one tool
+ * call) joined into as few events as the contract's delta bound allows, as joinDeltas joins text.
+ */
+export function stepEvents(steps: readonly AnswerStep[], of: string, attempt: number): Appendable[] {
+  const events: Appendable[] = []
+  let run: AnswerStep[] = []
+  const close = () => {
+    const first = run[0]
+    if (!first) return
+    if (first.type === 'tool.call')
+      events.push({ type: first.type, payload: { of, attempt, call: first.call, tool: first.tool, input: first.input } })
+    else {
+      for (const delta of joinDeltas(
+        run.map((step) => (step as { delta: string }).delta),
+        MAX_DELTA_CHARS,
+      )) {
+        events.push(
+          first.type === 'tool.input'
+            ? { type: first.type, payload: { of, attempt, call: first.call, tool: first.tool, delta } }
+            : { type: first.type, payload: { of, attempt, delta } },
+        )
+      }
+    }
+    run = []
+  }
+  for (const step of steps) {
+    if (!joinsWith(run.at(-1), step)) close()
+    run.push(step)
+  }
+  close()
+  return events
+}
+
+/** Two neighbouring steps that one event can carry: deltas of one kind, and of one call for tool input. */
+function joinsWith(previous: AnswerStep | undefined, step: AnswerStep): boolean {
+  if (!previous || previous.type !== step.type || step.type === 'tool.call') return false
+  return step.type !== 'tool.input' || (previous as { call: string }).call === step.call
+}

@@ -1,0 +1,143 @@
+/**
+ * What a chat push may ask for, beyond its schema: the events it names must exist and be
+ * of the right kind, an answer is asked for only when none is running for that message,
+ * and a user (and everyone together) has at most so many answers running. Checked before
+ * the append, so a refused push writes nothing.
+ *
+ * The "none running" and concurrency checks read, then the append writes: two pushes racing
+ * can both pass. The per-user cap bounds what that costs (a few answers, not a flood).
+ */
+import { sql } from 'drizzle-orm'
+import { A2Error } from '@/lib/a2'
+import type { A2Server, Executor, PushFound } from '@/lib/a2/server'
+import { env } from '@/lib/env'
+import { rateLimited } from '@/lib/http/limits'
+import { modelList } from '@/lib/ai/model'
+import type { Chat } from '../contract'
+
+type Input = { id?: string; type: string; payload: unknown }
+
+/** Which types each reference must name: `generate.for` a message, `cancelled.of` an answer (a generate). */
+const REFERENCES: Record<string, Array<[field: string, type: string]>> = {
+  message: [['edits', 'message']],
+  generate: [
+    ['for', 'message'],
+    ['replaces', 'generate'],
+    ['continues', 'generate'],
+  ],
+  cancelled: [['of', 'generate']],
+}
+
+/** 5 s: roughly how long an answer takes to finish or be stopped, freeing a place. */
+const BUSY_RETRY_MS = 5_000
+
+/** The ids a push's events refer to (what `admitChatPush` checks): handed to `push` as `refersTo`. */
+export function referencedIds(inputs: readonly Input[]): string[] {
+  return inputs.flatMap((input) =>
+    (REFERENCES[input.type] ?? []).flatMap(([field]) => {
+      const target = (input.payload as Record<string, unknown>)[field]
+      return typeof target === 'string' ? [target] : []
+    }),
+  )
+}
+
+/**
+ * Admits a push on what one read of the session found (`found`: the events with the pushed and
+ * referenced ids, the runs still running); only a push that asks for answers reads more (the
+ * concurrency caps and the token budget). A Stop costs no read of its own.
+ */
+export async function admitChatPush(server: A2Server<Chat>, owner: string, inputs: readonly Input[], found: PushFound<Chat>): Promise<void> {
+  const inLog = new Map(found.events.map((event) => [event.id, event.type as string]))
+  // A retry of a push that landed (every id already in the log) is answered by the append
+  // as a duplicate, or refused there if its content differs: nothing new to admit.
+  if (inputs.length > 0 && inputs.every((input) => input.id && inLog.has(input.id))) return
+
+  const running = new Map(
+    found.running.filter((run) => run.consumer === 'generate').map((run) => [run.eventId, (run.payload as { for: string }).for]),
+  )
+  const known = new Map(inLog)
+  const offered = new Set(modelList().map((entry) => entry.id))
+  /** Each answer's message, for `continues` (a version of the answer to the same message). */
+  const answers = new Map(
+    [...found.events, ...inputs].flatMap((event) =>
+      event.type === 'generate' && event.id ? [[event.id, (event.payload as { for: string }).for]] : [],
+    ),
+  )
+  let generations = 0
+  for (const input of inputs) {
+    for (const [field, type] of REFERENCES[input.type] ?? []) {
+      const target = (input.payload as Record<string, unknown>)[field]
+      if (target === undefined) continue
+      if (typeof target !== 'string' || known.get(target) !== type) {
+        throw new A2Error('invalid_reference', `${input.type}.${field} must name a ${type === 'generate' ? 'answer' : type} in this chat`)
+      }
+    }
+    if (input.type === 'cancelled') running.delete((input.payload as { of: string }).of)
+    if (input.type === 'generate') {
+      const { for: message, model, continues } = input.payload as { for: string; model?: string; continues?: string }
+      if (model !== undefined && !offered.has(model)) {
+        throw new A2Error('invalid_payload', 'generate.model must name one of the models this server offers')
+      }
+      if (continues !== undefined && answers.get(continues) !== message) {
+        throw new A2Error('invalid_reference', 'generate.continues must name an answer to the same message')
+      }
+      if ([...running.values()].includes(message)) throw new A2Error('conflict', 'an answer to that message is already running: stop it first')
+      running.set(input.id ?? `pending-${generations}`, message)
+      generations++
+    }
+    if (input.id) known.set(input.id, input.type)
+  }
+  if (generations > 0) {
+    await checkConcurrency(server, owner, generations)
+    await checkTokenBudget(server, owner)
+  }
+}
+
+/**
+ * A user's model tokens over the last 24 hours, as the model reported them on each answer's
+ * `finished` event, stay under A2_DAILY_TOKENS_PER_USER: past it, no new answer until the
+ * oldest counted answer is a day old (Retry-After). An answer running when the budget runs
+ * out finishes; the next one waits.
+ */
+async function checkTokenBudget(server: A2Server<Chat>, owner: string): Promise<void> {
+  const budget = env().A2_DAILY_TOKENS_PER_USER
+  const result = (await server.store.db.execute(sql`
+    select coalesce(sum(coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0)), 0)::bigint::text as used,
+           (extract(epoch from (min(e.created_at) + interval '1 day' - now())) * 1000)::bigint::text as oldest_ms
+    from (
+      select e.created_at, e.payload from a2_events e
+      where e.type = 'finished' and e.created_at > now() - interval '1 day'
+        and e.session_id in (select id from a2_sessions where owner = ${owner})
+      union all -- tokens spent in chats deleted since: deleting a chat gives no budget back
+      select at, jsonb_build_object('usage', jsonb_build_object('inputTokens', tokens)) from spent_tokens
+      where owner = ${owner} and at > now() - interval '1 day'
+    ) e`)) as unknown
+  const [row] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ used: string; oldest_ms: string | null }>
+  const used = Number(row.used)
+  if (used >= budget) {
+    throw rateLimited(`you have used today's ${budget} model tokens (${used})`, Math.max(1_000, Number(row.oldest_ms ?? 60_000)))
+  }
+}
+
+/** At most A2_MAX_RUNNING_GENERATIONS_PER_USER answers of one user, and A2_MAX_RUNNING_GENERATIONS of everyone, run at once. */
+async function checkConcurrency(server: A2Server<Chat>, owner: string, adding: number): Promise<void> {
+  const { A2_MAX_RUNNING_GENERATIONS_PER_USER: perUser, A2_MAX_RUNNING_GENERATIONS: total } = env()
+  const mine = await server.runs.countOpen({ consumer: 'generate', owner })
+  if (mine + adding > perUser) throw rateLimited(`you have ${mine} answers running (the limit is ${perUser})`, BUSY_RETRY_MS)
+  const everyone = await server.runs.countOpen({ consumer: 'generate' })
+  if (everyone + adding > total) throw rateLimited('the server is answering as many questions as it can', BUSY_RETRY_MS)
+}
+
+/**
+ * Keeps what a chat's answers spent in the last day when the chat is deleted (inside the
+ * delete's transaction): the daily budget counts it until it is a day old.
+ */
+export async function keepSpentTokens(tx: Executor, sessionId: string, owner: string): Promise<void> {
+  await tx.execute(sql`
+    insert into spent_tokens (owner, at, tokens)
+    select ${owner}, e.created_at,
+           (coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0))::int
+    from a2_events e
+    where e.session_id = ${sessionId} and e.type = 'finished' and e.created_at > now() - interval '1 day'
+      and e.payload ? 'usage'`)
+}
