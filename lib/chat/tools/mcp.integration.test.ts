@@ -20,6 +20,7 @@ import { mcpRegistry, type McpRegistry } from '@/lib/mcp/servers'
 import type { McpServerConfig } from '@/lib/mcp/config'
 import { MCP_IDEMPOTENCY_META } from '@/lib/mcp/meta'
 import { buildChatServer } from '../server/chat-server'
+import { mcpTool } from './kinds/mcp-tool'
 import type { ChatEvent } from '../contract'
 import { foldChat, type AnswerTurn, type ToolPart } from '../fold/reducer'
 
@@ -68,7 +69,8 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
               .map((line) => JSON.parse(line) as McpLogEntry)
           : []
     }
-    const registry: McpRegistry = mcpRegistry({ test: config })
+    // Approvals are not built yet: the operator offers the test server's tools without one.
+    const registry: McpRegistry = mcpRegistry({ test: { ...config, approval: 'never' } })
     open.push(registry)
     const mcp = { registry, offers: await registry.offers() }
     const built = buildChatServer(store(), { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, mcp)
@@ -90,6 +92,23 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
   }
 
   describe.each<Transport>(['http', 'stdio'])('over %s', (transport) => {
+    it('a tool that needs approval (the default for one not marked read-only) is not offered to the model', async () => {
+      const registry = mcpRegistry({
+        test:
+          transport === 'http'
+            ? { type: 'http', url: (await startMcpTestServer().then((s) => (open.push(s), s))).url }
+            : { type: 'stdio', command: process.execPath, args: ['--import', 'tsx', 'scripts/mcp-test-server.ts', '--stdio'] },
+      })
+      open.push(registry)
+      const kinds = (await registry.offers()).map((offer) => mcpTool(offer, registry))
+      expect(Object.fromEntries(kinds.map((k) => [k.name, k.offered]))).toEqual({
+        test__lookup_writes: true,
+        test__deliver: false,
+        test__deliver_stubborn: false,
+        test__deliver_task: false,
+      })
+    })
+
     it('a call runs through its effect: the key in _meta is the effect’s, the server writes once, the call is done', async () => {
       const { chat: c, log } = await start(transport, 0)
       const id = await ask(c.server, 'ada', 'Tell the team [[call test__deliver {"message":"hello"}]]')

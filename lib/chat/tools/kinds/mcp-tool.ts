@@ -7,18 +7,22 @@
  * completed → done with its result; cancelled or failed, the server's own word → did not
  * happen); a plain call cannot be asked in MCP, so it stays "may have happened" for an operator.
  * A result the tool marks `isError` is the tool's own failure: the call failed, in its words.
+ * A tool whose calls need approval (lib/mcp/config.ts) is not offered to the model yet.
  */
 import { jsonSchema } from 'ai'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { McpOffer, McpRegistry } from '@/lib/mcp/servers'
 import type { ToolKind } from '../tool-kind'
 
-export function mcpTool({ modelName, tool }: McpOffer, registry: McpRegistry): ToolKind<Record<string, unknown>, CallToolResult> {
+export function mcpTool({ modelName, tool, needsApproval }: McpOffer, registry: McpRegistry): ToolKind<Record<string, unknown>, CallToolResult> {
   return {
     name: modelName,
     description: tool.description ?? `${tool.name}, a tool of the MCP server "${tool.server}"`,
     inputSchema: jsonSchema<Record<string, unknown>>(tool.inputSchema as Parameters<typeof jsonSchema>[0]),
     readOnly: tool.readOnly,
+    // A call that needs the user's approval is not offered until approvals exist (issue 36 item 3): the
+    // operator's `approval: "never"` offers it. Still known, so a call made before is settled.
+    offered: !needsApproval,
     async dispatch(input, { idempotencyKey, signal }) {
       const result = await registry.call(tool, input, { idempotencyKey, signal })
       if (result.isError) throw new Error(textOf(result) || `${tool.name} reported an error`)
