@@ -1,6 +1,8 @@
 /** The only reader of process.env: validated once with zod, so a bad setting fails at start with a clear message. */
 import { z } from 'zod'
+import { readFileSync } from 'node:fs'
 import { modelListText } from './ai/model-list'
+import { mcpServersText } from './mcp/config'
 
 /** A positive whole number from the environment, with its default. */
 const count = (fallback: number) => z.coerce.number().int().positive().default(fallback)
@@ -42,6 +44,13 @@ const schema = z.object({
    * Idempotency-Key; a GET by key answers whether it arrived). Unset, the tool is not offered.
    */
   A2_WEBHOOK_URL: z.string().url().optional(),
+  /**
+   * The MCP servers whose tools the models are offered (lib/mcp/config.ts, docs/tools.md): JSON
+   * `{ "mcpServers": { "<name>": { "command", "args", "env" } | { "url", "headers" } } }`, the
+   * shape MCP clients share, here or in the file A2_MCP_SERVERS_FILE names (not both). Unset: none.
+   */
+  A2_MCP_SERVERS: mcpServersText('A2_MCP_SERVERS').optional(),
+  A2_MCP_SERVERS_FILE: z.string().optional(),
   /** Run the worker inside the Next.js server process (the default). Set 0 when `npm run worker` processes do the work. */
   A2_EMBEDDED_WORKER: flag('1'),
 
@@ -151,8 +160,32 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
     problems.push('✖ AUTH_SECRET is required when NODE_ENV=production (32+ random characters, e.g. `openssl rand -base64 48`)\n  → at AUTH_SECRET')
   }
   if (parsed.success) problems.push(...modelListProblems(parsed.data))
+  const servers = parsed.success ? mcpServersFromFile(parsed.data, problems) : undefined
   if (problems.length > 0 || !parsed.success) throw new InvalidEnvironment(problems.join('\n'))
-  return parsed.data
+  return { ...parsed.data, A2_MCP_SERVERS: servers ?? parsed.data.A2_MCP_SERVERS }
+}
+
+/** A2_MCP_SERVERS_FILE read and validated like the variable, its problems named by the file. */
+function mcpServersFromFile(e: Env, problems: string[]): Env['A2_MCP_SERVERS'] {
+  const path = e.A2_MCP_SERVERS_FILE
+  if (!path) return undefined
+  if (e.A2_MCP_SERVERS) {
+    problems.push('✖ set A2_MCP_SERVERS or A2_MCP_SERVERS_FILE, not both\n  → at A2_MCP_SERVERS_FILE')
+    return undefined
+  }
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    problems.push(
+      `✖ A2_MCP_SERVERS_FILE: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})\n  → at A2_MCP_SERVERS_FILE`,
+    )
+    return undefined
+  }
+  const parsed = mcpServersText(`A2_MCP_SERVERS_FILE (${path})`).safeParse(text)
+  if (parsed.success) return parsed.data
+  problems.push(z.prettifyError(parsed.error).replace(/→ at /g, `→ at ${path}: `))
+  return undefined
 }
 
 /** What the model list's schema cannot see: how it sits with the other variables. */

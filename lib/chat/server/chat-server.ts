@@ -13,12 +13,15 @@ import { chat, type Chat } from '../contract'
 import { generateConsumer } from '../answer/generate'
 import { noteOutbox, type NoteOutbox } from '../tools/notes'
 import { webhook } from '../tools/webhook'
+import { openMcpTools, type McpTools } from '../tools/mcp'
 
 export interface ChatServer {
   server: A2Server<Chat>
   notes: NoteOutbox
   worker?: Worker
   modelLabel: string
+  /** The MCP servers' tools, in a process that runs answers (closed at shutdown). */
+  mcp?: McpTools
 }
 
 const globalChat = globalThis as unknown as { __a2Chat?: Promise<ChatServer> }
@@ -35,6 +38,7 @@ export function buildChatServer(
   store: Awaited<ReturnType<typeof getStore>>,
   modelConfig: ModelConfig = env(),
   webhookUrl: string | undefined = env().A2_WEBHOOK_URL,
+  mcp?: McpTools,
 ) {
   // Every configured model is built once, at boot; a generate names the one that answers it (the first when it names none).
   const models = selectModels(modelConfig)
@@ -51,6 +55,7 @@ export function buildChatServer(
         takesTools: tools,
         models,
         webhook: webhookUrl ? webhook(webhookUrl) : undefined,
+        mcp,
         // Asked only once the server runs a worker (a run's ending), so `server` is set by then.
         storedEffects: async (jobId: number): Promise<readonly StoredEffect[]> => (await server.operator.runDetail(jobId)).effects,
       }),
@@ -63,12 +68,14 @@ export function buildChatServer(
 
 async function boot(withWorker: boolean): Promise<ChatServer> {
   const store = await getStore()
-  const built = buildChatServer(store)
+  // Only a process that runs answers calls tools: an app instance without a worker connects to no MCP server.
+  const mcp = withWorker ? await openMcpTools(env().A2_MCP_SERVERS) : undefined
+  const built = buildChatServer(store, env(), env().A2_WEBHOOK_URL, mcp)
   // 3 s: a tab re-sends a Stop it kept while the server was down every second, so it lands
   // before this (re)started process resumes the run it stops.
   const worker = withWorker ? await built.server.startWorker({ resumeAfterMs: 3_000 }) : undefined
   console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `worker ${worker.id}` : 'no worker in this process'}`)
-  return { ...built, worker }
+  return { ...built, worker, mcp }
 }
 
 /** Graceful shutdown: stop claiming, hand in-flight attempts over at once (surrendered, refunded), close the database. */
@@ -78,5 +85,6 @@ export async function shutdownChatServer(): Promise<void> {
   globalChat.__a2Chat = undefined
   const chatServer = await pending.catch(() => undefined)
   await chatServer?.server.stopWorkers()
+  await chatServer?.mcp?.registry.close()
   await closeStore()
 }

@@ -13,17 +13,21 @@ import type { Webhook } from './webhook'
 import { listNotes } from './kinds/list-notes'
 import { saveNote } from './kinds/save-note'
 import { sendWebhook } from './kinds/send-webhook'
+import { mcpTool } from './kinds/mcp-tool'
+import type { McpTools } from './mcp'
 
 /** What the tools are configured with: the note outbox, and the webhook (A2_WEBHOOK_URL) when one is set. */
 export interface ChatToolConfig {
   notes: NoteOutbox
   /** Where the sendWebhook tool delivers (A2_WEBHOOK_URL); unset, the tool is not offered. */
   webhook?: Webhook
+  /** The operator's MCP servers' tools (A2_MCP_SERVERS), listed when the process booted; unset, none. */
+  mcp?: McpTools
 }
 
 /** Every tool kind this configuration knows, in the order the model is offered them. */
-export function toolKinds({ notes, webhook }: ChatToolConfig): ToolKind[] {
-  return [saveNote(notes), listNotes(notes), sendWebhook(webhook)]
+export function toolKinds({ notes, webhook, mcp }: ChatToolConfig): ToolKind[] {
+  return [saveNote(notes), listNotes(notes), sendWebhook(webhook), ...(mcp?.offers ?? []).map((offer) => mcpTool(offer, mcp!.registry))]
 }
 
 /**

@@ -1,0 +1,48 @@
+/**
+ * An MCP server's tool (lib/mcp: the configured servers, the SDK's client) as a tool kind: named
+ * `<server>__<tool>` for the model, its JSON Schema and description as the server lists them,
+ * read-only when it says so (`readOnlyHint: true`). A call carries its idempotency key in
+ * `_meta` and the run's signal (a Stop closes its HTTP response stream, or sends
+ * `notifications/cancelled` over stdio). Cut off mid-call, a task is asked (`tasks/get`:
+ * completed → done with its result; cancelled or failed, the server's own word → did not
+ * happen); a plain call cannot be asked in MCP, so it stays "may have happened" for an operator.
+ * A result the tool marks `isError` is the tool's own failure: the call failed, in its words.
+ * A tool whose calls need approval (lib/mcp/config.ts) is not offered to the model yet.
+ */
+import { jsonSchema } from 'ai'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import type { McpOffer, McpRegistry } from '@/lib/mcp/servers'
+import type { ToolKind } from '../tool-kind'
+
+export function mcpTool({ modelName, tool, needsApproval }: McpOffer, registry: McpRegistry): ToolKind<Record<string, unknown>, CallToolResult> {
+  return {
+    name: modelName,
+    description: tool.description ?? `${tool.name}, a tool of the MCP server "${tool.server}"`,
+    inputSchema: jsonSchema<Record<string, unknown>>(tool.inputSchema as Parameters<typeof jsonSchema>[0]),
+    readOnly: tool.readOnly,
+    // A call that needs the user's approval is not offered until approvals exist (issue 36 item 3): the
+    // operator's `approval: "never"` offers it. Still known, so a call made before is settled.
+    offered: !needsApproval,
+    async dispatch(input, { idempotencyKey, signal }) {
+      const result = await registry.call(tool, input, { idempotencyKey, signal })
+      if (result.isError) throw new Error(textOf(result) || `${tool.name} reported an error`)
+      return result
+    },
+    // A read changed nothing: a dead attempt's read is simply not done (no lookup: "not done").
+    lookup: tool.readOnly
+      ? undefined
+      : async (idempotencyKey) => {
+          const verdict = await registry.askCall(tool.server, idempotencyKey)
+          if (verdict === 'unknown') return 'unknown'
+          return verdict.done ? { done: true, result: verdict.result } : { done: false }
+        },
+  }
+}
+
+/** A result's text parts, joined: what a failure says. */
+function textOf(result: CallToolResult): string {
+  return result.content
+    .flatMap((part) => (part.type === 'text' ? [part.text] : []))
+    .join('\n')
+    .slice(0, 2_000)
+}
