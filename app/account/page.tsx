@@ -130,9 +130,7 @@ function Passkeys() {
                 onClick={async () => {
                   setNote(undefined)
                   const { error } = await authClient.passkey.deletePasskey({ id: passkey.id })
-                  setNote(
-                    error ? authMessage(error) : `Passkey “${passkey.name || 'Unnamed passkey'}” removed: it signs in to this account no more.`,
-                  )
+                  setNote(error ? authMessage(error) : `Passkey “${passkey.name || 'Unnamed passkey'}” removed: it signs in to this account no more.`)
                 }}
               >
                 Remove
