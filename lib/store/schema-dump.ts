@@ -57,7 +57,7 @@ export async function dumpSchema(store: Store): Promise<string> {
     store,
     sql`select n.nspname || '.' || c.relname as tbl, k.conname as name, pg_get_constraintdef(k.oid) as def
         from pg_constraint k join pg_class c on c.oid = k.conrelid join pg_namespace n on n.oid = c.relnamespace
-        where n.nspname in (${schemas})
+        where n.nspname in (${schemas}) and k.contype <> 'n' -- newer Postgres (PGlite's) lists each column's not null here too; the column's line says it
         order by 1, 2`,
   )
   for (const k of constraints) out.push(`alter table ${k.tbl} add constraint ${k.name} ${k.def};`)
