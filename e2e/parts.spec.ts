@@ -130,7 +130,8 @@ test('Continue after a tool answer against a server that starts over: the call s
   const chat = new ChatPage(page)
   await chat.goto()
   await chat.send(`Tell them [[restarts]] [[call sendWebhook {"message":"continued ${Date.now()}"}]]`)
-  await expect(answer(page).getByTestId('tool-call')).toHaveAttribute('data-state', 'done')
+  // The suite's receiver holds each POST 30 s (playwright.config.ts, WEBHOOK_HOLD_MS).
+  await expect(answer(page).getByTestId('tool-call')).toHaveAttribute('data-state', 'done', { timeout: 45_000 })
   // Stop in the text after the call.
   await chat.waitForStreaming(30)
   const stoppedId = await chat.lastAnswerId()
