@@ -6,12 +6,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect, test } from '@playwright/test'
 import { abuseCheck, limitsFromEnv } from '../scripts/abuse-check'
 import { ChatPage } from './pages/chat'
+import { freePort } from './helpers/free-port'
 
 const LIMITS = {
   A2_RATE_GENERATIONS_PER_MIN_PER_ADDRESS: '5',
@@ -24,15 +24,6 @@ const LIMITS = {
 
 let app: ChildProcess | undefined
 let base = ''
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 test.beforeAll(async () => {
   test.setTimeout(120_000)

@@ -7,13 +7,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect, test } from '@playwright/test'
 import { ENV_VARIABLES } from '../lib/env'
 import { ChatPage } from './pages/chat'
 import { nonce } from './helpers/upstream'
+import { freePort } from './helpers/free-port'
 
 const ROOT = process.cwd()
 /**
@@ -35,15 +35,6 @@ let app: ChildProcess | undefined
 let base = ''
 let log = ''
 let dataDir = ''
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 test.beforeAll(async () => {
   test.setTimeout(240_000)

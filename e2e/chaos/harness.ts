@@ -9,7 +9,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, type WriteStream } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import postgres from 'postgres'
@@ -17,6 +16,7 @@ import { test, type TestInfo } from '@playwright/test'
 import { startUpstream, type Upstream, type UpstreamOptions } from '../../scripts/upstream-server'
 import { E2E_LIMITS } from '../limits'
 import { pollUntil, PollAbort } from '../../test/poll'
+import { freePort } from '../helpers/free-port'
 
 export const ROOT = process.cwd()
 export const DIST_DIR = process.env.A2_NEXT_DIST_DIR || '.next-chaos'
@@ -58,17 +58,6 @@ export async function within<T>(promise: Promise<T>, timeoutMs: number, what: st
   } finally {
     clearTimeout(timer)
   }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 // ---------------------------------------------------------------------------------------
