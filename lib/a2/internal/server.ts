@@ -91,8 +91,11 @@ export function buildRouting(consumers: ReadonlyArray<Consumer<any, any>>): Rout
 export interface PushFound<C extends Contract = Contract> {
   /** The session's events with the pushed ids and the `refersTo` ids. */
   events: Array<EventOf<C>>
-  /** Runs still running in the session (queued, streaming or being cancelled), with the event that started each. */
-  running: Array<{ jobId: number; consumer: string; eventId: string; payload: unknown }>
+  /**
+   * Runs still running in the session, with the event that started each: `ACTIVE` (queued or
+   * streaming) or `CANCELLING` (a cancel is recorded; the run is unwinding).
+   */
+  running: Array<{ jobId: number; consumer: string; status: 'ACTIVE' | 'CANCELLING'; eventId: string; payload: unknown }>
 }
 
 /** A push's own options (`server.push(…, options)`). */
@@ -295,10 +298,18 @@ async function pushFromBrowser<C extends Contract>(
   if (pushOptions.admit) {
     const named = [...ids, ...(pushOptions.refersTo?.(inputs) ?? [])]
     context = await readAdmitContext(store.db, sessionId, { owner, ids: [...new Set(named)] })
-    const running = context.unsettledRuns.filter((run) => run.status !== 'UNKNOWN')
+    const running = context.unsettledRuns.flatMap((run) =>
+      run.status === 'ACTIVE' || run.status === 'CANCELLING' ? [{ ...run, status: run.status }] : [],
+    )
     await pushOptions.admit(inputs, {
       events: context.events as Array<EventOf<C>>,
-      running: running.map((run) => ({ jobId: run.jobId, consumer: run.consumer, eventId: run.trigger.id, payload: run.trigger.payload })),
+      running: running.map((run) => ({
+        jobId: run.jobId,
+        consumer: run.consumer,
+        status: run.status,
+        eventId: run.trigger.id,
+        payload: run.trigger.payload,
+      })),
     })
   }
   const result = await append(store, routing, sessionId, inputs, { owner, caps: pushOptions.caps ?? server.caps, context })

@@ -52,8 +52,10 @@ export async function admitChatPush(server: A2Server<Chat>, owner: string, input
   // as a duplicate, or refused there if its content differs: nothing new to admit.
   if (inputs.length > 0 && inputs.every((input) => input.id && inLog.has(input.id))) return
 
+  // A run whose Stop is recorded (CANCELLING) no longer counts: Regenerate right after Stop
+  // is admitted while the stopped run unwinds (its chunks are refused from the Stop on).
   const running = new Map(
-    found.running.filter((run) => run.consumer === 'generate').map((run) => [run.eventId, (run.payload as { for: string }).for]),
+    found.running.filter((run) => run.consumer === 'generate' && run.status === 'ACTIVE').map((run) => [run.eventId, (run.payload as { for: string }).for]),
   )
   const known = new Map(inLog)
   const offered = new Set(modelList().map((entry) => entry.id))
