@@ -21,7 +21,8 @@ test('scrolling up by small steps while the answer streams stops following at on
   const chat = new ChatPage(page)
   await chat.goto('/')
   // A message taller than the screen, so the conversation scrolls from the first chunk.
-  await chat.send([nonce('scroll'), ...Array.from({ length: 40 }, (_, i) => `line ${i + 1}`)].join('\n'))
+  // 2000 tokens (2 min): every step below happens while it streams, however loaded the machine.
+  await chat.send([nonce('scroll'), '[[tokens 2000]]', ...Array.from({ length: 40 }, (_, i) => `line ${i + 1}`)].join('\n'))
   await chat.waitForStreaming(20)
   const start = await scrollOf(page)
   expect(start.max - start.top).toBeLessThanOrEqual(1) // following the answer
@@ -70,7 +71,7 @@ test('a small step up in the same frame as a chunk being followed still lets go:
   })
   const chat = new ChatPage(page)
   await chat.goto('/')
-  await chat.send([nonce('scroll-frame'), ...Array.from({ length: 40 }, (_, i) => `line ${i + 1}`)].join('\n'))
+  await chat.send([nonce('scroll-frame'), '[[tokens 2000]]', ...Array.from({ length: 40 }, (_, i) => `line ${i + 1}`)].join('\n'))
   await chat.waitForStreaming(20)
   await page.evaluate(() => ((window as unknown as { stepUpAfterFollow: boolean }).stepUpAfterFollow = true))
   await expect.poll(() => page.evaluate(() => (window as unknown as { stepUpAfterFollow: boolean }).stepUpAfterFollow)).toBe(false)

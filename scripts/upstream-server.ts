@@ -41,7 +41,7 @@ export type Upstream = {
 export type UpstreamOptions = {
   port?: number
   tokenMs?: number
-  /** Number of `tok<i> ` tokens to stream when `text` is not given. */
+  /** Number of `tok<i> ` tokens to stream when `text` is not given (a prompt with `[[tokens N]]` gets N). */
   tokens?: number
   /** Answer text per request, streamed word by word; overrides `tokens`. */
   text?: (body: any) => string
@@ -112,7 +112,17 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
   const requests: UpstreamRequest[] = []
   const waiters = new Set<(request: UpstreamRequest) => void>()
 
-  const answerFor = (body: unknown): string[] => (opts.text ? words(opts.text(body)) : Array.from({ length: tokenCount }, (_, i) => `tok${i} `))
+  const lastUserText = (body: { messages?: { role?: string; content?: unknown }[] }): string => {
+    const last = (body.messages ?? []).findLast((m) => m.role === 'user')
+    return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
+  }
+  // `[[tokens N]]` in the last user message: N tokens instead of `tokens` (a test whose steps
+  // must all happen while the answer streams, however loaded the machine).
+  const answerFor = (body: unknown): string[] => {
+    if (opts.text) return words(opts.text(body))
+    const asked = /\[\[tokens (\d+)\]\]/.exec(lastUserText(body as object))
+    return Array.from({ length: asked ? Number(asked[1]) : tokenCount }, (_, i) => `tok${i} `)
+  }
 
   // A request that ends with the assistant's unfinished message (a successor attempt sending
   // the answer so far) is answered as `continuation` says (the option's comment).
@@ -126,10 +136,6 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     return full.startsWith(last.content) ? words(full.slice(last.content.length)) : tokens
   }
 
-  const lastUserText = (body: { messages?: { role?: string; content?: unknown }[] }): string => {
-    const last = (body.messages ?? []).findLast((m) => m.role === 'user')
-    return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
-  }
   // `[[reasons]]`: REASONING once; `[[reasons N]]`: N times (long enough to press Stop in the middle).
   const reasoningFor = (body: unknown): string | undefined => {
     if (opts.reasoning) return opts.reasoning(body)
