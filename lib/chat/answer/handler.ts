@@ -155,13 +155,13 @@ function answerWriter(ctx: Run): { writer: ChunkWriter<AnswerStep>; writeFailed:
  * tool call's outcome unknown) the run is left to end UNKNOWN, `finished` appended alone.
  */
 async function endAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<void> {
-  const ended = await ctx.end({ completed: [finishedEvent(ctx, reason, usage)], cancelled: [finishedEvent(ctx, 'cancelled', usage)] }).catch(
-    (error: unknown) => {
+  const ended = await ctx
+    .end({ completed: [finishedEvent(ctx, reason, usage)], cancelled: [finishedEvent(ctx, 'cancelled', usage)] })
+    .catch((error: unknown) => {
       // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
       if (isA2Error(error, 'conflict')) return 'COMPLETED' as const
       throw error
-    },
-  )
+    })
   if (ended === 'UNSETTLED') await finishAnswer(ctx, isStop(ctx.signal) ? 'cancelled' : reason, usage)
 }
 

@@ -143,7 +143,10 @@ export async function endWithEvents(
     } catch (error) {
       if (!(error instanceof NotEnded)) throw error
     }
-    const [row] = await query<{ status: RunStatus; attempt: number }>(host.store.db, sql`select status, attempt from a2_jobs where id = ${fence.jobId}`)
+    const [row] = await query<{ status: RunStatus; attempt: number }>(
+      host.store.db,
+      sql`select status, attempt from a2_jobs where id = ${fence.jobId}`,
+    )
     if (row?.attempt !== fence.attempt) break
     if (row.status === to) return to // an earlier try landed
     if (row.status === from) return 'UNSETTLED' // an effect is open
