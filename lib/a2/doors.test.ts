@@ -92,6 +92,7 @@ const DOORS_TODAY: Record<string, string[]> = {
     'EffectOptions: type',
     'EffectStatus: type',
     'EffectUnknown: class',
+    'EndOutcome: type',
     'EndedRun: type',
     'EventDefinition: type',
     'EventInput: type',

@@ -101,19 +101,19 @@ export async function answerHandler(ctx: Run, { model, tools: takesTools }: Answ
       { overlapSafe: true },
     )
     // The model got to its end, but a Stop was recorded meanwhile: the answer was stopped.
-    await finishAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage)
+    await endAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage)
   } catch (error) {
     if (isStop(ctx.signal, error) || writer.refused) {
       writer.drop()
       // A tool call cut off by the Stop writes its state (asked of its receiver) before the answer ends.
       await settled(running)
       // The aborted request reported nothing: what it cost is counted (lib/ai/usage.ts).
-      await finishAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed))
+      await endAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed))
       return
     }
     // The chat holds its limit of events: the answer ends with what reached the log (its `finished` is no step, so it lands).
     if (isA2Error(writeFailed.signal.reason, 'session_full')) {
-      await finishAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed))
+      await endAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed))
       return
     }
     throw error
@@ -146,10 +146,32 @@ function answerWriter(ctx: Run): { writer: ChunkWriter<AnswerStep>; writeFailed:
   return { writer, writeFailed }
 }
 
+/**
+ * The answer's one `finished` and its run's end, in one transaction (ctx.end): `reason` with
+ * COMPLETED, or `cancelled` with CANCELLED once a Stop is recorded, so a Stop lands wholly before
+ * the end (the answer was stopped) or after it (a late Stop: the fold cuts what the reader
+ * missed, the run stays COMPLETED), and a list read after `finished` never finds the run still
+ * open. finished-agrees.integration.test.ts forces each ordering. While an effect is open (a
+ * tool call's outcome unknown) the run is left to end UNKNOWN, `finished` appended alone.
+ */
+async function endAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<void> {
+  const ended = await ctx
+    .end({ completed: [finishedEvent(ctx, reason, usage)], cancelled: [finishedEvent(ctx, 'cancelled', usage)] })
+    .catch((error: unknown) => {
+      // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
+      if (isA2Error(error, 'conflict')) return 'COMPLETED' as const
+      throw error
+    })
+  if (ended === 'UNSETTLED') await finishAnswer(ctx, isStop(ctx.signal) ? 'cancelled' : reason, usage)
+}
+
 /** The answer's `finished`. One id per job: an answer has one, whichever of its attempts or the end hook writes it. */
+function finishedEvent(ctx: Run, reason: FinishReason, usage: Usage) {
+  return { id: finishedId(ctx.jobId), type: 'finished' as const, payload: { of: ctx.event.id, attempt: ctx.attempt, reason, usage } }
+}
+
 function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<unknown> {
-  const of = ctx.event.id
-  return ctx.append({ id: finishedId(ctx.jobId), type: 'finished', payload: { of, attempt: ctx.attempt, reason, usage } }).catch((error) => {
+  return ctx.append(finishedEvent(ctx, reason, usage)).catch((error) => {
     // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
     if (!isA2Error(error, 'conflict')) throw error
   })

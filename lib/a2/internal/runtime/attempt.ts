@@ -19,7 +19,7 @@ import { callOnEnded } from './on-ended'
 import { foldSession } from '../log/checkpoints'
 import { eventFromRow, type EventRow } from '../log/event-row'
 import type { Fence, ValidInput } from '../core/types'
-import { settleAttempt, settleRun } from './settle'
+import { endWithEvents, settleAttempt, settleRun } from './settle'
 import { stopped } from './end-runs'
 import { query, sqlState, type Executor } from '../store/store'
 import type { RunStatus } from '../core/transitions'
@@ -45,6 +45,8 @@ export class Attempt {
   private effectsUsed = false
   /** The claim was lost (lease, successor, drain, shutdown), whenever it was: outage retries stop. */
   private claimGone = false
+  /** The handler ended the run itself, with its terminal events (`ctx.end`): nothing is left to settle. */
+  private ended = false
   /** Its dispatches in flight: the ending waits for them, so it sees each one that passed (effects.ts). */
   readonly dispatches = new DispatchesInFlight()
 
@@ -183,7 +185,9 @@ export class Attempt {
       // as last renewed (after it, a successor may hold the run): never left to lease expiry.
       const settle = (write: () => Promise<unknown>) =>
         throughOutage(write, { until: this.deadline, giveUp: () => this.claimGone, onOutage: () => this.outageNoticed('its ending') })
-      if (started || error !== undefined) {
+      if (this.ended) {
+        // Ended with its terminal events by ctx.end, its effects all settled: nothing left to do.
+      } else if (started || error !== undefined) {
         await settle(() => settleAttempt(this.host, job, signal, returned, error, { effectFree }))
         // The handler did not end the run itself (it threw, or never ran to its end): the
         // consumer's `onEnded` hook writes what the handler would have (on-ended.ts).
@@ -267,6 +271,21 @@ export class Attempt {
           if (isA2Error(error, 'run_cancelled') && this.hasAbortOn) void this.renew()
           throw error
         }
+      },
+      end: async (terminal) => {
+        // The ending must see every dispatch this attempt made (effects.ts): none goes out after it.
+        await this.dispatches.close()
+        const named = (inputs: unknown[]) => (inputs as ValidInput[]).map((input) => ({ ...input, id: input.id ?? randomUUID() }))
+        const events = { completed: named(terminal.completed), cancelled: named(terminal.cancelled) }
+        const outcome = await throughOutage(() => endWithEvents(host, job, fence, events), {
+          giveUp: () => this.claimLost,
+          onOutage: () => this.outageNoticed('its ending'),
+        })
+        if (outcome !== 'UNSETTLED') {
+          this.ended = true
+          this.stopClock()
+        }
+        return outcome
       },
       effect: (key, fn, options) => {
         this.effectsUsed = true

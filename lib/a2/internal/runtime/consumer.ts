@@ -77,12 +77,25 @@ export interface RunContext<C extends Contract, T extends EventTypes<C>> {
   /** Appends events, fenced: rejected (A2Error 'fenced') once this attempt no longer holds the job. */
   append(...inputs: Array<EventInput<C>>): Promise<Array<EventOf<C>>>
   /**
+   * The handler's own ending: the run's terminal events and its end in one transaction, under
+   * the session's lock a Stop's append takes too, so the two are ordered and the events always
+   * agree with the status (README §7): `completed` and COMPLETED while no cancel is recorded,
+   * `cancelled` and CANCELLED once one is. A Stop after it is a late Stop and cancels nothing.
+   * Writes nothing and resolves `UNSETTLED` while an effect of the run is still open (the run
+   * ends UNKNOWN once the handler returns). Rejected 'fenced' once this attempt no longer holds
+   * the run. No effect is dispatched after it.
+   */
+  end(terminal: { completed: Array<EventInput<C>>; cancelled: Array<EventInput<C>> }): Promise<EndOutcome>
+  /**
    * Runs a side effect once under a stable key: intent recorded before dispatch; dispatched
    * only while the run is still ACTIVE at the cancel_version and attempt it observed; the
    * key reaches `fn` as an idempotency key; the result is recorded and replayed on retry.
    */
   effect<R>(key: string, fn: (idempotencyKey: string, signal: AbortSignal) => Promise<R>, options?: EffectOptions<R>): Promise<R>
 }
+
+/** How `ctx.end` ended the run (with which of its terminal events), or `UNSETTLED`: it did not. */
+export type EndOutcome = 'COMPLETED' | 'CANCELLED' | 'UNSETTLED'
 
 export type Handler<C extends Contract, T extends EventTypes<C>> = (ctx: RunContext<C, T>) => Promise<void>
 

@@ -25,7 +25,7 @@ export interface RuntimeHost {
     sessionId: string,
     inputs: Array<{ id?: string; type: string; payload: unknown }>,
     options: { fence?: Fence; within?: (tx: Executor) => Promise<void> },
-  ): Promise<{ events: A2Event[] }>
+  ): Promise<{ events: A2Event[]; duplicate: boolean }>
 }
 
 export const DEFAULT_LEASE_MS = 15_000

@@ -9,12 +9,13 @@
 import { sql } from 'drizzle-orm'
 import { abortReason } from '../core/abort'
 import { EffectNotDispatched, EffectSettledMeanwhile, EffectUnknown, applyVerdict, idempotencyKey } from './effects'
-import { isA2Error } from '../core/errors'
+import { A2Error, isA2Error } from '../core/errors'
 import { NotRetryable } from '../core/not-retryable'
 import { endRun, endRuns, RETURNED, stopped, type EndRule } from './end-runs'
 import type { RuntimeHost } from './runtime-host'
 import { backoffMs, describeError, failureEvent, scheduleRetry, surrenderJob, type ClaimedJob } from './jobs'
-import type { Fence } from '../core/types'
+import type { Fence, ValidInput } from '../core/types'
+import type { EndOutcome } from './consumer'
 import { query } from '../store/store'
 import type { RunStatus } from '../core/transitions'
 
@@ -109,6 +110,52 @@ export async function settleFailed(
 }
 
 class NotFailed extends Error {}
+
+/**
+ * A handler's own ending (`ctx.end`): the run's terminal events and its end, committed together.
+ * `completed` goes with ACTIVE → COMPLETED; if a cancel is recorded (CANCELLING), `cancelled`
+ * goes with CANCELLING → CANCELLED instead; while an effect is open (the end would make the run
+ * UNKNOWN) nothing is written. The append takes the session's lock before the run's row (the
+ * lock order of a push), so a Stop's append lands wholly before (the run is CANCELLING) or
+ * wholly after (the run is COMPLETED, and its cancel's compare-and-set moves nothing). The
+ * events carry their ids from before the first try: a try whose answer an outage lost is found
+ * as a duplicate, and the run's row says how it went.
+ */
+export async function endWithEvents(
+  host: RuntimeHost,
+  job: Pick<ClaimedJob, 'sessionId'>,
+  fence: Fence,
+  terminal: { completed: ValidInput[]; cancelled: ValidInput[] },
+): Promise<EndOutcome> {
+  for (const [from, to, inputs] of [
+    ['ACTIVE', 'COMPLETED', terminal.completed],
+    ['CANCELLING', 'CANCELLED', terminal.cancelled],
+  ] as const) {
+    const rule: EndRule = { [from]: to === 'COMPLETED' ? RETURNED.ACTIVE : stopped().CANCELLING }
+    try {
+      const { duplicate } = await host.append(job.sessionId, inputs, {
+        within: async (tx) => {
+          const [ended] = await endRuns(tx, [{ fence, rule }])
+          if (ended !== to) throw new NotEnded()
+        },
+      })
+      if (!duplicate) return to
+    } catch (error) {
+      if (!(error instanceof NotEnded)) throw error
+    }
+    const [row] = await query<{ status: RunStatus; attempt: number }>(
+      host.store.db,
+      sql`select status, attempt from a2_jobs where id = ${fence.jobId}`,
+    )
+    if (row?.attempt !== fence.attempt) break
+    if (row.status === to) return to // an earlier try landed
+    if (row.status === from) return 'UNSETTLED' // an effect is open
+    if (!(from === 'ACTIVE' && row.status === 'CANCELLING')) break
+  }
+  throw new A2Error('fenced', `job ${fence.jobId} attempt ${fence.attempt} no longer holds its run`)
+}
+
+class NotEnded extends Error {}
 
 /**
  * Ends the run at `fence` as `rule` says, from the stored state of its effects, once those
