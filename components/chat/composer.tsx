@@ -1,6 +1,6 @@
 'use client'
 import { forwardRef, useEffect, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
-import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
+import { MAX_MESSAGE_CHARS } from '@/lib/chat/limits'
 import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
 import { touchPrimary } from './touch'
 import { clearDraftIf, readDraft, writeDraft } from './drafts'

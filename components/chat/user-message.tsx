@@ -1,7 +1,7 @@
 'use client'
 import { memo, useEffect, useLayoutEffect, useRef, useState } from 'react'
 import type { UserTurn } from '@/lib/chat/fold/reducer'
-import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
+import { MAX_MESSAGE_CHARS } from '@/lib/chat/limits'
 import { PencilIcon } from '../icons'
 import { CopyButton } from './copy-button'
 
