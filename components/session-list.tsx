@@ -4,7 +4,18 @@ import { usePathname, useRouter } from 'next/navigation'
 import { useEffect, useRef, useState } from 'react'
 import { ActivityIcon, NewChatIcon, PanelLeftIcon, PencilIcon, SearchIcon, SpinnerIcon, TrashIcon, XIcon } from './icons'
 import { chatListStore, sessionTitle, useChatList, type ChatListItem } from './chat-list-store'
-import { authClient } from '@/lib/auth/client'
+import dynamic from 'next/dynamic'
+import { AccountLinkView } from './account-link'
+
+/**
+ * The account's link, once better-auth's client (with its passkey plugin, ~50 KB) has loaded
+ * after the page: until then, and for a guest, it reads "Sign in", as it did while the session
+ * was asked for.
+ */
+const AccountLink = dynamic(() => import('./account-session').then((m) => m.AccountSessionLink), {
+  ssr: false,
+  loading: () => <AccountLinkView />,
+})
 
 /** Asks the "/" page's composer to take focus (New chat while already on "/"). */
 export const FOCUS_COMPOSER_EVENT = 'a2:focus-composer'
@@ -515,25 +526,4 @@ function groupByAge(sessions: ChatListItem[]): Group[] {
     else groups.push({ key: `${key}-${groups.length}`, label, sessions: [session] })
   }
   return groups
-}
-
-/** "Sign in" for a guest; the account's email once signed in. */
-function AccountLink() {
-  const session = authClient.useSession()
-  const email = session.data?.user.email
-  return (
-    <Link
-      href="/account"
-      prefetch={false}
-      data-testid="account-link"
-      className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-    >
-      <span aria-hidden="true" className="inline-block size-4 text-center leading-4">
-        ☺
-      </span>
-      <span className="truncate" data-testid="account-name">
-        {email ?? 'Sign in'}
-      </span>
-    </Link>
-  )
 }

@@ -1,18 +1,21 @@
 'use client'
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
+import dynamic from 'next/dynamic'
 import { useChat } from '@/lib/chat/browser/use-chat'
 import { titleFrom } from '@/lib/chat/server/title'
 import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { ChatState } from '@/lib/chat/fold/reducer'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
-import { NotFoundView } from '../not-found'
 import { meansNoSuchChat, chatListStore, sessionTitle, takeFirstMessage, useChatList } from '../chat-list-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
 import { OfflineNotice } from './offline-notice'
 import { focusAnswer, focusMessage, touchPrimary } from './touch'
 import { chosenModel, useModels } from '../models'
+
+/** "This chat isn't available": loaded only when a chat is not there (it asks better-auth's client, ~50 KB, whether to offer signing in). */
+const NotFoundView = dynamic(() => import('../not-found').then((m) => m.NotFoundView))
 
 /** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
 export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?: string }) {
