@@ -64,6 +64,7 @@ export default tseslint.config(
       '.node22/',
       '.next/',
       '.next-*/',
+      'bench/bare-page/.next/',
       '.data/',
       'reports/',
       'test-results/',

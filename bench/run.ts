@@ -11,6 +11,9 @@
  *                                 call's request closed after Stop, 12 CPU per reasoning part;
  *                                 7, 9 and 10 are Postgres only; 10 starts a cluster of its own).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
+ *   npm run bench -- --only=13    the pages on a phone (Lighthouse, mobile) beside a bare Next.js
+ *                                 page; needs a production build (`npx next build`) first;
+ *                                 --lighthouse-rounds=N runs per page (default 3).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
  *   npm run bench -- --trace      figure 9: each Stop's statements, timed in the app process.
@@ -44,6 +47,7 @@ import { stopSendFigure, type AbHalf, type StopSendFigure } from './figures/stop
 import { restartFigure, type RestartFigure } from './figures/restart'
 import { toolStopFigure, type ToolStopFigure } from './figures/tool-stop'
 import { reasoningCpuFigure, type ReasoningCpuFigure } from './figures/reasoning-cpu'
+import { lighthouseFigure, PAGE_LABELS, type LighthouseFigure, type PageName } from './figures/lighthouse'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -56,12 +60,19 @@ const abArg = args.find((a) => a.startsWith('--ab='))
 const abRoot = abArg ? path.resolve(abArg.slice('--ab='.length)) : undefined
 const takeoversArg = args.find((a) => a.startsWith('--takeovers='))
 const takeovers = takeoversArg ? Number(takeoversArg.slice('--takeovers='.length)) : 20
+const roundsArg = args.find((a) => a.startsWith('--lighthouse-rounds='))
+const lighthouseRounds = roundsArg ? Number(roundsArg.slice('--lighthouse-rounds='.length)) : 3
+// Figure 13's two `next start`s (the app, the bare page): BENCH_LIGHTHOUSE_PORT and the port after it.
+const lighthousePort = Number(process.env.BENCH_LIGHTHOUSE_PORT || 3250)
 
 const RESULTS = path.join(process.cwd(), 'bench', 'results')
 const PROFILES = path.join(RESULTS, 'profiles')
 // A full run is ~430 s (figures 1–10 354 s, 11 and 12 ~75 s, run ahead of 7 and 10, whose sampling
 // stops 20 s before the watchdog): 570 s leaves them their samples on a loaded machine.
 const BUDGET_MS = 570_000
+// Figure 13: ~6 min of Lighthouse runs on this loaded machine (12 runs, the chats' seeding, two
+// `next start`s), and the bare page's first build; it runs last, after every deadline above.
+const LIGHTHOUSE_MS = wants(13) ? 900_000 : 0
 const TOKEN_MS = 20 // 50 tokens/s per stream
 const t0 = Date.now()
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(0)}s`
@@ -87,6 +98,7 @@ interface Results {
     restart?: RestartFigure
     toolStop?: ToolStopFigure
     reasoningCpu?: ReasoningCpuFigure
+    lighthouse?: LighthouseFigure
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -117,13 +129,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 const watchdog = setTimeout(() => {
-  say(`over the ${BUDGET_MS / 1000} s budget: stopping with what was measured`)
+  say(`over the ${(BUDGET_MS + LIGHTHOUSE_MS) / 1000} s budget: stopping with what was measured`)
   if (current) {
-    current.errors.push(`stopped by the ${BUDGET_MS / 1000} s watchdog`)
+    current.errors.push(`stopped by the ${(BUDGET_MS + LIGHTHOUSE_MS) / 1000} s watchdog`)
     report(current)
   }
   void cleanup().finally(() => process.exit(2))
-}, BUDGET_MS)
+}, BUDGET_MS + LIGHTHOUSE_MS)
 watchdog.unref()
 
 async function main(): Promise<number> {
@@ -132,7 +144,7 @@ async function main(): Promise<number> {
     store: kind,
     startedAt: new Date().toISOString(),
     machine: machine(database),
-    settings: { tokenMs: TOKEN_MS, workerConcurrency: WORKER_CONCURRENCY, only: only ? [...only] : 'all', takeovers },
+    settings: { tokenMs: TOKEN_MS, workerConcurrency: WORKER_CONCURRENCY, only: only ? [...only] : 'all', takeovers, lighthouseRounds },
     rows: [],
     figures: {},
     cpu: {},
@@ -339,6 +351,15 @@ async function main(): Promise<number> {
     if (r && (r.attemptsSpent || r.failed)) results.errors.push(`10: ${r.attemptsSpent} runs spent an attempt, ${r.failed} FAILED`)
   }
 
+  // Figure 13: the pages in a phone's browser, on servers of their own (the app on a PGlite of its own);
+  // last, so its time is its own (LIGHTHOUSE_MS more on the watchdog).
+  if (wants(13)) {
+    results.figures.lighthouse = await phase('13 the pages on a phone (Lighthouse)', () =>
+      lighthouseFigure({ rounds: lighthouseRounds, appPort: lighthousePort, barePort: lighthousePort + 1, say }),
+    )
+    if (results.figures.lighthouse?.errors) results.errors.push(`13: ${results.figures.lighthouse.errors}`)
+  }
+
   report(results)
   return results.errors.length ? 1 : 0
 }
@@ -402,6 +423,7 @@ function rowsOf(r: Results): Row[] {
     // The issue's target: reasoning ≤ 1.25× text, on the median of the pairs' ratios (each pair under one load).
     out.push(row('12 CPU per part, reasoning / text, median of pairs', 'ratio', c.ratio, undefined, { target: { op: '<=', value: 1.25 } }))
   }
+  if (f.lighthouse) out.push(...lighthouseRows(f.lighthouse))
   const failed = (x: { failed: { ours: number; baseline: number } }, of: number) =>
     x.failed.ours || x.failed.baseline ? ` [failed: ours ${x.failed.ours}/${of}, baseline ${x.failed.baseline}/${of}]` : ''
   for (const level of f.tokens ?? []) {
@@ -643,6 +665,7 @@ function notesOf(r: Results): string[] {
         `each signal waited until both running workers had held their liveness lock > ${t.settleMs} ms. Baseline: the generate lease (${t.leaseMs} ms), what a takeover waited for before liveness.`,
     )
   }
+  if (f.lighthouse) notes.push(...lighthouseNotes(f.lighthouse))
   const missed = r.rows.filter((x) => meets(x) === false)
   notes.push(missed.length ? `MISSED: ${missed.map((x) => x.figure).join('; ')}` : 'all targets met')
   notes.push(`CPU while each phase ran (machine busy % of ${r.machine.cores} cores; processes in % of one core):`)
@@ -680,6 +703,44 @@ function notesOf(r: Results): string[] {
       for (const [part, ms] of Object.entries(s.trace)) notes.push(`     ${part}: ${fmt(ms.p50)} / ${fmt(ms.p99)} (${ms.n})`)
     }
     notes.push('   baseline: streamText + AbortController in the client process on the same upstream process, abort() → upstream closed.')
+  }
+  return notes
+}
+
+/** Figure 13: each page beside the bare page; the issue's targets: within 5 points, TBT ≤ 1.5×, a11y and best practices 100. */
+function lighthouseRows(l: LighthouseFigure): Row[] {
+  const bare = l.medians.bare
+  const out: Row[] = []
+  for (const page of ['home', 'chat3', 'chat60'] as const) {
+    const m = l.medians[page]
+    const label = `13 ${PAGE_LABELS[page]}`
+    out.push(row(`${label}: perf score`, 'points', m.perf, bare.perf, { target: { op: '>=', value: bare.perf - 5 }, note: `median of ${l.rounds}` }))
+    out.push(row(`${label}: TBT`, 'ms', m.tbt, bare.tbt, { target: { op: '<=', value: 1.5 * bare.tbt } }))
+    out.push(row(`${label}: LCP`, 'ms', m.lcp, bare.lcp))
+    out.push(row(`${label}: TTI`, 'ms', m.tti, bare.tti))
+    out.push(row(`${label}: main thread`, 'ms', m.mainThread, bare.mainThread))
+    out.push(row(`${label}: accessibility`, 'points', m.a11y, bare.a11y, { target: { op: '>=', value: 100 } }))
+    out.push(row(`${label}: best practices`, 'points', m.bestPractices, bare.bestPractices, { target: { op: '>=', value: 100 } }))
+  }
+  return out
+}
+
+function lighthouseNotes(l: LighthouseFigure): string[] {
+  const notes = [
+    `13: Lighthouse ${l.lighthouse} (mobile preset, simulated throttling) in ${l.chromium}, ${l.rounds} rounds, the pages alternated in each; chats seeded in ${fmt(l.seedMs / 1000)} s`,
+  ]
+  for (const [page, m] of Object.entries(l.medians) as [PageName, LighthouseFigure['medians'][PageName]][]) {
+    const groups = Object.entries(m.breakdown)
+      .sort((a, b) => b[1] - a[1])
+      .map(([g, ms]) => `${g} ${fmt(ms)}`)
+      .join(', ')
+    notes.push(
+      `   ${PAGE_LABELS[page]}: perf ${l.pages[page].map((r) => r.perf).join(' / ')}; TBT ${l.pages[page].map((r) => fmt(r.tbt)).join(' / ')} ms; ` +
+        `transfer ${fmt(m.transferKiB)} KiB (unused JS ${fmt(m.unusedJsKiB)} KiB); main thread (ms) ${groups}` +
+        (m.failed.length ? `; failed audits: ${m.failed.join(', ')}` : ''),
+    )
+    const last = l.pages[page].at(-1)
+    if (last && page !== 'bare') notes.push(`     scripts (last run): ${last.scripts.map((s) => `${s.url} ${fmt(s.total)} ms`).join(', ')}`)
   }
   return notes
 }

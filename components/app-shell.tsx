@@ -44,39 +44,7 @@ export function AppShell({ children }: { children: React.ReactNode }) {
   // A navigation closes the drawer (focus goes with the new page, not back to the menu).
   useEffect(() => setDrawerOpen(false), [pathname])
 
-  // The open drawer is a modal layer: focus moves into it, Tab cycles inside it, and Esc
-  // closes it and nothing else. The listener is on `document`, which sees the key before
-  // the chat's window listener (Esc stops the answer): preventDefault tells that one the
-  // key was used. A field in the drawer that handles Esc itself (rename) prevents it first.
-  useEffect(() => {
-    if (!drawerOpen) return
-    const drawer = drawerRef.current
-    const focusables = () =>
-      drawer
-        ? [...drawer.querySelectorAll<HTMLElement>('a[href], button:not([disabled]), input:not([disabled]), [tabindex]:not([tabindex="-1"])')].filter(
-            (el) => el.getClientRects().length > 0,
-          )
-        : []
-    const first = focusables()[0]
-    const closeButton = drawer?.querySelector<HTMLElement>('[data-drawer-close]')
-    requestAnimationFrame(() => (closeButton ?? first)?.focus())
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') {
-        if (e.defaultPrevented) return
-        e.preventDefault()
-        closeDrawer(true)
-      } else if (e.key === 'Tab') {
-        const list = focusables()
-        if (list.length === 0) return
-        const at = list.indexOf(document.activeElement as HTMLElement)
-        const next = e.shiftKey ? (at <= 0 ? list.length - 1 : at - 1) : at === -1 || at === list.length - 1 ? 0 : at + 1
-        e.preventDefault()
-        list[next].focus()
-      }
-    }
-    document.addEventListener('keydown', onKey)
-    return () => document.removeEventListener('keydown', onKey)
-  }, [drawerOpen, closeDrawer])
+  useDrawerFocusTrap(drawerOpen, drawerRef, closeDrawer)
 
   // "/" and "/c/<id>" only: anything deeper is an unknown route (the bare branded 404).
   const chatPath = /^\/c\/([^/]+)\/?$/.exec(pathname)
@@ -130,64 +98,136 @@ export function AppShell({ children }: { children: React.ReactNode }) {
 
       {/* Behind the open drawer: out of reach of focus and of screen readers. */}
       <div className="flex min-w-0 flex-1 flex-col" inert={drawerOpen || undefined}>
-        <header className="flex h-14 shrink-0 items-center gap-1 border-b border-neutral-200/70 px-2 sm:px-3 dark:border-neutral-800/70">
-          <button
-            ref={menuRef}
-            type="button"
-            onClick={() => setDrawerOpen(true)}
-            aria-label="Open sidebar"
-            aria-controls="sidebar"
-            aria-expanded={drawerOpen}
-            className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          >
-            <MenuIcon className="size-5" />
-          </button>
-          {collapsed && (
-            <>
-              <button
-                type="button"
-                onClick={() => setCollapsed(false)}
-                aria-label="Show sidebar"
-                aria-controls="sidebar"
-                aria-expanded={false}
-                title="Show sidebar"
-                className="hidden size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:inline-flex dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-              >
-                <PanelLeftIcon className="size-[18px]" />
-              </button>
-              <Link
-                href="/"
-                aria-label="New chat"
-                title="New chat"
-                className="hidden size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:inline-flex dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-              >
-                <NewChatIcon className="size-[18px]" />
-              </Link>
-            </>
-          )}
-          <p
-            data-testid="chat-title"
-            className="min-w-0 flex-1 truncate px-2 text-[15px] font-medium text-neutral-800 dark:text-neutral-200"
-            title={title}
-          >
-            {title}
-          </p>
-          <Link
-            href="/"
-            aria-label="New chat"
-            className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          >
-            <NewChatIcon className="size-[18px]" />
-          </Link>
-          {activeId && activeSession && !notFound && <ShareMenu key={activeId} sessionId={activeId} />}
-          <ThemeToggle />
-        </header>
+        <ShellHeader
+          menuRef={menuRef}
+          drawerOpen={drawerOpen}
+          onOpenDrawer={() => setDrawerOpen(true)}
+          collapsed={collapsed}
+          onExpand={() => setCollapsed(false)}
+          title={title}
+          shareFor={activeId && activeSession && !notFound ? activeId : undefined}
+        />
         <main id="main" tabIndex={-1} className="flex min-h-0 flex-1 flex-col outline-none">
           {children}
         </main>
       </div>
       {pendingDelete && <UndoToast key={pendingDelete.id} pending={pendingDelete} />}
     </div>
+  )
+}
+
+/**
+ * The open drawer is a modal layer: focus moves into it, Tab cycles inside it, and Esc closes it.
+ */
+function useDrawerFocusTrap(drawerOpen: boolean, drawerRef: React.RefObject<HTMLElement | null>, closeDrawer: (restoreFocus: boolean) => void): void {
+  // The open drawer is a modal layer: focus moves into it, Tab cycles inside it, and Esc
+  // closes it and nothing else. The listener is on `document`, which sees the key before
+  // the chat's window listener (Esc stops the answer): preventDefault tells that one the
+  // key was used. A field in the drawer that handles Esc itself (rename) prevents it first.
+  useEffect(() => {
+    if (!drawerOpen) return
+    const drawer = drawerRef.current
+    const focusables = () =>
+      drawer
+        ? [...drawer.querySelectorAll<HTMLElement>('a[href], button:not([disabled]), input:not([disabled]), [tabindex]:not([tabindex="-1"])')].filter(
+            (el) => el.getClientRects().length > 0,
+          )
+        : []
+    const first = focusables()[0]
+    const closeButton = drawer?.querySelector<HTMLElement>('[data-drawer-close]')
+    requestAnimationFrame(() => (closeButton ?? first)?.focus())
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') {
+        if (e.defaultPrevented) return
+        e.preventDefault()
+        closeDrawer(true)
+      } else if (e.key === 'Tab') {
+        const list = focusables()
+        if (list.length === 0) return
+        const at = list.indexOf(document.activeElement as HTMLElement)
+        const next = e.shiftKey ? (at <= 0 ? list.length - 1 : at - 1) : at === -1 || at === list.length - 1 ? 0 : at + 1
+        e.preventDefault()
+        list[next].focus()
+      }
+    }
+    document.addEventListener('keydown', onKey)
+    return () => document.removeEventListener('keydown', onKey)
+  }, [drawerOpen, closeDrawer, drawerRef])
+}
+
+/** The header over the page: the drawer's button, New chat, the chat's title, Share and the theme. */
+function ShellHeader({
+  menuRef,
+  drawerOpen,
+  onOpenDrawer,
+  collapsed,
+  onExpand,
+  title,
+  shareFor,
+}: {
+  menuRef: React.RefObject<HTMLButtonElement | null>
+  drawerOpen: boolean
+  onOpenDrawer: () => void
+  /** The sidebar is hidden on a wide screen: its buttons show here. */
+  collapsed: boolean
+  onExpand: () => void
+  title: string
+  /** The open chat, once it is known to be the reader's: its Share menu shows. */
+  shareFor?: string
+}) {
+  return (
+    <header className="flex h-14 shrink-0 items-center gap-1 border-b border-neutral-200/70 px-2 sm:px-3 dark:border-neutral-800/70">
+      <button
+        ref={menuRef}
+        type="button"
+        onClick={onOpenDrawer}
+        aria-label="Open sidebar"
+        aria-controls="sidebar"
+        aria-expanded={drawerOpen}
+        className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+      >
+        <MenuIcon className="size-5" />
+      </button>
+      {collapsed && (
+        <>
+          <button
+            type="button"
+            onClick={onExpand}
+            aria-label="Show sidebar"
+            aria-controls="sidebar"
+            aria-expanded={false}
+            title="Show sidebar"
+            className="hidden size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:inline-flex dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+          >
+            <PanelLeftIcon className="size-[18px]" />
+          </button>
+          <Link
+            href="/"
+            aria-label="New chat"
+            title="New chat"
+            className="hidden size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:inline-flex dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+          >
+            <NewChatIcon className="size-[18px]" />
+          </Link>
+        </>
+      )}
+      <p
+        data-testid="chat-title"
+        className="min-w-0 flex-1 truncate px-2 text-[15px] font-medium text-neutral-800 dark:text-neutral-200"
+        title={title}
+      >
+        {title}
+      </p>
+      <Link
+        href="/"
+        aria-label="New chat"
+        className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-600 hover:bg-neutral-100 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+      >
+        <NewChatIcon className="size-[18px]" />
+      </Link>
+      {shareFor && <ShareMenu key={shareFor} sessionId={shareFor} />}
+      <ThemeToggle />
+    </header>
   )
 }
 

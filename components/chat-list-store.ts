@@ -6,7 +6,7 @@
  * (sessions-channel.ts): what one tab changes in the list shows in the others at once.
  */
 import { useSyncExternalStore } from 'react'
-import { A2HttpError, httpErrorOf } from '@/lib/a2'
+import { A2HttpError, httpErrorOf } from '@/lib/a2/react'
 import { listenToOtherTabs, tellOtherTabs, type ListChange } from './sessions-channel'
 
 export { isSessionId } from './session-id'

@@ -6,7 +6,7 @@ import { Composer, type ComposerHandle } from './chat/composer'
 import { clearDraftIf } from './chat/drafts'
 import { OfflineNotice } from './chat/offline-notice'
 import { FOCUS_COMPOSER_EVENT, Logo } from './session-list'
-import { A2HttpError } from '@/lib/a2'
+import { A2HttpError } from '@/lib/a2/react'
 import { handOffFirstMessage, chatListStore } from './chat-list-store'
 import { STARTERS } from '@/lib/ai/starters'
 

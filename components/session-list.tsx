@@ -4,7 +4,18 @@ import { usePathname, useRouter } from 'next/navigation'
 import { useEffect, useRef, useState } from 'react'
 import { ActivityIcon, NewChatIcon, PanelLeftIcon, PencilIcon, SearchIcon, SpinnerIcon, TrashIcon, XIcon } from './icons'
 import { chatListStore, sessionTitle, useChatList, type ChatListItem } from './chat-list-store'
-import { authClient } from '@/lib/auth/client'
+import dynamic from 'next/dynamic'
+import { AccountLinkView } from './account-link'
+
+/**
+ * The account's link, once better-auth's client (with its passkey plugin, ~50 KB) has loaded
+ * after the page: until then, and for a guest, it reads "Sign in", as it did while the session
+ * was asked for.
+ */
+const AccountLink = dynamic(() => import('./account-session').then((m) => m.AccountSessionLink), {
+  ssr: false,
+  loading: () => <AccountLinkView />,
+})
 
 /** Asks the "/" page's composer to take focus (New chat while already on "/"). */
 export const FOCUS_COMPOSER_EVENT = 'a2:focus-composer'
@@ -20,9 +31,6 @@ interface SessionListProps {
 }
 
 export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: SessionListProps) {
-  const { sessions, status, nextBefore, loadingMore, error } = useChatList()
-  const pathname = usePathname()
-
   useEffect(() => {
     void chatListStore.load()
     const onVisible = () => {
@@ -32,147 +40,188 @@ export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: Se
     return () => document.removeEventListener('visibilitychange', onVisible)
   }, [])
 
-  const groups = groupByAge(sessions)
   const search = useSearch()
 
   return (
     <div className="flex h-full flex-col">
-      <div className="flex h-14 shrink-0 items-center justify-between px-3">
-        <Link href="/" className="flex items-center gap-2 rounded-lg px-2 py-1 text-[15px] font-semibold tracking-tight">
-          <Logo />
-          a2 chat
-        </Link>
-        <button
-          type="button"
-          onClick={onCollapse}
-          className="hidden size-9 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-200/70 hover:text-neutral-900 md:inline-flex dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          aria-label="Hide sidebar"
-          title="Hide sidebar"
-        >
-          <PanelLeftIcon className="size-[18px]" />
-        </button>
-        <button
-          type="button"
-          data-drawer-close
-          onClick={onCloseButton}
-          className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-200/70 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          aria-label="Close sidebar"
-        >
-          <XIcon className="size-[18px]" />
-        </button>
-      </div>
-
+      <SidebarTop onCollapse={onCollapse} onCloseButton={onCloseButton} />
       <div className="px-3 pb-2">
-        <Link
-          href="/"
-          data-testid="new-chat"
-          onClick={() => {
-            if (pathname === '/') window.dispatchEvent(new Event(FOCUS_COMPOSER_EVENT))
-            onClose()
-          }}
-          className="flex w-full items-center gap-2.5 rounded-lg border border-neutral-200 bg-white px-3 py-2 text-sm font-medium shadow-xs transition hover:bg-neutral-50 dark:border-neutral-700 dark:bg-neutral-900 dark:hover:bg-neutral-800"
-        >
-          <NewChatIcon className="size-4" />
-          New chat
-        </Link>
-        <div role="search" className="relative mt-2">
-          <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-neutral-400 dark:text-neutral-500" />
-          <input
-            type="search"
-            aria-label="Search chats"
-            placeholder="Search chats"
-            value={search.query}
-            maxLength={200}
-            onChange={(e) => search.setQuery(e.target.value)}
-            onKeyDown={(e) => {
-              // Esc clears the search first; only an empty box lets it through (to close the drawer).
-              if (e.key === 'Escape' && search.query) {
-                e.preventDefault()
-                search.setQuery('')
-              }
-            }}
-            className="w-full rounded-lg border border-transparent bg-neutral-200/60 py-1.5 pr-2 pl-8 text-sm outline-none placeholder:text-neutral-500 focus:border-neutral-300 focus:bg-white dark:bg-neutral-800/70 dark:placeholder:text-neutral-400 dark:focus:border-neutral-600 dark:focus:bg-neutral-900 [&::-webkit-search-cancel-button]:hidden"
-          />
-        </div>
+        <NewChatLink onClose={onClose} />
+        <SearchBox search={search} />
       </div>
-
       <nav aria-label="Chats" className="min-h-0 flex-1 overflow-y-auto px-3 pb-3">
-        {search.active ? (
-          <SearchResults search={search} activeId={activeId} onNavigate={onClose} />
-        ) : (status === 'idle' || status === 'loading') && sessions.length === 0 ? (
-          // Not loaded yet (idle: the server's render, before the first list): not "No chats yet".
-          <ul aria-hidden="true" className="mt-3 space-y-2 px-2">
-            {[70, 85, 55, 75].map((w, i) => (
-              <li key={i} className="h-4 animate-pulse rounded bg-neutral-200 dark:bg-neutral-800" style={{ width: `${w}%` }} />
-            ))}
-          </ul>
-        ) : status === 'error' && sessions.length === 0 ? (
-          <div className="mt-3 px-2 text-sm text-neutral-500 dark:text-neutral-400">
-            <p>Couldn’t load your chats.</p>
-            <button
-              type="button"
-              onClick={() => void chatListStore.load()}
-              className="mt-1 font-medium text-neutral-900 underline underline-offset-2 dark:text-neutral-100"
-            >
-              Try again
-            </button>
-          </div>
-        ) : sessions.length === 0 ? (
-          <p className="mt-3 px-2 text-sm text-neutral-500 dark:text-neutral-400">No chats yet. Your conversations will appear here.</p>
-        ) : (
-          groups.map((group) => (
-            <section key={group.key} aria-labelledby={`group-${group.key}`} className="mt-3 first:mt-1">
-              <h2 id={`group-${group.key}`} className="px-2 pb-1 text-xs font-medium text-neutral-500 dark:text-neutral-400">
-                {group.label}
-              </h2>
-              <ul className="space-y-0.5">
-                {group.sessions.map((session) => (
-                  <SessionItem key={session.id} session={session} active={session.id === activeId} onNavigate={onClose} />
-                ))}
-              </ul>
-            </section>
-          ))
-        )}
+        <ChatListBody
+          activeId={activeId}
+          onNavigate={onClose}
+          searchResults={search.active ? <SearchResults search={search} activeId={activeId} onNavigate={onClose} /> : undefined}
+        />
+      </nav>
+      <SidebarLinks />
+    </div>
+  )
+}
 
-        {nextBefore && sessions.length > 0 && (
+/** The logo, and the buttons that hide the sidebar (wide screens) or close the drawer (narrow ones). */
+function SidebarTop({ onCollapse, onCloseButton }: { onCollapse: () => void; onCloseButton: () => void }) {
+  return (
+    <div className="flex h-14 shrink-0 items-center justify-between px-3">
+      <Link href="/" className="flex items-center gap-2 rounded-lg px-2 py-1 text-[15px] font-semibold tracking-tight">
+        <Logo />
+        a2 chat
+      </Link>
+      <button
+        type="button"
+        onClick={onCollapse}
+        className="hidden size-9 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-200/70 hover:text-neutral-900 md:inline-flex dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+        aria-label="Hide sidebar"
+        title="Hide sidebar"
+      >
+        <PanelLeftIcon className="size-[18px]" />
+      </button>
+      <button
+        type="button"
+        data-drawer-close
+        onClick={onCloseButton}
+        className="inline-flex size-9 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-200/70 hover:text-neutral-900 md:hidden dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+        aria-label="Close sidebar"
+      >
+        <XIcon className="size-[18px]" />
+      </button>
+    </div>
+  )
+}
+
+function NewChatLink({ onClose }: { onClose: () => void }) {
+  const pathname = usePathname()
+  return (
+    <Link
+      href="/"
+      data-testid="new-chat"
+      onClick={() => {
+        if (pathname === '/') window.dispatchEvent(new Event(FOCUS_COMPOSER_EVENT))
+        onClose()
+      }}
+      className="flex w-full items-center gap-2.5 rounded-lg border border-neutral-200 bg-white px-3 py-2 text-sm font-medium shadow-xs transition hover:bg-neutral-50 dark:border-neutral-700 dark:bg-neutral-900 dark:hover:bg-neutral-800"
+    >
+      <NewChatIcon className="size-4" />
+      New chat
+    </Link>
+  )
+}
+
+function SearchBox({ search }: { search: SearchState }) {
+  return (
+    <div role="search" className="relative mt-2">
+      <SearchIcon className="pointer-events-none absolute top-1/2 left-2.5 size-4 -translate-y-1/2 text-neutral-400 dark:text-neutral-500" />
+      <input
+        type="search"
+        aria-label="Search chats"
+        placeholder="Search chats"
+        value={search.query}
+        maxLength={200}
+        onChange={(e) => search.setQuery(e.target.value)}
+        onKeyDown={(e) => {
+          // Esc clears the search first; only an empty box lets it through (to close the drawer).
+          if (e.key === 'Escape' && search.query) {
+            e.preventDefault()
+            search.setQuery('')
+          }
+        }}
+        className="w-full rounded-lg border border-transparent bg-neutral-200/60 py-1.5 pr-2 pl-8 text-sm outline-none placeholder:text-neutral-500 focus:border-neutral-300 focus:bg-white dark:bg-neutral-800/70 dark:placeholder:text-neutral-400 dark:focus:border-neutral-600 dark:focus:bg-neutral-900 [&::-webkit-search-cancel-button]:hidden"
+      />
+    </div>
+  )
+}
+
+/**
+ * The reader's chats by age (or a search's results in their place), a placeholder while the
+ * first page loads, Load more and the list's errors.
+ */
+function ChatListBody({ activeId, onNavigate, searchResults }: { activeId?: string; onNavigate: () => void; searchResults?: React.ReactNode }) {
+  const { sessions, status, nextBefore, loadingMore, error } = useChatList()
+  const groups = groupByAge(sessions)
+  return (
+    <>
+      {searchResults ? (
+        searchResults
+      ) : (status === 'idle' || status === 'loading') && sessions.length === 0 ? (
+        // Not loaded yet (idle: the server's render, before the first list): not "No chats yet".
+        <ul aria-hidden="true" className="mt-3 space-y-2 px-2">
+          {[70, 85, 55, 75].map((w, i) => (
+            <li key={i} className="h-4 animate-pulse rounded bg-neutral-200 dark:bg-neutral-800" style={{ width: `${w}%` }} />
+          ))}
+        </ul>
+      ) : status === 'error' && sessions.length === 0 ? (
+        <div className="mt-3 px-2 text-sm text-neutral-500 dark:text-neutral-400">
+          <p>Couldn’t load your chats.</p>
           <button
             type="button"
-            onClick={() => void chatListStore.loadMore()}
-            disabled={loadingMore}
-            className="mt-2 flex w-full items-center justify-center gap-2 rounded-lg px-2 py-1.5 text-sm text-neutral-600 hover:bg-neutral-200/70 disabled:opacity-60 dark:text-neutral-400 dark:hover:bg-neutral-800"
+            onClick={() => void chatListStore.load()}
+            className="mt-1 font-medium text-neutral-900 underline underline-offset-2 dark:text-neutral-100"
           >
-            {loadingMore && <SpinnerIcon className="size-3.5" />}
-            {loadingMore ? 'Loading…' : 'Load more'}
+            Try again
           </button>
-        )}
-        {error && status !== 'error' && (
-          <p role="status" className="mt-2 px-2 text-xs text-red-600 dark:text-red-400">
-            {error}
-          </p>
-        )}
-      </nav>
+        </div>
+      ) : sessions.length === 0 ? (
+        <p className="mt-3 px-2 text-sm text-neutral-500 dark:text-neutral-400">No chats yet. Your conversations will appear here.</p>
+      ) : (
+        groups.map((group) => (
+          <section key={group.key} aria-labelledby={`group-${group.key}`} className="mt-3 first:mt-1">
+            <h2 id={`group-${group.key}`} className="px-2 pb-1 text-xs font-medium text-neutral-500 dark:text-neutral-400">
+              {group.label}
+            </h2>
+            <ul className="space-y-0.5">
+              {group.sessions.map((session) => (
+                <SessionItem key={session.id} session={session} active={session.id === activeId} onNavigate={onNavigate} />
+              ))}
+            </ul>
+          </section>
+        ))
+      )}
 
-      <div className="shrink-0 border-t border-neutral-200 px-3 py-2 dark:border-neutral-800">
-        <Link
-          href="/runs"
-          prefetch={false}
-          className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+      {nextBefore && sessions.length > 0 && (
+        <button
+          type="button"
+          onClick={() => void chatListStore.loadMore()}
+          disabled={loadingMore}
+          className="mt-2 flex w-full items-center justify-center gap-2 rounded-lg px-2 py-1.5 text-sm text-neutral-600 hover:bg-neutral-200/70 disabled:opacity-60 dark:text-neutral-400 dark:hover:bg-neutral-800"
         >
-          <ActivityIcon className="size-4" />
-          Runs
-        </Link>
-        <Link
-          href="/notes"
-          prefetch={false}
-          className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-        >
-          <span aria-hidden="true" className="inline-block size-4 text-center leading-4">
-            ✎
-          </span>
-          Saved notes
-        </Link>
-        <AccountLink />
-      </div>
+          {loadingMore && <SpinnerIcon className="size-3.5" />}
+          {loadingMore ? 'Loading…' : 'Load more'}
+        </button>
+      )}
+      {error && status !== 'error' && (
+        <p role="status" className="mt-2 px-2 text-xs text-red-600 dark:text-red-400">
+          {error}
+        </p>
+      )}
+    </>
+  )
+}
+
+/** Runs, Saved notes and the account, under the list. */
+function SidebarLinks() {
+  return (
+    <div className="shrink-0 border-t border-neutral-200 px-3 py-2 dark:border-neutral-800">
+      <Link
+        href="/runs"
+        prefetch={false}
+        className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+      >
+        <ActivityIcon className="size-4" />
+        Runs
+      </Link>
+      <Link
+        href="/notes"
+        prefetch={false}
+        className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+      >
+        <span aria-hidden="true" className="inline-block size-4 text-center leading-4">
+          ✎
+        </span>
+        Saved notes
+      </Link>
+      <AccountLink />
     </div>
   )
 }
@@ -293,62 +342,28 @@ function SessionItem({ session, active, onNavigate }: { session: ChatListItem; a
   if (editing) {
     return (
       <li>
-        <form
-          onSubmit={(e) => {
-            e.preventDefault()
+        <RenameField
+          sessionId={session.id}
+          inputRef={inputRef}
+          draft={draft}
+          setDraft={setDraft}
+          onSubmit={() => {
             refocusRename.current = true
             void commit()
           }}
-        >
-          <label className="sr-only" htmlFor={`rename-${session.id}`}>
-            Rename chat
-          </label>
-          <input
-            ref={inputRef}
-            id={`rename-${session.id}`}
-            value={draft}
-            maxLength={200}
-            onChange={(e) => setDraft(e.target.value)}
-            onBlur={() => void commit()}
-            onKeyDown={(e) => {
-              if (e.key === 'Escape') {
-                e.preventDefault()
-                e.stopPropagation()
-                refocusRename.current = true
-                setEditing(false)
-              }
-            }}
-            className="w-full rounded-lg border border-blue-500 bg-white px-2 py-1.5 text-sm outline-none dark:bg-neutral-900"
-          />
-        </form>
+          onBlur={() => void commit()}
+          onEscape={() => {
+            refocusRename.current = true
+            setEditing(false)
+          }}
+        />
       </li>
     )
   }
 
   return (
     <li className="group relative">
-      <Link
-        href={`/c/${encodeURIComponent(session.id)}`}
-        data-testid="session-item"
-        data-session-id={session.id}
-        aria-current={active ? 'page' : undefined}
-        onClick={onNavigate}
-        title={title}
-        data-generating={String(session.generating === true)}
-        className={`block truncate rounded-lg py-2 pr-16 pl-2 text-sm transition ${
-          active
-            ? 'bg-neutral-200/80 font-medium text-neutral-900 dark:bg-neutral-800 dark:text-neutral-50'
-            : 'text-neutral-700 hover:bg-neutral-200/50 dark:text-neutral-300 dark:hover:bg-neutral-800/60'
-        }`}
-      >
-        {session.generating && (
-          <span title="Generating an answer" className="mr-1.5 inline-flex size-2 animate-pulse rounded-full bg-emerald-500 align-middle">
-            <span className="sr-only">Generating: </span>
-          </span>
-        )}
-        {title}
-        {failed && <span className="sr-only"> (rename failed)</span>}
-      </Link>
+      <SessionLink session={session} title={title} active={active} failed={failed} onNavigate={onNavigate} />
       {/* Rename and Delete show on hover with a mouse; a phone (the drawer, below md) has no
           hover, so there they always show. */}
       <button
@@ -382,6 +397,94 @@ function SessionItem({ session, active, onNavigate }: { session: ChatListItem; a
         <TrashIcon className="size-3.5" />
       </button>
     </li>
+  )
+}
+
+/** A chat's title as a field: Enter renames, Esc leaves it as it was, leaving the field renames. */
+function RenameField({
+  sessionId,
+  inputRef,
+  draft,
+  setDraft,
+  onSubmit,
+  onBlur,
+  onEscape,
+}: {
+  sessionId: string
+  inputRef: React.RefObject<HTMLInputElement | null>
+  draft: string
+  setDraft: (draft: string) => void
+  onSubmit: () => void
+  onBlur: () => void
+  onEscape: () => void
+}) {
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault()
+        onSubmit()
+      }}
+    >
+      <label className="sr-only" htmlFor={`rename-${sessionId}`}>
+        Rename chat
+      </label>
+      <input
+        ref={inputRef}
+        id={`rename-${sessionId}`}
+        value={draft}
+        maxLength={200}
+        onChange={(e) => setDraft(e.target.value)}
+        onBlur={onBlur}
+        onKeyDown={(e) => {
+          if (e.key === 'Escape') {
+            e.preventDefault()
+            e.stopPropagation()
+            onEscape()
+          }
+        }}
+        className="w-full rounded-lg border border-blue-500 bg-white px-2 py-1.5 text-sm outline-none dark:bg-neutral-900"
+      />
+    </form>
+  )
+}
+
+function SessionLink({
+  session,
+  title,
+  active,
+  failed,
+  onNavigate,
+}: {
+  session: ChatListItem
+  title: string
+  active: boolean
+  /** The last rename failed. */
+  failed: boolean
+  onNavigate: () => void
+}) {
+  return (
+    <Link
+      href={`/c/${encodeURIComponent(session.id)}`}
+      data-testid="session-item"
+      data-session-id={session.id}
+      aria-current={active ? 'page' : undefined}
+      onClick={onNavigate}
+      title={title}
+      data-generating={String(session.generating === true)}
+      className={`block truncate rounded-lg py-2 pr-16 pl-2 text-sm transition ${
+        active
+          ? 'bg-neutral-200/80 font-medium text-neutral-900 dark:bg-neutral-800 dark:text-neutral-50'
+          : 'text-neutral-700 hover:bg-neutral-200/50 dark:text-neutral-300 dark:hover:bg-neutral-800/60'
+      }`}
+    >
+      {session.generating && (
+        <span title="Generating an answer" className="mr-1.5 inline-flex size-2 animate-pulse rounded-full bg-emerald-500 align-middle">
+          <span className="sr-only">Generating: </span>
+        </span>
+      )}
+      {title}
+      {failed && <span className="sr-only"> (rename failed)</span>}
+    </Link>
   )
 }
 
@@ -423,25 +526,4 @@ function groupByAge(sessions: ChatListItem[]): Group[] {
     else groups.push({ key: `${key}-${groups.length}`, label, sessions: [session] })
   }
   return groups
-}
-
-/** "Sign in" for a guest; the account's email once signed in. */
-function AccountLink() {
-  const session = authClient.useSession()
-  const email = session.data?.user.email
-  return (
-    <Link
-      href="/account"
-      prefetch={false}
-      data-testid="account-link"
-      className="flex items-center gap-2.5 rounded-lg px-2 py-2 text-sm text-neutral-600 hover:bg-neutral-200/70 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-    >
-      <span aria-hidden="true" className="inline-block size-4 text-center leading-4">
-        ☺
-      </span>
-      <span className="truncate" data-testid="account-name">
-        {email ?? 'Sign in'}
-      </span>
-    </Link>
-  )
 }

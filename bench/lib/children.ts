@@ -132,6 +132,12 @@ export async function spawnChild(
   }
 }
 
+/** Tracks a process spawned elsewhere (figure 13's `next start`s) so the run's way out ends it too. */
+export function track(child: ChildProcess): void {
+  live.add(child)
+  child.once('exit', () => live.delete(child))
+}
+
 /** Ends every child still alive, by pid. Used on the way out of the run (normal or not). */
 export function killChildren(): void {
   for (const child of live) {

@@ -25,7 +25,6 @@ interface AnswerProps {
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
 export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, onContinue, versions }: AnswerProps) {
-  const modelLabel = useModels().labelOf(answer.model)
   // Offered, not shown: what was written after the reader's Stop, when it landed after the end.
   const [showingRest, setShowingRest] = useState(false)
   const text = answerText(answer) + (showingRest ? answerRest(answer) : '')
@@ -37,52 +36,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
   const canRegenerate = isLast && !busy && (status === 'done' || status === 'stopped')
   // Once the run has ended (its `finished` folded in, ms after the Stop): until then the server holds it open and would refuse a new answer to the message (409).
   const canContinue = onContinue !== undefined && isLast && !busy && status === 'stopped' && text !== '' && answer.finishReason !== undefined
-  const actions = (className: string) =>
-    terminal && (text || canRegenerate) ? (
-      <div className={`flex items-center gap-0.5 transition-opacity ${className}`}>
-        {text && <CopyButton text={text} label="Copy answer" />}
-        {canRegenerate && (
-          <button
-            type="button"
-            data-testid="regenerate-button"
-            onClick={() => onRegenerate(answer.id)}
-            aria-label="Regenerate answer"
-            title="Regenerate"
-            className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          >
-            <RefreshIcon className="size-4" />
-          </button>
-        )}
-        {canContinue && (
-          <button
-            type="button"
-            data-testid="continue-button"
-            onClick={() => onContinue(answer.id)}
-            aria-label="Continue the answer from where it stopped"
-            title="Continue"
-            className="inline-flex h-8 items-center gap-1 rounded-lg px-2 text-xs font-medium text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
-          >
-            <ArrowRightIcon className="size-3.5" />
-            Continue
-          </button>
-        )}
-        {modelLabel && (
-          <span data-testid="answer-model" title="The model that wrote this answer" className="ml-1.5 text-xs text-neutral-500 dark:text-neutral-400">
-            {modelLabel}
-          </span>
-        )}
-        {answer.usage?.outputTokens !== undefined && (
-          <span
-            data-testid="answer-tokens"
-            title={answer.usage.counted ? 'Counted by the app: the model reported none for a stopped answer' : 'As the model reported them'}
-            className="ml-1.5 text-xs text-neutral-500 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-400"
-          >
-            {answer.usage.outputTokens} tokens{answer.usage.counted ? ' (counted)' : ''}
-          </span>
-        )}
-      </div>
-    ) : null
-
+  const actionProps = { answer, text, terminal, canRegenerate, canContinue, onRegenerate, onContinue }
   return (
     <article
       data-testid="message-assistant"
@@ -139,68 +93,167 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
           </p>
         )}
 
-        {status === 'failed' && (
-          <div className="mt-3 flex flex-wrap items-start gap-3 rounded-xl border border-red-200 bg-red-50 px-3.5 py-3 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/40 dark:text-red-200">
-            <AlertIcon className="mt-0.5 size-4 shrink-0" />
-            <div className="min-w-0 flex-1">
-              <p className="font-medium">The answer couldn’t be completed.</p>
-              {answer.error && <p className="mt-0.5 break-words text-red-700/90 dark:text-red-300/90">{answer.error}</p>}
-            </div>
-            {isLast && (
-              <button
-                type="button"
-                data-testid="retry-button"
-                onClick={() => onRegenerate(answer.id)}
-                disabled={busy}
-                className="inline-flex items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 text-sm font-medium text-red-800 hover:bg-red-100 disabled:opacity-50 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
-              >
-                <RefreshIcon className="size-3.5" />
-                Retry
-              </button>
-            )}
-          </div>
-        )}
-
-        {status === 'done' && answer.finishReason === 'length' && (
-          <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer reached the length limit.</p>
-        )}
-        {status === 'done' && answer.finishReason === 'session_full' && (
-          <p data-testid="session-full" className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">
-            This chat is full: the answer ends here. Start a new chat to go on.
-          </p>
-        )}
-        {status === 'done' && answer.finishReason === 'content-filter' && (
-          <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer was cut by the content filter.</p>
-        )}
-
-        {answer.notes.length > 0 && (
-          <ul className="mt-3 flex flex-wrap gap-2" aria-label="Notes saved by the assistant">
-            {answer.notes.map((note, i) => (
-              <li
-                key={i}
-                title={note}
-                className="inline-flex max-w-full items-center gap-1.5 rounded-full border border-amber-200 bg-amber-50 px-2.5 py-1 text-xs text-amber-900 dark:border-amber-900/60 dark:bg-amber-950/40 dark:text-amber-200"
-              >
-                <BookmarkIcon className="size-3.5 shrink-0" />
-                <span className="truncate">
-                  <span className="font-medium">Saved note:</span> {note}
-                </span>
-              </li>
-            ))}
-          </ul>
-        )}
+        {status === 'failed' && <AnswerFailed answer={answer} isLast={isLast} busy={busy} onRegenerate={onRegenerate} />}
+        {status === 'done' && <DoneNotice finishReason={answer.finishReason} />}
+        {answer.notes.length > 0 && <SavedNotes notes={answer.notes} />}
 
         {/* Versions stay in the flow. The last answer's actions too; an earlier answer's show on
             hover or focus over the space between turns, so hidden they take no room. */}
         <div className="mt-2 -ml-1.5 flex min-h-0 items-center gap-0.5 empty:hidden">
           {versions}
-          {isLast && actions('')}
+          {isLast && <AnswerActions className="" {...actionProps} />}
         </div>
-        {!isLast && actions('absolute top-full left-0 -ml-1.5 mt-0.5 opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100')}
+        {!isLast && (
+          <AnswerActions
+            className="absolute top-full left-0 -ml-1.5 mt-0.5 opacity-0 group-hover/answer:opacity-100 focus-within:opacity-100"
+            {...actionProps}
+          />
+        )}
       </div>
     </article>
   )
 })
+
+/** What the answer's actions need: copy, regenerate, continue, its model and tokens. */
+interface ActionProps {
+  answer: AnswerTurn
+  text: string
+  terminal: boolean
+  canRegenerate: boolean
+  canContinue: boolean
+  onRegenerate: (answerId: string) => void
+  onContinue?: (answerId: string) => void
+}
+
+/** Copy, Regenerate, Continue, the model's name and the tokens, once the answer ended. */
+function AnswerActions({
+  className,
+  answer,
+  text,
+  terminal,
+  canRegenerate,
+  canContinue,
+  onRegenerate,
+  onContinue,
+}: ActionProps & { className: string }) {
+  const modelLabel = useModels().labelOf(answer.model)
+  if (!(terminal && (text || canRegenerate))) return null
+  return (
+    <div className={`flex items-center gap-0.5 transition-opacity ${className}`}>
+      {text && <CopyButton text={text} label="Copy answer" />}
+      {canRegenerate && (
+        <button
+          type="button"
+          data-testid="regenerate-button"
+          onClick={() => onRegenerate(answer.id)}
+          aria-label="Regenerate answer"
+          title="Regenerate"
+          className="inline-flex size-8 items-center justify-center rounded-lg text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+        >
+          <RefreshIcon className="size-4" />
+        </button>
+      )}
+      {canContinue && (
+        <button
+          type="button"
+          data-testid="continue-button"
+          onClick={() => onContinue?.(answer.id)}
+          aria-label="Continue the answer from where it stopped"
+          title="Continue"
+          className="inline-flex h-8 items-center gap-1 rounded-lg px-2 text-xs font-medium text-neutral-500 hover:bg-neutral-100 hover:text-neutral-900 dark:text-neutral-400 dark:hover:bg-neutral-800 dark:hover:text-neutral-100"
+        >
+          <ArrowRightIcon className="size-3.5" />
+          Continue
+        </button>
+      )}
+      {modelLabel && (
+        <span data-testid="answer-model" title="The model that wrote this answer" className="ml-1.5 text-xs text-neutral-500 dark:text-neutral-400">
+          {modelLabel}
+        </span>
+      )}
+      {answer.usage?.outputTokens !== undefined && (
+        <span
+          data-testid="answer-tokens"
+          title={answer.usage.counted ? 'Counted by the app: the model reported none for a stopped answer' : 'As the model reported them'}
+          className="ml-1.5 text-xs text-neutral-500 opacity-0 transition-opacity group-hover/answer:opacity-100 dark:text-neutral-400"
+        >
+          {answer.usage.outputTokens} tokens{answer.usage.counted ? ' (counted)' : ''}
+        </span>
+      )}
+    </div>
+  )
+}
+
+/** The answer could not be completed: the error, and Retry on the last answer. */
+function AnswerFailed({
+  answer,
+  isLast,
+  busy,
+  onRegenerate,
+}: {
+  answer: AnswerTurn
+  isLast: boolean
+  busy: boolean
+  onRegenerate: (answerId: string) => void
+}) {
+  return (
+    <div className="mt-3 flex flex-wrap items-start gap-3 rounded-xl border border-red-200 bg-red-50 px-3.5 py-3 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/40 dark:text-red-200">
+      <AlertIcon className="mt-0.5 size-4 shrink-0" />
+      <div className="min-w-0 flex-1">
+        <p className="font-medium">The answer couldn’t be completed.</p>
+        {answer.error && <p className="mt-0.5 break-words text-red-700/90 dark:text-red-300/90">{answer.error}</p>}
+      </div>
+      {isLast && (
+        <button
+          type="button"
+          data-testid="retry-button"
+          onClick={() => onRegenerate(answer.id)}
+          disabled={busy}
+          className="inline-flex items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 text-sm font-medium text-red-800 hover:bg-red-100 disabled:opacity-50 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
+        >
+          <RefreshIcon className="size-3.5" />
+          Retry
+        </button>
+      )}
+    </div>
+  )
+}
+
+/** Why a finished answer ended, when it was not the model's own end. */
+function DoneNotice({ finishReason }: { finishReason?: AnswerTurn['finishReason'] }) {
+  return (
+    <>
+      {finishReason === 'length' && <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer reached the length limit.</p>}
+      {finishReason === 'session_full' && (
+        <p data-testid="session-full" className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">
+          This chat is full: the answer ends here. Start a new chat to go on.
+        </p>
+      )}
+      {finishReason === 'content-filter' && (
+        <p className="mt-3 text-xs text-neutral-500 dark:text-neutral-400">The answer was cut by the content filter.</p>
+      )}
+    </>
+  )
+}
+
+function SavedNotes({ notes }: { notes: readonly string[] }) {
+  return (
+    <ul className="mt-3 flex flex-wrap gap-2" aria-label="Notes saved by the assistant">
+      {notes.map((note, i) => (
+        <li
+          key={i}
+          title={note}
+          className="inline-flex max-w-full items-center gap-1.5 rounded-full border border-amber-200 bg-amber-50 px-2.5 py-1 text-xs text-amber-900 dark:border-amber-900/60 dark:bg-amber-950/40 dark:text-amber-200"
+        >
+          <BookmarkIcon className="size-3.5 shrink-0" />
+          <span className="truncate">
+            <span className="font-medium">Saved note:</span> {note}
+          </span>
+        </li>
+      ))}
+    </ul>
+  )
+}
 
 /**
  * 5 s with no new chunk while streaming: the attempt writing it has most likely died (a

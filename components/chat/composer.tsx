@@ -1,6 +1,6 @@
 'use client'
 import { forwardRef, useEffect, useImperativeHandle, useLayoutEffect, useRef, useState } from 'react'
-import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
+import { MAX_MESSAGE_CHARS } from '@/lib/chat/limits'
 import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
 import { touchPrimary } from './touch'
 import { clearDraftIf, readDraft, writeDraft } from './drafts'
@@ -48,25 +48,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
   const [text, setText] = useState('')
   const textareaRef = useRef<HTMLTextAreaElement>(null)
 
-  // What the box holds as it hydrates: text typed into the server-rendered box before React ran
-  // (React keeps the DOM's value, but the state starts empty and Send would stay disabled), else
-  // the draft, read in the browser (the server has none), before paint.
-  useLayoutEffect(() => {
-    const typed = textareaRef.current?.value ?? ''
-    const draft = typed || (draftKey === undefined ? '' : readDraft(draftKey))
-    if (draft) setText((current) => current || draft)
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- on mount only: the chat page remounts per chat
-  }, [])
-  // The first render's empty box is not a draft: writing it would erase the one being read.
-  const firstWrite = useRef(true)
-  useEffect(() => {
-    if (draftKey === undefined) return
-    if (firstWrite.current) {
-      firstWrite.current = false
-      return
-    }
-    writeDraft(draftKey, text)
-  }, [draftKey, text])
+  useDraft(draftKey, textareaRef, text, setText)
 
   // Decided in the browser (the server cannot tell a phone), once, as the box mounts.
   useEffect(() => {
@@ -87,14 +69,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
     [],
   )
 
-  // Autosize: grow with the text up to MAX_HEIGHT, then scroll.
-  useLayoutEffect(() => {
-    const el = textareaRef.current
-    if (!el) return
-    el.style.height = 'auto'
-    el.style.height = `${Math.min(el.scrollHeight, MAX_HEIGHT)}px`
-    el.style.overflowY = el.scrollHeight > MAX_HEIGHT ? 'auto' : 'hidden'
-  }, [text])
+  useAutosize(textareaRef, text)
 
   const length = text.length
   const tooLong = length > MAX_MESSAGE_CHARS
@@ -159,44 +134,95 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         className="max-h-60 min-h-10 flex-1 resize-none bg-transparent py-2 text-[15px] leading-6 text-neutral-900 outline-none placeholder:text-neutral-400 disabled:opacity-60 dark:text-neutral-100 dark:placeholder:text-neutral-500"
       />
 
-      {length >= WARN_AT && (
-        <span
-          id={counterId}
-          aria-live="polite"
-          className={`mb-2.5 shrink-0 text-xs tabular-nums ${
-            tooLong ? 'font-medium text-red-600 dark:text-red-400' : 'text-neutral-500 dark:text-neutral-400'
-          }`}
-        >
-          {length.toLocaleString()} / {MAX_MESSAGE_CHARS.toLocaleString()}
-          {tooLong && <span className="sr-only"> — too long, shorten your message to send it</span>}
-        </span>
-      )}
+      {length >= WARN_AT && <CharacterCounter id={counterId} length={length} tooLong={tooLong} />}
 
       <ModelPicker disabled={disabled} />
 
-      {active ? (
-        <button
-          type="button"
-          data-testid="stop-button"
-          onClick={() => onStop?.()}
-          aria-label="Stop generating"
-          title="Stop generating (Esc)"
-          className="inline-flex size-10 shrink-0 items-center justify-center rounded-full bg-neutral-900 text-white transition hover:bg-neutral-700 dark:bg-white dark:text-neutral-900 dark:hover:bg-neutral-200"
-        >
-          <StopIcon className="size-5" />
-        </button>
-      ) : (
-        <button
-          type="submit"
-          data-testid="send-button"
-          disabled={!canSend}
-          aria-label={sending ? 'Sending' : 'Send message'}
-          title="Send (Enter)"
-          className="inline-flex size-10 shrink-0 items-center justify-center rounded-full bg-neutral-900 text-white transition enabled:hover:bg-neutral-700 disabled:cursor-not-allowed disabled:bg-neutral-200 disabled:text-neutral-400 dark:bg-white dark:text-neutral-900 dark:enabled:hover:bg-neutral-200 dark:disabled:bg-neutral-700 dark:disabled:text-neutral-500"
-        >
-          {sending ? <SpinnerIcon className="size-5" /> : <ArrowUpIcon className="size-5" />}
-        </button>
-      )}
+      <SendOrStop active={active} sending={sending} canSend={canSend} onStop={onStop} />
     </form>
   )
 })
+
+/**
+ * What the box holds as it hydrates, and what is typed kept under `draftKey` (drafts.ts) as it
+ * changes: text typed into the server-rendered box before React ran, else the stored draft.
+ */
+function useDraft(
+  draftKey: string | undefined,
+  textareaRef: React.RefObject<HTMLTextAreaElement | null>,
+  text: string,
+  setText: React.Dispatch<React.SetStateAction<string>>,
+): void {
+  // What the box holds as it hydrates: text typed into the server-rendered box before React ran
+  // (React keeps the DOM's value, but the state starts empty and Send would stay disabled), else
+  // the draft, read in the browser (the server has none), before paint.
+  useLayoutEffect(() => {
+    const typed = textareaRef.current?.value ?? ''
+    const draft = typed || (draftKey === undefined ? '' : readDraft(draftKey))
+    if (draft) setText((current) => current || draft)
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- on mount only: the chat page remounts per chat
+  }, [])
+  // The first render's empty box is not a draft: writing it would erase the one being read.
+  const firstWrite = useRef(true)
+  useEffect(() => {
+    if (draftKey === undefined) return
+    if (firstWrite.current) {
+      firstWrite.current = false
+      return
+    }
+    writeDraft(draftKey, text)
+  }, [draftKey, text])
+}
+
+function useAutosize(textareaRef: React.RefObject<HTMLTextAreaElement | null>, text: string): void {
+  // Autosize: grow with the text up to MAX_HEIGHT, then scroll.
+  useLayoutEffect(() => {
+    const el = textareaRef.current
+    if (!el) return
+    el.style.height = 'auto'
+    el.style.height = `${Math.min(el.scrollHeight, MAX_HEIGHT)}px`
+    el.style.overflowY = el.scrollHeight > MAX_HEIGHT ? 'auto' : 'hidden'
+  }, [text, textareaRef])
+}
+
+function CharacterCounter({ id, length, tooLong }: { id: string; length: number; tooLong: boolean }) {
+  return (
+    <span
+      id={id}
+      aria-live="polite"
+      className={`mb-2.5 shrink-0 text-xs tabular-nums ${
+        tooLong ? 'font-medium text-red-600 dark:text-red-400' : 'text-neutral-500 dark:text-neutral-400'
+      }`}
+    >
+      {length.toLocaleString()} / {MAX_MESSAGE_CHARS.toLocaleString()}
+      {tooLong && <span className="sr-only"> — too long, shorten your message to send it</span>}
+    </span>
+  )
+}
+
+/** Send, or Stop while an answer is being written. */
+function SendOrStop({ active, sending, canSend, onStop }: { active: boolean; sending: boolean; canSend: boolean; onStop?: () => void }) {
+  return active ? (
+    <button
+      type="button"
+      data-testid="stop-button"
+      onClick={() => onStop?.()}
+      aria-label="Stop generating"
+      title="Stop generating (Esc)"
+      className="inline-flex size-10 shrink-0 items-center justify-center rounded-full bg-neutral-900 text-white transition hover:bg-neutral-700 dark:bg-white dark:text-neutral-900 dark:hover:bg-neutral-200"
+    >
+      <StopIcon className="size-5" />
+    </button>
+  ) : (
+    <button
+      type="submit"
+      data-testid="send-button"
+      disabled={!canSend}
+      aria-label={sending ? 'Sending' : 'Send message'}
+      title="Send (Enter)"
+      className="inline-flex size-10 shrink-0 items-center justify-center rounded-full bg-neutral-900 text-white transition enabled:hover:bg-neutral-700 disabled:cursor-not-allowed disabled:bg-neutral-200 disabled:text-neutral-400 dark:bg-white dark:text-neutral-900 dark:enabled:hover:bg-neutral-200 dark:disabled:bg-neutral-700 dark:disabled:text-neutral-500"
+    >
+      {sending ? <SpinnerIcon className="size-5" /> : <ArrowUpIcon className="size-5" />}
+    </button>
+  )
+}

@@ -157,6 +157,7 @@ const DOORS_TODAY: Record<string, string[]> = {
     'SessionStore: type',
     'clientEventId: function',
     'createSessionStore: function',
+    'httpErrorOf: function',
     'startOutboxCourier: function',
     'useSession: function',
   ],

@@ -13,7 +13,8 @@ import {
 
 export { createSessionStore, clientEventId, PushError } from './internal/browser/session-store'
 export { startOutboxCourier, type OutboxCourierOptions, type CourierStorage } from './internal/browser/outbox-courier'
-export { A2HttpError } from './internal/core/http-error'
+// The browser's side needs these two of the root door's: from here, without the contracts (and zod) it also holds.
+export { A2HttpError, httpErrorOf } from './internal/core/http-error'
 export type { SessionSnapshot, SessionStore, PushInput, Connection, OutboxEntry, OutboxStorage } from './internal/browser/session-store'
 
 /** One store per mounted session: give the component `key={sessionId}` to switch sessions. */

@@ -4,9 +4,9 @@
  */
 import { z } from 'zod'
 import { defineContract, type EventOf } from '@/lib/a2'
+import { MAX_MESSAGE_CHARS } from './limits'
 
-/** 16k characters: a long pasted document fits; the payload bound (64 KiB) still holds with JSON escaping. */
-export const MAX_MESSAGE_CHARS = 16_000
+export { MAX_MESSAGE_CHARS }
 
 /** Why an answer ended: the model's own reasons, plus `cancelled` (a Stop). The `finished` event's `reason`. */
 /** 'session_full' is ours (the chat reached its size cap, A2_MAX_EVENTS_PER_SESSION, mid-answer), never the model's. */

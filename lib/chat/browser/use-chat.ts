@@ -6,8 +6,8 @@
  * outbox (it survives a reload and its tab) and retried until the server takes it, never rolled back.
  */
 import { useCallback, useMemo, useRef, useState } from 'react'
-import { useSession, clientEventId } from '@/lib/a2/react'
-import { httpErrorOf, type A2Event } from '@/lib/a2'
+import { useSession, clientEventId, httpErrorOf } from '@/lib/a2/react'
+import type { A2Event } from '@/lib/a2'
 import type { ChatEvent } from '../contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from '../fold/reducer'
 import { joinWindow, type TurnsWindow } from '../fold/first-screen'

@@ -251,6 +251,12 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
     },
   }
 
+  return storeApi(parts, listeners)
+}
+
+/** The store's face to its hook and to tests: snapshots, subscriptions, pushes and the tail's lifecycle. */
+function storeApi<S>(parts: StoreParts<S>, listeners: Set<() => void>): SessionStore<S> {
+  const { s, options, outbox, emit } = parts
   return {
     getSnapshot() {
       s.snapshot ??= {

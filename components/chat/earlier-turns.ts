@@ -1,0 +1,109 @@
+'use client'
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type RefObject } from 'react'
+import type { VisibleTurn } from '@/lib/chat/fold/versions'
+
+/**
+ * Turns rendered when a chat opens: the latest 60 (30 exchanges), whatever its length. A chat
+ * of 4,500 answers (9,000 turns, 99k events) rendered whole took 21–30 s to show its newest
+ * answer in Chromium, and re-rendered every turn's element at each chunk.
+ */
+const FIRST_TURNS = 60
+/** Turns each "Show earlier messages" adds above. */
+export const MORE_TURNS = 60
+
+export interface EarlierTurns {
+  /** Index in `turns` of the first turn on screen. */
+  start: number
+  /** The turns on screen. */
+  shown: VisibleTurn[]
+  loadingEarlier: boolean
+  loadFailed: boolean
+  /** "Show earlier messages": the next page above, from the browser's turns or the server's. */
+  showEarlier: () => void
+}
+
+/**
+ * Which of the conversation's turns are on screen: the latest FIRST_TURNS, more above as the
+ * reader asks (fetched from the server when the browser does not hold them), and down from a
+ * turn to reveal (a search result's), which is scrolled into view. Revealing a turn stops
+ * following the bottom (`stick`, `setAtBottom`).
+ */
+export function useEarlierTurns({
+  turns,
+  hasOlder,
+  onLoadOlder,
+  revealTurn,
+  scrollRef,
+  stick,
+  setAtBottom,
+}: {
+  turns: VisibleTurn[]
+  hasOlder: boolean
+  onLoadOlder?: () => Promise<void>
+  revealTurn?: string
+  scrollRef: RefObject<HTMLDivElement | null>
+  stick: RefObject<boolean>
+  setAtBottom: (atBottom: boolean) => void
+}): EarlierTurns {
+  // The earliest turn on screen once the reader asked for earlier ones, by slot (a slot keeps
+  // its place when its version is switched); until then, the latest FIRST_TURNS.
+  const [fromSlot, setFromSlot] = useState<string | null>(null)
+  // Distance from the content's end to the scroll position, kept across "Show earlier" so the
+  // turns being read stay where they were while the earlier ones appear above.
+  const keepFromEnd = useRef<number | null>(null)
+  const pinned = fromSlot === null ? -1 : turns.findIndex((t) => t.slot === fromSlot)
+  const start = pinned >= 0 ? pinned : Math.max(0, turns.length - FIRST_TURNS)
+  const shown = start === 0 ? turns : turns.slice(start)
+
+  // Asked for earlier turns that the server still had to send: shown once they are in.
+  const [loadingEarlier, setLoadingEarlier] = useState(false)
+  const [loadFailed, setLoadFailed] = useState(false)
+  const revealEarlier = useCallback(() => {
+    const el = scrollRef.current
+    keepFromEnd.current = el ? el.scrollHeight - el.scrollTop : null
+    setFromSlot(turns[Math.max(0, start - MORE_TURNS)].slot)
+  }, [turns, start, scrollRef])
+  const showEarlier = () => {
+    if (start >= MORE_TURNS || !hasOlder || !onLoadOlder) return revealEarlier()
+    setLoadingEarlier(true)
+    setLoadFailed(false)
+    onLoadOlder().catch(() => {
+      setLoadFailed(true)
+      setLoadingEarlier(false)
+    })
+  }
+  useEffect(() => {
+    if (!loadingEarlier || (start < MORE_TURNS && hasOlder)) return
+    setLoadingEarlier(false)
+    revealEarlier()
+  }, [loadingEarlier, start, hasOlder, revealEarlier])
+
+  // A turn to reveal: older pages come in until it is among the turns, then everything from it down shows and it scrolls into view.
+  const revealed = useRef<string | undefined>(undefined)
+  const revealAt = revealTurn === undefined ? -1 : turns.findIndex((t) => t.turn.id === revealTurn)
+  useEffect(() => {
+    if (revealTurn === undefined || revealed.current === revealTurn) return
+    if (revealAt === -1) {
+      if (hasOlder && onLoadOlder) onLoadOlder().catch(() => setLoadFailed(true))
+      return
+    }
+    revealed.current = revealTurn
+    stick.current = false
+    setAtBottom(false)
+    setFromSlot((slot) => (slot !== null && turns.findIndex((t) => t.slot === slot) <= revealAt ? slot : turns[revealAt].slot))
+  }, [revealTurn, revealAt, hasOlder, onLoadOlder, turns, stick, setAtBottom])
+  useLayoutEffect(() => {
+    if (revealed.current === undefined || revealed.current !== revealTurn) return
+    const el = scrollRef.current?.querySelector(`[data-turn-id="${CSS.escape(revealTurn)}"]`)
+    if (el) el.scrollIntoView({ block: 'center' })
+  }, [fromSlot, revealTurn, scrollRef])
+
+  useLayoutEffect(() => {
+    const el = scrollRef.current
+    if (keepFromEnd.current === null || !el) return
+    el.scrollTop = el.scrollHeight - keepFromEnd.current
+    keepFromEnd.current = null
+  }, [fromSlot, scrollRef])
+
+  return { start, shown, loadingEarlier, loadFailed, showEarlier }
+}
