@@ -6,6 +6,7 @@ import { MAX_MESSAGE_CHARS } from '@/lib/chat/contract'
 import { ArrowDownIcon, PencilIcon } from '../icons'
 import { Answer } from './answer'
 import { CopyButton } from './copy-button'
+import { MessageFiles } from './attachments'
 import { VersionSwitcher } from './version-switcher'
 
 interface MessagesProps {
@@ -414,6 +415,7 @@ const UserMessage = memo(function UserMessage({
       >
         {turn.text}
       </div>
+      {turn.files && turn.files.length > 0 && <MessageFiles files={turn.files} />}
       {/* On wide screens the row shows on hover, over the space below, so hidden it takes no
           room; with versions to switch it stays in the flow. Phones always show it. */}
       <div className="flex items-center gap-0.5 md:absolute md:top-full md:right-0 md:mt-0.5 md:has-[[data-testid=version-switcher]]:static md:has-[[data-testid=version-switcher]]:mt-0">
