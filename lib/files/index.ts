@@ -4,6 +4,7 @@
  */
 import { env, type Env } from '@/lib/env'
 import { getStore } from '@/lib/store'
+import type { Db } from '@/lib/a2/server'
 import { databaseBlobs, type BlobStore, type StorageKind } from './blob-store'
 import { createFiles, type FileLimits, type Files } from './files'
 import { s3Blobs } from './s3-store'
@@ -41,7 +42,11 @@ export function configuredS3(e: Env = env()): BlobStore | undefined {
 
 /** The files of the process's store, on the back end the environment names (cheap: the store and S3 client are kept). */
 export async function getFiles(): Promise<Files> {
-  const { db } = await getStore()
+  return filesOf((await getStore()).db)
+}
+
+/** The files of a database (a worker's store, a test's), on the back end the environment names. */
+export function filesOf(db: Db): Files {
   const s3 = configuredS3()
   return createFiles({ db, blobs: s3 ?? databaseBlobs, blobsOf: (kind: StorageKind) => (kind === 'db' ? databaseBlobs : s3), limits: fileLimits() })
 }
