@@ -228,7 +228,13 @@ export const files = pgTable(
     storage: text('storage').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [index('files_owner').on(t.owner), index('files_session').on(t.sessionId), index('files_unreferenced').on(t.createdAt).where(sql`session_id is null`)],
+  (t) => [
+    index('files_owner').on(t.owner),
+    index('files_session').on(t.sessionId),
+    index('files_unreferenced')
+      .on(t.createdAt)
+      .where(sql`session_id is null`),
+  ],
 )
 export type FileRow = typeof files.$inferSelect
 

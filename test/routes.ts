@@ -92,7 +92,13 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
   async function call(
     method: string,
     pathAndQuery: string,
-    init: { cookie?: string; body?: string | Uint8Array | ReadableStream<Uint8Array>; headers?: Record<string, string>; base?: string; signal?: AbortSignal } = {},
+    init: {
+      cookie?: string
+      body?: string | Uint8Array | ReadableStream<Uint8Array>
+      headers?: Record<string, string>
+      base?: string
+      signal?: AbortSignal
+    } = {},
   ): Promise<Response> {
     const url = new URL(pathAndQuery, init.base ?? BASE)
     if (table.some(([pattern]) => pattern.test(url.pathname))) {

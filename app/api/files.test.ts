@@ -49,7 +49,8 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     expect(response.status, await response.clone().text()).toBe(201)
     return ((await response.json()) as { file: FileRef }).file
   }
-  const message = (id: string, words: string, refs: FileRef[]) => JSON.stringify({ events: [{ id, type: 'message', payload: { text: words, files: refs } }] })
+  const message = (id: string, words: string, refs: FileRef[]) =>
+    JSON.stringify({ events: [{ id, type: 'message', payload: { text: words, files: refs } }] })
 
   it('an upload is served to its owner, typed from its bytes, and to no one else', async () => {
     const owner = await routes.newUser()
@@ -83,9 +84,13 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     const doc = await uploaded(owner.cookie, pdf(3), 'report «final».pdf')
     expect(doc.mediaType).toBe('application/pdf')
     const pdfServed = await routes.call('GET', `/api/files/${doc.id}`, { cookie: owner.cookie })
-    expect(pdfServed.headers.get('content-disposition')).toBe(`attachment; filename="report _final_.pdf"; filename*=UTF-8''report%20%C2%ABfinal%C2%BB.pdf`)
+    expect(pdfServed.headers.get('content-disposition')).toBe(
+      `attachment; filename="report _final_.pdf"; filename*=UTF-8''report%20%C2%ABfinal%C2%BB.pdf`,
+    )
     const image = await uploaded(owner.cookie, gif(), 'dot.gif')
-    expect((await routes.call('GET', `/api/files/${image.id}?download=1`, { cookie: owner.cookie })).headers.get('content-disposition')).toMatch(/^attachment/)
+    expect((await routes.call('GET', `/api/files/${image.id}?download=1`, { cookie: owner.cookie })).headers.get('content-disposition')).toMatch(
+      /^attachment/,
+    )
   })
 
   it('a message carries its files by reference; the share viewer sees them until Stop sharing; the chat takes them when deleted', async () => {
@@ -170,21 +175,65 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     await (await files()).deleteForOwner(owner.userId)
   })
 
+  it("deleting the account deletes every file of it, rows and bytes (a guest's files moved to the account first)", async () => {
+    const guest = await routes.newUser()
+    const named = await uploaded(guest.cookie, png(), 'mine.png')
+    expect((await routes.push(guest.sessionId, guest.cookie, message('m1', 'keep', [named]))).status).toBe(201)
+    const loose = await uploaded(guest.cookie, pdf(1), 'loose.pdf')
+    const email = `files-${kind}-${backend}@example.com`
+    const password = 'correct horse battery'
+    const json = (value: unknown) => JSON.stringify(value)
+    const signedUp = await routes.call('POST', '/api/auth/sign-up/email', { cookie: guest.cookie, body: json({ name: 'Ada', email, password }) })
+    expect(signedUp.status, await signedUp.clone().text()).toBe(200)
+    const signedIn = await routes.call('POST', '/api/auth/sign-in/email', { cookie: guest.cookie, body: json({ email, password }) })
+    expect(signedIn.status, await signedIn.clone().text()).toBe(200)
+    const cookie = signedIn.headers
+      .getSetCookie()
+      .map((line) => line.split(';')[0])
+      .filter((pair) => !pair.endsWith('='))
+      .join('; ')
+    // The account owns what the guest uploaded, on every device.
+    expect((await routes.call('GET', `/api/files/${named.id}`, { cookie })).status).toBe(200)
+    expect((await routes.call('GET', `/api/files/${loose.id}`, { cookie })).status).toBe(200)
+
+    expect((await routes.call('POST', '/api/auth/delete-user', { cookie, body: '{}' })).status).toBe(200)
+    const { blobs } = await (await files()).census()
+    expect(blobs).not.toContain(named.id)
+    expect(blobs).not.toContain(loose.id)
+    expect(await (await files()).byIds([named.id, loose.id])).toEqual([])
+  }, 120_000) // a sign-up and a sign-in hash with scrypt: tens of seconds on PGlite on a busy machine (accounts.test.ts)
+
   it('every hostile upload is a typed 4xx and stores nothing (fast-check)', async () => {
     const owner = await routes.newUser()
     const bytes = (min: number, max: number) => fc.uint8Array({ minLength: min, maxLength: max })
     const hostile = fc.oneof(
-      fc.record({
-        what: fc.constant('wrong magic bytes'),
-        magic: fc.constantFrom([0x7f, 0x45, 0x4c, 0x46], [0x50, 0x4b, 0x03, 0x04], [0x1f, 0x8b, 0x08], [0x4d, 0x5a, 0x90, 0x00], [0xff, 0xfe, 0x00, 0xc3, 0x28]),
-        rest: bytes(64, 512),
-      }).map(({ what, magic, rest }) => ({ what, body: new Uint8Array([...magic, ...rest]), name: 'innocent.png', raw: undefined, status: 415 })),
+      fc
+        .record({
+          what: fc.constant('wrong magic bytes'),
+          magic: fc.constantFrom(
+            [0x7f, 0x45, 0x4c, 0x46],
+            [0x50, 0x4b, 0x03, 0x04],
+            [0x1f, 0x8b, 0x08],
+            [0x4d, 0x5a, 0x90, 0x00],
+            [0xff, 0xfe, 0x00, 0xc3, 0x28],
+          ),
+          rest: bytes(64, 512),
+        })
+        .map(({ what, magic, rest }) => ({ what, body: new Uint8Array([...magic, ...rest]), name: 'innocent.png', raw: undefined, status: 415 })),
       fc.constant({ what: 'zero bytes', body: new Uint8Array(), name: 'empty.txt', raw: undefined, status: 422 }),
       fc.record({ which: fc.constantFrom('png', 'pdf'), cut: fc.double({ min: 0.05, max: 0.95, noNaN: true }) }).map(({ which, cut }) => {
         const whole = which === 'png' ? png(16, 16) : pdf(2)
-        return { what: 'truncated', body: whole.slice(0, Math.max(16, Math.floor(whole.length * cut))), name: `cut.${which}`, raw: undefined, status: 422 }
+        return {
+          what: 'truncated',
+          body: whole.slice(0, Math.max(16, Math.floor(whole.length * cut))),
+          name: `cut.${which}`,
+          raw: undefined,
+          status: 422,
+        }
       }),
-      fc.integer({ min: 1, max: 4096 }).map((extra) => ({ what: 'huge', body: text('h'.repeat(MAX_FILE_BYTES + extra)), name: 'huge.txt', raw: undefined, status: 413 })),
+      fc
+        .integer({ min: 1, max: 4096 })
+        .map((extra) => ({ what: 'huge', body: text('h'.repeat(MAX_FILE_BYTES + extra)), name: 'huge.txt', raw: undefined, status: 413 })),
       fc
         .oneof(
           fc.string().map((s) => `../${s}`),

@@ -10,7 +10,8 @@ import { createContext, useCallback, useContext, useEffect, useRef, useState } f
 import type { FileRef } from '@/lib/chat/contract'
 
 /** What the chooser offers (the server sniffs the bytes whatever this says). */
-const ACCEPT = 'image/png,image/jpeg,image/webp,image/gif,application/pdf,text/*,.md,.txt,.csv,.json,.ts,.tsx,.js,.py,.go,.rs,.java,.c,.h,.cpp,.sql,.yaml,.yml,.toml'
+const ACCEPT =
+  'image/png,image/jpeg,image/webp,image/gif,application/pdf,text/*,.md,.txt,.csv,.json,.ts,.tsx,.js,.py,.go,.rs,.java,.c,.h,.cpp,.sql,.yaml,.yml,.toml'
 
 export interface PendingFile {
   key: string
@@ -66,7 +67,8 @@ let nextKey = 0
 export function useAttachments() {
   const [items, setItems] = useState<PendingFile[]>([])
   const aborts = useRef(new Map<string, () => void>())
-  const update = (key: string, change: Partial<PendingFile>) => setItems((list) => list.map((item) => (item.key === key ? { ...item, ...change } : item)))
+  const update = (key: string, change: Partial<PendingFile>) =>
+    setItems((list) => list.map((item) => (item.key === key ? { ...item, ...change } : item)))
 
   const add = useCallback((files: Iterable<File>) => {
     for (const file of files) {
@@ -166,7 +168,16 @@ export function AttachButton({ onFiles, disabled }: { onFiles: (files: Iterable<
         title="Attach images, PDFs or text files (or drop or paste them here)"
         className="mb-0.5 inline-flex size-9 shrink-0 items-center justify-center rounded-full text-neutral-600 hover:bg-neutral-100 disabled:opacity-40 dark:text-neutral-300 dark:hover:bg-neutral-700"
       >
-        <svg viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth={2} strokeLinecap="round" strokeLinejoin="round" className="size-5" aria-hidden="true">
+        <svg
+          viewBox="0 0 24 24"
+          fill="none"
+          stroke="currentColor"
+          strokeWidth={2}
+          strokeLinecap="round"
+          strokeLinejoin="round"
+          className="size-5"
+          aria-hidden="true"
+        >
           <path d="m21.4 11.1-8.5 8.5a5.5 5.5 0 0 1-7.8-7.8l8.5-8.5a3.7 3.7 0 0 1 5.2 5.2l-8.5 8.5a1.8 1.8 0 0 1-2.6-2.6l7.8-7.8" />
         </svg>
       </button>
@@ -195,7 +206,9 @@ export function AttachmentTray({ attachments }: { attachments: Attachments }) {
               data-testid="attachment-chip"
               data-status={item.status}
               className={`flex max-w-64 items-center gap-2 rounded-xl border px-2 py-1 text-sm ${
-                item.status === 'failed' ? 'border-red-300 text-red-700 dark:border-red-500/60 dark:text-red-300' : 'border-neutral-200 dark:border-neutral-700'
+                item.status === 'failed'
+                  ? 'border-red-300 text-red-700 dark:border-red-500/60 dark:text-red-300'
+                  : 'border-neutral-200 dark:border-neutral-700'
               }`}
             >
               {item.preview ? (
@@ -260,7 +273,12 @@ export function MessageFiles({ files }: { files: FileRef[] }) {
           {file.mediaType.startsWith('image/') ? (
             <a href={hrefOf(file.id)} target="_blank" rel="noopener" className="block rounded-xl outline-offset-2">
               {/* A private route, served only after its own check. */}
-              <img src={hrefOf(file.id)} alt={file.name} loading="lazy" className="max-h-40 max-w-60 rounded-xl border border-neutral-200 object-cover dark:border-neutral-700" />
+              <img
+                src={hrefOf(file.id)}
+                alt={file.name}
+                loading="lazy"
+                className="max-h-40 max-w-60 rounded-xl border border-neutral-200 object-cover dark:border-neutral-700"
+              />
             </a>
           ) : (
             <a

@@ -29,7 +29,11 @@ export async function pdfFacts(bytes: Uint8Array): Promise<{ pages: number; text
 }
 
 /** The file as text for a model: its header line, then (text, PDF) its content within `maxChars`. */
-export async function fileAsText(file: { name: string; mediaType: string; size: number }, bytes: Uint8Array | undefined, maxChars: number): Promise<string> {
+export async function fileAsText(
+  file: { name: string; mediaType: string; size: number },
+  bytes: Uint8Array | undefined,
+  maxChars: number,
+): Promise<string> {
   const label = `${ATTACHMENT_HEADER} "${file.name}" — ${file.mediaType}, ${formatBytes(file.size)}`
   if (!bytes) return `${label}: no longer available]`
   if (isImage(file.mediaType)) return `${label}: an image this model cannot see; it was not sent]`

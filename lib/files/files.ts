@@ -48,9 +48,16 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
   const blobsOf = options.blobsOf ?? ((kind: StorageKind) => (kind === blobs.kind ? blobs : undefined))
 
   async function select(where: ReturnType<typeof sql>): Promise<StoredFile[]> {
-    const rows = rowsOf<{ id: string; owner: string; session_id: string | null; name: string; media_type: string; size: number; sha256: string; storage: StorageKind }>(
-      await db.execute(sql`select id, owner, session_id, name, media_type, size, sha256, storage from files where ${where}`),
-    )
+    const rows = rowsOf<{
+      id: string
+      owner: string
+      session_id: string | null
+      name: string
+      media_type: string
+      size: number
+      sha256: string
+      storage: StorageKind
+    }>(await db.execute(sql`select id, owner, session_id, name, media_type, size, sha256, storage from files where ${where}`))
     return rows.map((r) => ({
       id: r.id,
       owner: r.owner,
@@ -68,7 +75,11 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
     if (found.length === 0) return 0
     for (const kind of new Set(found.map((f) => f.storage))) {
       const store = blobsOf(kind)
-      if (store) await store.delete(db, found.filter((f) => f.storage === kind).map((f) => f.id))
+      if (store)
+        await store.delete(
+          db,
+          found.filter((f) => f.storage === kind).map((f) => f.id),
+        )
     }
     await db.execute(sql`delete from files where id in ${found.map((f) => f.id)}`)
     return found.length
@@ -90,9 +101,14 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
       try {
         await db.transaction(async (tx) => {
           await tx.execute(sql`select pg_advisory_xact_lock(${QUOTA_LOCK_CLASS}, hashtext(${owner}))`)
-          const [{ used }] = rowsOf<{ used: string }>(await tx.execute(sql`select coalesce(sum(size), 0)::bigint::text as used from files where owner = ${owner}`))
+          const [{ used }] = rowsOf<{ used: string }>(
+            await tx.execute(sql`select coalesce(sum(size), 0)::bigint::text as used from files where owner = ${owner}`),
+          )
           if (Number(used) + ref.size > limits.quotaBytesPerUser) {
-            throw new FileRefused('quota_exceeded', `your files would pass your ${limits.quotaBytesPerUser}-byte quota: delete a chat with files to make room`)
+            throw new FileRefused(
+              'quota_exceeded',
+              `your files would pass your ${limits.quotaBytesPerUser}-byte quota: delete a chat with files to make room`,
+            )
           }
           await tx.execute(sql`insert into files (id, owner, name, media_type, size, sha256, storage)
             values (${ref.id}, ${owner}, ${ref.name}, ${ref.mediaType}, ${ref.size}, ${ref.sha256}, ${blobs.kind})`)
@@ -135,14 +151,17 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
      */
     async admitMessageFiles(owner: string, sessionId: string, refs: readonly FileRef[]): Promise<void> {
       if (refs.length === 0) return
-      if (refs.length > limits.maxFilesPerMessage) throw new FileRefused('too_many_files', `a message may carry at most ${limits.maxFilesPerMessage} files`)
+      if (refs.length > limits.maxFilesPerMessage)
+        throw new FileRefused('too_many_files', `a message may carry at most ${limits.maxFilesPerMessage} files`)
       const total = refs.reduce((sum, ref) => sum + ref.size, 0)
-      if (total > limits.maxMessageBytes) throw new FileRefused('file_too_large', `a message's files may have at most ${limits.maxMessageBytes} bytes together`)
+      if (total > limits.maxMessageBytes)
+        throw new FileRefused('file_too_large', `a message's files may have at most ${limits.maxMessageBytes} bytes together`)
       const ids = [...new Set(refs.map((ref) => ref.id))]
       const found = new Map((await select(sql`id in ${ids} and owner = ${owner}`)).map((file) => [file.id, file]))
       for (const ref of refs) {
         const file = found.get(ref.id)
-        if (!file || (file.sessionId !== null && file.sessionId !== sessionId)) throw new FileRefused('invalid_file_reference', 'a file the message names is not one of yours in this chat')
+        if (!file || (file.sessionId !== null && file.sessionId !== sessionId))
+          throw new FileRefused('invalid_file_reference', 'a file the message names is not one of yours in this chat')
         if (file.name !== ref.name || file.mediaType !== ref.mediaType || file.size !== ref.size || file.sha256 !== ref.sha256) {
           throw new FileRefused('invalid_file_reference', `the message describes file ${ref.id} otherwise than it was uploaded`)
         }

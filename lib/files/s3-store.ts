@@ -22,7 +22,8 @@ export function s3Blobs(settings: S3Settings): BlobStore {
     region: settings.region,
     endpoint: settings.endpoint,
     forcePathStyle: settings.forcePathStyle,
-    credentials: settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
+    credentials:
+      settings.accessKeyId && settings.secretAccessKey ? { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey } : undefined,
   })
   const prefix = settings.prefix ?? 'files/'
   const key = (id: string) => `${prefix}${id}`
@@ -43,7 +44,9 @@ export function s3Blobs(settings: S3Settings): BlobStore {
     async delete(_db, ids) {
       for (let i = 0; i < ids.length; i += 1000) {
         const batch = ids.slice(i, i + 1000)
-        await client.send(new DeleteObjectsCommand({ Bucket: settings.bucket, Delete: { Objects: batch.map((id) => ({ Key: key(id) })), Quiet: true } }))
+        await client.send(
+          new DeleteObjectsCommand({ Bucket: settings.bucket, Delete: { Objects: batch.map((id) => ({ Key: key(id) })), Quiet: true } }),
+        )
       }
     },
     async list() {

@@ -20,10 +20,14 @@ export async function sniffMediaType(bytes: Uint8Array): Promise<FileMediaType> 
   if (detected) {
     const mime = detected.mime as string
     if (mime === PDF_TYPE || isImage(mime)) {
-      if (!isComplete(mime as FileMediaType, bytes)) throw new FileRefused('truncated_file', `the ${detected.ext.toUpperCase()} file stops before its end`)
+      if (!isComplete(mime as FileMediaType, bytes))
+        throw new FileRefused('truncated_file', `the ${detected.ext.toUpperCase()} file stops before its end`)
       return mime as FileMediaType
     }
-    throw new FileRefused('unsupported_file_type', `a ${detected.ext} file cannot be attached: images (PNG, JPEG, WebP, GIF), PDFs and text files can`)
+    throw new FileRefused(
+      'unsupported_file_type',
+      `a ${detected.ext} file cannot be attached: images (PNG, JPEG, WebP, GIF), PDFs and text files can`,
+    )
   }
   if (isText(bytes)) return TEXT_TYPE
   throw new FileRefused('unsupported_file_type', 'these bytes are no image, PDF or UTF-8 text')

@@ -23,7 +23,12 @@ export function userMessage(turn: UserTurn): ModelMessage {
     role: 'user',
     content: [
       { type: 'text', text: turn.text },
-      ...turn.files.map((file): FilePart => ({ type: 'file', data: new URL(`${PLACEHOLDER}${file.id}`), mediaType: file.mediaType, filename: file.name })),
+      ...turn.files.map((file): FilePart => ({
+        type: 'file',
+        data: new URL(`${PLACEHOLDER}${file.id}`),
+        mediaType: file.mediaType,
+        filename: file.name,
+      })),
     ],
   }
 }
@@ -50,7 +55,12 @@ const kindOf = (mediaType: string): FileKind | undefined => (isImage(mediaType) 
  * Replaces every placeholder with what the model takes. `budgetChars` is shared by the text of
  * all files in the prompt (extracted text past it is cut, and the header says so).
  */
-export async function withFileContents(messages: ModelMessage[], takes: readonly FileKind[], source: FileSource, budgetChars: number): Promise<ModelMessage[]> {
+export async function withFileContents(
+  messages: ModelMessage[],
+  takes: readonly FileKind[],
+  source: FileSource,
+  budgetChars: number,
+): Promise<ModelMessage[]> {
   const placeholders = messages.flatMap((m) => (m.role === 'user' && Array.isArray(m.content) ? m.content.filter(isPlaceholder) : []))
   if (placeholders.length === 0) return messages
   const perFile = Math.max(200, Math.floor(budgetChars / placeholders.length))
@@ -63,7 +73,8 @@ export async function withFileContents(messages: ModelMessage[], takes: readonly
           const id = String(part.data).slice(PLACEHOLDER.length)
           const found = await source.read(id)
           const kind = found && kindOf(found.file.mediaType)
-          if (found && kind && takes.includes(kind)) return { type: 'file', data: found.bytes, mediaType: found.file.mediaType, filename: found.file.name }
+          if (found && kind && takes.includes(kind))
+            return { type: 'file', data: found.bytes, mediaType: found.file.mediaType, filename: found.file.name }
           const described = found?.file ?? { name: part.filename ?? id, mediaType: part.mediaType, size: 0 }
           return { type: 'text', text: await fileAsText(described, found?.bytes, perFile) }
         }),

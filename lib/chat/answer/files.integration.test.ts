@@ -74,14 +74,23 @@ describe.each(layers)('files sent to the model on %s', (kind) => {
     expect(answer).toContain('You gave me 3 files')
     expect(answer).toMatch(/\*\*notes\.txt\*\* — a text file, \d+ bytes\. It begins:\n {2}> Shopping list\n {2}> milk\n {2}> eggs/)
     expect(answer).toMatch(/\*\*report\.pdf\*\* — a PDF, 3 pages, [\d.]+ (bytes|KB)\./)
-    expect(answer).toContain("**cat.png** — a PNG image, ")
+    expect(answer).toContain('**cat.png** — a PNG image, ')
     expect(answer).toContain("I can't see images")
   })
 
   it('a model configured for images and PDFs gets them as file parts; one that is not gets their text and a line about the image', async () => {
     built = buildChatServer(store(), {
       A2_MODELS: [
-        { id: 'vision', label: 'Vision', provider: 'openai', baseURL: upstream.url, model: 'vision-upstream', reasoning: false, tools: false, files: ['image', 'pdf'] },
+        {
+          id: 'vision',
+          label: 'Vision',
+          provider: 'openai',
+          baseURL: upstream.url,
+          model: 'vision-upstream',
+          reasoning: false,
+          tools: false,
+          files: ['image', 'pdf'],
+        },
         { id: 'plain', label: 'Plain', provider: 'openai', baseURL: upstream.url, model: 'plain-upstream', reasoning: false, tools: false },
       ],
     })

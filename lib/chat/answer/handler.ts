@@ -165,7 +165,11 @@ function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<unk
 }
 
 /** What the model is sent: the conversation before this generation and, for a successor or a Continue, the answer so far. */
-async function promptOf(ctx: Run, takesFiles: readonly FileKind[], storedFiles: FileSource): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] }> {
+async function promptOf(
+  ctx: Run,
+  takesFiles: readonly FileKind[],
+  storedFiles: FileSource,
+): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] }> {
   // The conversation before this generation, from the newest checkpoint of the fold: a
   // session of 100k events costs what a short one does (folding them all held the
   // worker's loop past the 15 s lease).

@@ -4,7 +4,17 @@
  * is checked against (reducer.property.test.ts). Test-only.
  */
 import type { ChatEvent } from '../contract'
-import { answerText, isTerminal, latestBranch, type AnswerPart, type AnswerTurn, type ChatState, type Chunk, type ToolPart, type UserTurn } from './reducer'
+import {
+  answerText,
+  isTerminal,
+  latestBranch,
+  type AnswerPart,
+  type AnswerTurn,
+  type ChatState,
+  type Chunk,
+  type ToolPart,
+  type UserTurn,
+} from './reducer'
 import { compactParts, cutParts } from './parts'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {

@@ -55,7 +55,9 @@ export async function admitChatPush(server: A2Server<Chat>, owner: string, input
   // A run whose Stop is recorded (CANCELLING) no longer counts: Regenerate right after Stop
   // is admitted while the stopped run unwinds (its chunks are refused from the Stop on).
   const running = new Map(
-    found.running.filter((run) => run.consumer === 'generate' && run.status === 'ACTIVE').map((run) => [run.eventId, (run.payload as { for: string }).for]),
+    found.running
+      .filter((run) => run.consumer === 'generate' && run.status === 'ACTIVE')
+      .map((run) => [run.eventId, (run.payload as { for: string }).for]),
   )
   const known = new Map(inLog)
   const offered = new Set(modelList().map((entry) => entry.id))

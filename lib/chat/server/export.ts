@@ -125,7 +125,8 @@ export function exportMarkdown(chat: ExportedChat): string {
       out.push(`## ${who}${label}${note}`, '')
       for (const part of v.parts ?? []) out.push(...partMarkdown(part), '')
       out.push(v.text || (v.error ? `_${v.error}_` : v.parts ? '_(no text)_' : '_(empty)_'), '')
-      if (v.files?.length) out.push(...v.files.map((f) => `- Attached: \`${f.name.replace(/`/g, "'")}\` (${f.mediaType}, ${f.size} bytes, sha256 ${f.sha256})`), '')
+      if (v.files?.length)
+        out.push(...v.files.map((f) => `- Attached: \`${f.name.replace(/`/g, "'")}\` (${f.mediaType}, ${f.size} bytes, sha256 ${f.sha256})`), '')
     })
   }
   return out.join('\n')
