@@ -28,7 +28,9 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
       databaseUrl: kind === 'postgres' ? testDb.url : undefined,
       env: { A2_MAX_FILE_BYTES: String(MAX_FILE_BYTES), A2_FILE_QUOTA_BYTES_PER_USER: String(1024 * 1024), ...s3?.env },
     })
-  }, 60_000)
+    // The store opens (and PGlite migrates) on the first request: here, not in the first test's 30 s.
+    await routes.newUser()
+  }, 180_000)
   afterAll(async () => {
     await routes.chatServer.shutdownChatServer()
     await testDb.drop()
@@ -138,6 +140,11 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     const snapshot = await (await routes.call('GET', `/api/sessions/${owner.sessionId}/snapshot`, { cookie: owner.cookie })).text()
     expect(snapshot).not.toContain('steal')
     expect(snapshot).not.toContain('lie')
+    // More files than a message may carry (A2_MAX_FILES_PER_MESSAGE, 8 by default).
+    const nine = await Promise.all(Array.from({ length: 9 }, (_, i) => uploaded(owner.cookie, png(i + 1, 1), `n${i}.png`)))
+    const tooMany = await routes.push(owner.sessionId, owner.cookie, message('m9', 'many', nine))
+    expect(tooMany.status).toBe(422)
+    expect(((await tooMany.json()) as { error: { code: string } }).error.code).toBe('limit_reached')
     // A file bound to one chat is not another's to name.
     expect((await routes.push(owner.sessionId, owner.cookie, message('m4', 'ok', [mine]))).status).toBe(201)
     const second = await routes.call('POST', '/api/sessions', { cookie: owner.cookie, body: '{}' })
