@@ -85,6 +85,21 @@ test('files attached by chooser, drop and paste are sent, survive a reload, foll
   await expect(laptopPage.getByRole('list', { name: 'Attached files' })).toContainText('report.pdf')
   expect(await seriousViolations(laptopPage)).toEqual([])
 
+  // While a file uploads, its progress bar shows and Cancel takes it away (the upload is held here until then).
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  await laptopPage.route('**/api/files', async (route) => {
+    await held
+    await route.continue().catch(() => {})
+  })
+  await dropFile(laptopPage, 'slow.txt', 'text/plain', text('takes a while'))
+  await expect(laptopPage.getByRole('progressbar', { name: 'Uploading slow.txt' })).toBeVisible()
+  await expect(laptop.sendButton).toBeDisabled()
+  await laptopPage.getByRole('button', { name: 'Cancel upload of slow.txt' }).click()
+  await expect(chips).toHaveCount(3)
+  release()
+  await laptopPage.unroute('**/api/files')
+
   // A file the server will not take says why, in its chip, and holds Send until it is removed.
   await dropFile(laptopPage, 'program.exe', 'application/octet-stream', new Uint8Array([0x4d, 0x5a, 0x90, 0x00, ...new Array(200).fill(1)]))
   const refused = chips.filter({ hasText: 'program.exe' })
