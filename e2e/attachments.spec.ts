@@ -159,3 +159,15 @@ test('files attached by chooser, drop and paste are sent, survive a reload, foll
   await expect(viewerPage.getByTestId('shared-gone')).toBeVisible({ timeout: 5_000 })
   expect((await viewerPage.request.get(sharedSrc)).status()).toBe(404)
 })
+
+test('a fresh browser that attaches a file at once owns it: the upload waits for its identity, and the message sends', async ({ browser }) => {
+  const page = await device(browser)
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  // No waiting for the sidebar: the file is chosen as soon as the box is there.
+  const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('button', { name: 'Attach files' }).click()])
+  await chooser.setFiles({ name: 'first.png', mimeType: 'image/png', buffer: Buffer.from(png(8, 8)) })
+  await expect(page.getByTestId('attachment-chip')).toHaveAttribute('data-status', 'done')
+  await chat.send(`first visit ${nonce('files')}`)
+  await expect.poll(() => drawn(chat.userMessages.last().getByRole('img', { name: 'first.png' }))).toBe(true)
+})

@@ -8,6 +8,7 @@
  */
 import { createContext, useCallback, useContext, useEffect, useRef, useState } from 'react'
 import type { FileRef } from '@/lib/chat/contract'
+import { whenIdentitySettled } from '../chat-list-store'
 
 /** What the chooser offers (the server sniffs the bytes whatever this says). */
 const ACCEPT =
@@ -34,6 +35,7 @@ export function formatSize(bytes: number): string {
 /** One upload with progress; `abort` cancels it (nothing is stored: the server refuses a cut-off body). */
 function uploadFile(file: File, onProgress: (fraction: number) => void): { done: Promise<FileRef>; abort: () => void } {
   const xhr = new XMLHttpRequest()
+  let aborted = false
   const done = new Promise<FileRef>((resolve, reject) => {
     let name: string
     try {
@@ -41,24 +43,36 @@ function uploadFile(file: File, onProgress: (fraction: number) => void): { done:
     } catch {
       return reject(new Error('this file’s name cannot be sent: rename it'))
     }
-    xhr.open('POST', '/api/files')
-    xhr.setRequestHeader('content-type', 'application/octet-stream')
-    xhr.setRequestHeader('x-file-name', name)
-    xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total)
-    xhr.onload = () => {
-      try {
-        const body = JSON.parse(xhr.responseText) as { file?: FileRef; error?: { message: string } }
-        if (xhr.status === 201 && body.file) resolve(body.file)
-        else reject(new Error(body.error?.message ?? `the upload failed (${xhr.status})`))
-      } catch {
-        reject(new Error(`the upload failed (${xhr.status})`))
+    // A fresh browser's first list mints its identity: an upload sent before it answers would mint
+    // another, and the file would belong to the identity whose cookie lost.
+    const send = () => {
+      if (aborted) return reject(new Error('cancelled'))
+      xhr.open('POST', '/api/files')
+      xhr.setRequestHeader('content-type', 'application/octet-stream')
+      xhr.setRequestHeader('x-file-name', name)
+      xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total)
+      xhr.onload = () => {
+        try {
+          const body = JSON.parse(xhr.responseText) as { file?: FileRef; error?: { message: string } }
+          if (xhr.status === 201 && body.file) resolve(body.file)
+          else reject(new Error(body.error?.message ?? `the upload failed (${xhr.status})`))
+        } catch {
+          reject(new Error(`the upload failed (${xhr.status})`))
+        }
       }
+      xhr.onerror = () => reject(new Error('the upload failed: no connection'))
+      xhr.onabort = () => reject(new Error('cancelled'))
+      xhr.send(file)
     }
-    xhr.onerror = () => reject(new Error('the upload failed: no connection'))
-    xhr.onabort = () => reject(new Error('cancelled'))
-    xhr.send(file)
+    void whenIdentitySettled().then(send, send)
   })
-  return { done, abort: () => xhr.abort() }
+  return {
+    done,
+    abort: () => {
+      aborted = true
+      xhr.abort()
+    },
+  }
 }
 
 let nextKey = 0

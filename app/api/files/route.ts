@@ -30,6 +30,8 @@ export async function POST(request: Request) {
         throw error
       }
     },
-    { body: 'application/octet-stream' },
+    // Like creating a chat: a browser whose first request this is gets its identity here (the
+    // page waits for its first list's identity before uploading, so this is the rare case).
+    { identity: 'create', body: 'application/octet-stream' },
   )
 }
