@@ -4,7 +4,6 @@
  * that is valid UTF-8 text without NUL (code, Markdown, CSV, and also SVG or HTML, which are
  * then only ever text: served as `text/plain` downloads). Everything else is a 415.
  */
-import { fileTypeFromBuffer } from 'file-type'
 import { FileRefused } from './refused'
 
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const
@@ -16,6 +15,8 @@ export const isImage = (mediaType: string) => (IMAGE_TYPES as readonly string[])
 
 export async function sniffMediaType(bytes: Uint8Array): Promise<FileMediaType> {
   if (bytes.length === 0) throw new FileRefused('empty_file', 'the file is empty')
+  // Loaded here, not at import: the routes that serve files never need it.
+  const { fileTypeFromBuffer } = await import('file-type')
   const detected = await fileTypeFromBuffer(bytes)
   if (detected) {
     const mime = detected.mime as string

@@ -27,7 +27,7 @@ describe.each(layers)('files sent to the model on %s', (kind) => {
     upstream = await startUpstream({ tokenMs: 1, tokens: 3 })
     // pdf.js is large: loaded once here (seconds on a busy machine), not inside the first answer's wait.
     expect((await pdfFacts(pdf(1)))?.pages).toBe(1)
-  }, 60_000)
+  }, 180_000)
   afterAll(async () => upstream.close())
   afterEach(async () => {
     await built?.server.stopWorkers()
