@@ -499,3 +499,8 @@ export function takeFirstMessage(sessionId: string): string | undefined {
     return undefined
   }
 }
+
+/** Resolves once this browser holds the identity its requests use (an upload waits for it: one minted meanwhile would own the file). */
+export function whenIdentitySettled(): Promise<void> {
+  return identitySettled()
+}

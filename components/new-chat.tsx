@@ -2,6 +2,8 @@
 import { useRouter } from 'next/navigation'
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { ErrorAlert } from './chat/chat'
+import { handOffFirstFiles } from './chat/attachments'
+import type { FileRef } from '@/lib/chat/contract'
 import { Composer, type ComposerHandle } from './chat/composer'
 import { clearDraftIf } from './chat/drafts'
 import { OfflineNotice } from './chat/offline-notice'
@@ -31,13 +33,14 @@ export function NewChat() {
   }, [])
 
   const start = useCallback(
-    async (text: string) => {
+    async (text: string, files: FileRef[] = []) => {
       lastText.current = text
       setSending(true)
       setError(undefined)
       try {
         const session = await chatListStore.create()
         handOffFirstMessage(session.id, text)
+        handOffFirstFiles(session.id, files)
         // Sent (from the box, Retry or a suggestion): not the next new chat's draft.
         clearDraftIf(NEW_CHAT_DRAFT, text)
         router.push(`/c/${encodeURIComponent(session.id)}`)

@@ -4,7 +4,10 @@
  * reads them uses `schema` from @/lib/a2/server.
  */
 import { sql } from 'drizzle-orm'
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, customType, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+
+/** Raw bytes (drizzle has no bytea of its own): a Buffer from postgres.js, a Uint8Array from PGlite. */
+const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => 'bytea' })
 
 /** The assistant's "save a note" tool writes here, through ctx.effect, keyed by its idempotency key. */
 export const notes = pgTable(
@@ -203,3 +206,42 @@ export const shareLinks = pgTable(
       .where(sql`revoked_at is null`),
   ],
 )
+
+/**
+ * Files attached to messages (lib/files). The log's `message` event names a file (id, name,
+ * media type, size, sha256); the bytes live in `file_bytes` (the default back end) or in an
+ * S3-compatible bucket (`storage = 's3'`, keyed by id). `owner` is the account or guest that
+ * uploaded it; `session_id` is the chat whose message first named it (null until then: such an
+ * upload is swept after A2_UNREFERENCED_FILE_TTL_MS). Only the owner, or a live share link of
+ * that chat, is ever served it.
+ */
+export const files = pgTable(
+  'files',
+  {
+    id: text('id').primaryKey(),
+    owner: text('owner').notNull(),
+    sessionId: text('session_id'),
+    name: text('name').notNull(),
+    mediaType: text('media_type').notNull(),
+    size: integer('size').notNull(),
+    sha256: text('sha256').notNull(),
+    storage: text('storage').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('files_owner').on(t.owner),
+    index('files_session').on(t.sessionId),
+    index('files_unreferenced')
+      .on(t.createdAt)
+      .where(sql`session_id is null`),
+  ],
+)
+export type FileRow = typeof files.$inferSelect
+
+/** Bytes of the files kept in the database (the default back end): deleted with their row. */
+export const fileBytes = pgTable('file_bytes', {
+  fileId: text('file_id')
+    .primaryKey()
+    .references(() => files.id, { onDelete: 'cascade' }),
+  bytes: bytea('bytes').notNull(),
+})

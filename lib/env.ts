@@ -111,6 +111,27 @@ const schema = z.object({
   /** The model's context budget in tokens (~4 characters each): older turns beyond it are left out. */
   A2_CONTEXT_BUDGET_TOKENS: count(8_000),
 
+  // Attachments (lib/files, docs/attachments.md).
+  /** Bytes one attached file may have (413 past it, nothing stored). */
+  A2_MAX_FILE_BYTES: count(10 * 1024 * 1024),
+  /** Files one message may carry. */
+  A2_MAX_FILES_PER_MESSAGE: count(8),
+  /** Bytes of the files one message may carry together. */
+  A2_MAX_MESSAGE_FILE_BYTES: count(25 * 1024 * 1024),
+  /** Bytes of files one account (or guest) may keep: uploads past it are 413s until chats are deleted. */
+  A2_FILE_QUOTA_BYTES_PER_USER: count(200 * 1024 * 1024),
+  /** An upload no message refers to is deleted this many ms after it arrived (a sweep at start and every few minutes). */
+  A2_UNREFERENCED_FILE_TTL_MS: count(60 * 60 * 1000),
+  /** Set to keep files' bytes in an S3-compatible bucket (AWS, R2, MinIO …) instead of the database. */
+  A2_S3_BUCKET: z.string().min(1).optional(),
+  /** The store's endpoint (unset: AWS itself). */
+  A2_S3_ENDPOINT: z.string().url().optional(),
+  A2_S3_REGION: z.string().min(1).default('us-east-1'),
+  A2_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  A2_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Path-style URLs (`endpoint/bucket/key`): MinIO and most self-hosted stores need it. */
+  A2_S3_FORCE_PATH_STYLE: flag('1'),
+
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
 })
 

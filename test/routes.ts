@@ -48,6 +48,9 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     sharedSnapshot: await import('@/app/api/shared/[token]/snapshot/route'),
     sharedEvents: await import('@/app/api/shared/[token]/sessions/[id]/events/route'),
     chatServer: await import('@/lib/chat/server/chat-server'),
+    files: await import('@/app/api/files/route'),
+    file: await import('@/app/api/files/[id]/route'),
+    sharedFile: await import('@/app/api/shared/[token]/files/[id]/route'),
   }
   /** [pattern, module] in match order: the handler for a path, as Next's router picks it. */
   const table: Array<[RegExp, Record<string, unknown>, string[]]> = [
@@ -59,6 +62,9 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
     [/^\/api\/sessions\/([^/]+)\/export$/, routes.exported, ['id']],
     [/^\/api\/shared\/([^/]+)\/snapshot$/, routes.sharedSnapshot, ['token']],
     [/^\/api\/shared\/([^/]+)\/sessions\/([^/]+)\/events$/, routes.sharedEvents, ['token', 'id']],
+    [/^\/api\/files$/, routes.files, []],
+    [/^\/api\/files\/([^/]+)$/, routes.file, ['id']],
+    [/^\/api\/shared\/([^/]+)\/files\/([^/]+)$/, routes.sharedFile, ['token', 'id']],
     [/^\/api\/runs$/, routes.runs, []],
     [/^\/api\/runs\/([^/]+)$/, routes.run, ['id']],
     [/^\/api\/runs\/([^/]+)\/effects\/([^/]+)$/, routes.effect, ['id', 'key']],
@@ -86,7 +92,13 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
   async function call(
     method: string,
     pathAndQuery: string,
-    init: { cookie?: string; body?: string | ReadableStream<Uint8Array>; headers?: Record<string, string>; base?: string; signal?: AbortSignal } = {},
+    init: {
+      cookie?: string
+      body?: string | Uint8Array | ReadableStream<Uint8Array>
+      headers?: Record<string, string>
+      base?: string
+      signal?: AbortSignal
+    } = {},
   ): Promise<Response> {
     const url = new URL(pathAndQuery, init.base ?? BASE)
     if (table.some(([pattern]) => pattern.test(url.pathname))) {
@@ -99,7 +111,7 @@ export async function loadRoutes(options: { databaseUrl?: string; env?: Record<s
       const request = new Request(url, {
         method,
         headers,
-        body: init.body,
+        body: init.body as BodyInit | undefined,
         signal: init.signal,
         ...(init.body instanceof ReadableStream ? { duplex: 'half' } : {}),
       } as RequestInit)

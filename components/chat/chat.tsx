@@ -7,6 +7,8 @@ import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { ChatState } from '@/lib/chat/fold/reducer'
 import type { PushError } from '@/lib/a2/react'
 import { AlertIcon, RefreshIcon, XIcon } from '../icons'
+import { takeFirstFiles } from './attachments'
+import type { FileRef } from '@/lib/chat/contract'
 import { meansNoSuchChat, chatListStore, sessionTitle, takeFirstMessage, useChatList } from '../chat-list-store'
 import { Composer, type ComposerHandle } from './composer'
 import { Messages } from './messages'
@@ -55,7 +57,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     const text = takeFirstMessage(sessionId)
     if (text === undefined) return
     follow()
-    void send(text, { model: chosenModel(models) })
+    void send(text, { model: chosenModel(models), files: takeFirstFiles(sessionId) })
       .then(() => chatListStore.changed()) // titled from it: the other tabs' lists too
       .catch(() => {}) // a failure shows in the error alert, with Retry
   }, [sessionId, send, follow, models])
@@ -206,9 +208,9 @@ function useTurnActions({
   lastVisibleAnswer: React.RefObject<string | undefined>
 }) {
   const onSend = useCallback(
-    (text: string) => {
+    (text: string, files: FileRef[] = []) => {
       follow()
-      void send(text, { after: lastVisibleAnswer.current, model: chosenModel(models) })
+      void send(text, { after: lastVisibleAnswer.current, model: chosenModel(models), files })
         .then(() => chatListStore.changed()) // generating, and first in the list: in the other tabs too
         .catch(() => {})
     },
@@ -287,7 +289,7 @@ function ChatFooter({
   onRetry: (error: PushError) => void
   onDismiss: () => void
   composerRef: React.RefObject<ComposerHandle | null>
-  onSend: (text: string) => void
+  onSend: (text: string, files: FileRef[]) => void
   onStop: () => void
   active: boolean
 }) {

@@ -5,6 +5,8 @@ import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
 import { touchPrimary } from './touch'
 import { clearDraftIf, readDraft, writeDraft } from './drafts'
 import { ModelPicker } from './model-picker'
+import { AttachButton, AttachmentTray, fileDropHandlers, useAttachments } from './attachments'
+import type { FileRef } from '@/lib/chat/contract'
 
 export interface ComposerHandle {
   focus(): void
@@ -19,7 +21,7 @@ interface ComposerProps {
    * Sends the text. Sync (or a resolved promise) clears the box; a rejected promise keeps
    * the text so nothing typed is lost.
    */
-  onSend: (text: string) => void | Promise<unknown>
+  onSend: (text: string, files: FileRef[]) => void | Promise<unknown>
   /** Stops the answer being written. */
   onStop?: () => void
   /** An answer is being written: the send button becomes Stop. */
@@ -47,6 +49,8 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
 ) {
   const [text, setText] = useState('')
   const textareaRef = useRef<HTMLTextAreaElement>(null)
+  const attachments = useAttachments()
+  const dropHandlers = fileDropHandlers(attachments.add)
 
   useDraft(draftKey, textareaRef, text, setText)
 
@@ -73,16 +77,17 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
 
   const length = text.length
   const tooLong = length > MAX_MESSAGE_CHARS
-  const canSend = !active && !sending && !disabled && text.trim().length > 0 && !tooLong
+  const canSend = !active && !sending && !disabled && text.trim().length > 0 && !tooLong && !attachments.uploading && !attachments.failed
 
   const submit = () => {
     if (!canSend) return
     const sent = text
-    const result = onSend(sent)
+    const result = onSend(sent, attachments.refs)
     if (result instanceof Promise) {
       result.then(
         () => {
           setText((current) => (current === sent ? '' : current))
+          attachments.clear()
           // The page may be gone by now ("/" navigates to the new chat): the stored draft too.
           if (draftKey !== undefined) clearDraftIf(draftKey, sent)
         },
@@ -90,6 +95,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
       )
     } else {
       setText('')
+      attachments.clear()
     }
     textareaRef.current?.focus()
   }
@@ -103,10 +109,14 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         submit()
       }}
       aria-label="Send a message"
-      className={`relative flex items-end gap-2 rounded-[26px] border bg-white p-2 pl-4 shadow-sm transition-colors focus-within:border-neutral-400 dark:bg-neutral-800 dark:focus-within:border-neutral-500 ${
+      onDragOver={dropHandlers.onDragOver}
+      onDrop={dropHandlers.onDrop}
+      className={`relative flex flex-wrap items-end gap-2 rounded-[26px] border bg-white p-2 pl-4 shadow-sm transition-colors focus-within:border-neutral-400 dark:bg-neutral-800 dark:focus-within:border-neutral-500 ${
         tooLong ? 'border-red-400 dark:border-red-500/70' : 'border-neutral-200 dark:border-neutral-700'
       }`}
     >
+      <AttachmentTray attachments={attachments} />
+      <AttachButton onFiles={attachments.add} disabled={disabled} />
       <label htmlFor="composer-input" className="sr-only">
         Message
       </label>
@@ -116,6 +126,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         data-testid="composer-input"
         value={text}
         onChange={(e) => setText(e.target.value)}
+        onPaste={dropHandlers.onPaste}
         onKeyDown={(e) => {
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault()

@@ -4,6 +4,7 @@ import type { UserTurn } from '@/lib/chat/fold/reducer'
 import { MAX_MESSAGE_CHARS } from '@/lib/chat/limits'
 import { PencilIcon } from '../icons'
 import { CopyButton } from './copy-button'
+import { MessageFiles } from './attachments'
 
 /** One of the reader's messages: its text, Copy and Edit, and the ‹ › switcher; editing, a form in its place. */
 export const UserMessage = memo(function UserMessage({
@@ -83,6 +84,7 @@ export const UserMessage = memo(function UserMessage({
       >
         {turn.text}
       </div>
+      {turn.files && turn.files.length > 0 && <MessageFiles files={turn.files} />}
       {/* On wide screens the row shows on hover, over the space below, so hidden it takes no
           room; with versions to switch it stays in the flow. Phones always show it. */}
       <div className="flex items-center gap-0.5 md:absolute md:top-full md:right-0 md:mt-0.5 md:has-[[data-testid=version-switcher]]:static md:has-[[data-testid=version-switcher]]:mt-0">

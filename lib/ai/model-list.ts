@@ -17,6 +17,12 @@ const capabilities = {
   reasoning: z.boolean(),
   /** The server accepts `tools` in a request: the chat offers the model its tools (saveNote). */
   tools: z.boolean(),
+  /**
+   * The kinds of file the model takes as files (AI SDK file parts: a vision model's images, a
+   * model that reads PDFs). Unset: none; its PDFs and text files go as extracted text, and it
+   * is told in one line of each image it cannot see (lib/chat/answer/file-parts.ts).
+   */
+  files: z.array(z.enum(['image', 'pdf'])).optional(),
 }
 
 const openai = z

@@ -14,6 +14,8 @@ export interface ChatModel {
   label: string
   reasoning: boolean
   tools: boolean
+  /** The kinds of file it is sent as files (AI SDK file parts); the rest go as text. */
+  files: Array<'image' | 'pdf'>
   model: LanguageModel
 }
 
@@ -62,6 +64,7 @@ export function selectModels(config: ModelConfig = env()): ChatModel[] {
     label: entry.label,
     reasoning: entry.reasoning,
     tools: entry.tools,
+    files: entry.files ?? [],
     model: build(entry, config),
   }))
 }

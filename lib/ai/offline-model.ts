@@ -6,6 +6,7 @@ import type {
   LanguageModelV4StreamPart,
   LanguageModelV4Usage,
 } from '@ai-sdk/provider'
+import { describeAttachments, isAttachmentText } from './offline-files'
 import { countText } from './usage'
 
 // A built-in model so the app streams real, readable answers with no API key.
@@ -291,7 +292,8 @@ function lastUserText(prompt: LanguageModelV4Prompt): string {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const message = prompt[i]
     if (message.role !== 'user') continue
-    return message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n')
+    // The files' text (lib/files/extract.ts) is what they were given, not what they asked.
+    return message.content.flatMap((part) => (part.type === 'text' && !isAttachmentText(part.text) ? [part.text] : [])).join('\n')
   }
   return ''
 }
@@ -428,7 +430,9 @@ function answerTokens(
   tokens: string[]
   finishReason: LanguageModelV4FinishReason
 } {
-  const all = continuation(options.prompt, tokenize(afterToolText(options) ?? styledAnswer(offlineAnswer(lastUserText(options.prompt)), style)))
+  const files = describeAttachments(options.prompt)
+  const answer = styledAnswer(offlineAnswer(lastUserText(options.prompt)), style)
+  const all = continuation(options.prompt, tokenize(afterToolText(options) ?? (files ? `${files}\n\n${answer}` : answer)))
   const limit = options.maxOutputTokens
   if (limit !== undefined && limit < all.length) {
     return { tokens: all.slice(0, limit), finishReason: { unified: 'length', raw: 'length' } }

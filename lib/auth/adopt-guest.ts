@@ -1,7 +1,7 @@
 /**
  * A guest who signs up or signs in keeps what they made: their chats move to the account
  * (lib/a2's sessions.transfer), and the app's rows that name them move in the same
- * transaction — their notes, their chats' share links, and the tokens they spent in chats they deleted, so the daily
+ * transaction — their notes, their chats' share links, their files, and the tokens they spent in chats they deleted, so the daily
  * budget counts the guest's spending against the account. Running again moves nothing
  * more: no duplicate, no orphan.
  */
@@ -15,6 +15,7 @@ export async function adoptGuest(guestId: string, accountId: string): Promise<nu
       await tx.execute(sql`update notes set owner = ${accountId} where owner = ${guestId}`)
       await tx.execute(sql`update spent_tokens set owner = ${accountId} where owner = ${guestId}`)
       await tx.execute(sql`update share_links set owner = ${accountId} where owner = ${guestId}`)
+      await tx.execute(sql`update files set owner = ${accountId} where owner = ${guestId}`)
     },
   })
 }

@@ -1,7 +1,7 @@
 /**
  * Deleting an account leaves no row of it: every chat (as a chat's own delete does, so a
  * chat with an UNKNOWN call refuses the whole deletion first, with nothing erased), its
- * notes, the tokens it spent, its share links, its mail, its rate-limit rows, and its name
+ * files (rows and bytes, in either back end), its notes, the tokens it spent, its share links, its mail, its rate-limit rows, and its name
  * in the operator audit. better-auth then deletes the user and, by cascade, its sessions,
  * sign-in methods and passkeys.
  */
@@ -9,6 +9,7 @@ import { APIError } from 'better-auth/api'
 import { sql } from 'drizzle-orm'
 import { deleteChat } from '@/lib/chat/server/delete-chat'
 import { getChatServer } from '@/lib/chat/server/chat-server'
+import { getFiles } from '@/lib/files'
 import { getStore } from '@/lib/store'
 
 export async function eraseAccountData(user: { id: string; email: string }): Promise<void> {
@@ -24,6 +25,7 @@ export async function eraseAccountData(user: { id: string; email: string }): Pro
     throw new APIError('CONFLICT', { message: 'A chat has a call that may or may not have happened: the account can be deleted once it is settled.' })
   }
   for (const id of ids) await deleteChat(server, id, user.id, { keepSpent: false })
+  await (await getFiles()).deleteForOwner(user.id) // and the uploads no chat named
   const { db } = await getStore()
   const email = user.email.toLowerCase()
   await db.transaction(async (tx) => {

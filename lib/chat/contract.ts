@@ -32,15 +32,39 @@ export type ToolCallState = (typeof TOOL_CALL_STATES)[number]
 /** An answer's tokens: the provider's figures, or (`counted: true`) the app's count when it reported none (a Stop, a server without usage). */
 const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional(), counted: z.literal(true).optional() })
 
+/**
+ * A file a message carries, by reference (lib/files): the log never holds bytes. Admission
+ * checks that it is the pusher's and exactly as uploaded; an edit that names no files keeps
+ * those of the message it edits (the fold).
+ */
+export const fileRef = z
+  .object({
+    id: z.string().uuid(),
+    name: z.string().min(1).max(255),
+    mediaType: z.string().min(1).max(100),
+    size: z.number().int().min(1),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  })
+  .strict()
+export type FileRef = z.infer<typeof fileRef>
+/** The contract's own bound (the deployment's A2_MAX_FILES_PER_MESSAGE, checked at admission, may be lower). */
+export const MAX_FILES_PER_MESSAGE = 32
+
 export const chat = defineContract({
   events: {
     /**
      * A user's message. `edits` names the message it is a new version of (edit-and-resend);
-     * `after` names the answer it follows (the version on screen when it was sent).
+     * `after` names the answer it follows (the version on screen when it was sent). `files` are
+     * the files it carries, by reference.
      */
     message: {
       schema: z
-        .object({ text: z.string().trim().min(1).max(MAX_MESSAGE_CHARS), edits: z.string().max(64).optional(), after: z.string().max(64).optional() })
+        .object({
+          text: z.string().trim().min(1).max(MAX_MESSAGE_CHARS),
+          edits: z.string().max(64).optional(),
+          after: z.string().max(64).optional(),
+          files: z.array(fileRef).max(MAX_FILES_PER_MESSAGE).optional(),
+        })
         .strict(),
       push: true,
     },

@@ -19,7 +19,7 @@ type IdentityRule = 'required' | 'create' | 'optional'
 export async function route(
   request: Request,
   handler: (identity: Identity) => Promise<Response>,
-  options?: { identity?: 'required' | 'create' },
+  options?: { identity?: 'required' | 'create'; body?: 'application/json' | 'application/octet-stream' },
 ): Promise<Response>
 export async function route(
   request: Request,
@@ -30,11 +30,11 @@ export async function route(
   request: Request,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the overloads above type the handler
   handler: (identity: any) => Promise<Response>,
-  options: { identity?: IdentityRule } = {},
+  options: { identity?: IdentityRule; body?: 'application/json' | 'application/octet-stream' } = {},
 ): Promise<Response> {
   let identity: Identity | undefined
   try {
-    if (request.method !== 'GET' && request.method !== 'HEAD') checkStateChange(request)
+    if (request.method !== 'GET' && request.method !== 'HEAD') checkStateChange(request, options.body)
     identity = await identify(request, options.identity ?? 'required')
     const response = await handler(identity)
     if (identity.setCookie) response.headers.append('set-cookie', identity.setCookie)

@@ -10,10 +10,14 @@
 import { A2Error } from '@/lib/a2'
 import { requestHost } from './request-facts'
 
-export function checkStateChange(request: Request): void {
+/**
+ * `accepts` is the body's type: JSON, or `application/octet-stream` for an upload's raw bytes
+ * (not CORS-safelisted either, so it needs the same preflight we never grant).
+ */
+export function checkStateChange(request: Request, accepts: 'application/json' | 'application/octet-stream' = 'application/json'): void {
   const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase()
-  if (type !== 'application/json') {
-    throw new A2Error('unsupported_media_type', 'send the body as Content-Type: application/json')
+  if (type !== accepts) {
+    throw new A2Error('unsupported_media_type', `send the body as Content-Type: ${accepts}`)
   }
   const site = request.headers.get('sec-fetch-site')?.trim()
   if (site && site !== 'same-origin') throw new A2Error('cross_origin', `a ${site} request cannot change anything here`)

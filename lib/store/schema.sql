@@ -162,6 +162,23 @@ create table public.auth_verification (
   updated_at timestamp with time zone default now() not null
 );
 
+create table public.file_bytes (
+  file_id text not null,
+  bytes bytea not null
+);
+
+create table public.files (
+  id text not null,
+  owner text not null,
+  session_id text,
+  name text not null,
+  media_type text not null,
+  size integer not null,
+  sha256 text not null,
+  storage text not null,
+  created_at timestamp with time zone default now() not null
+);
+
 create table public.mail_outbox (
   id bigint default nextval('mail_outbox_id_seq'::regclass) not null,
   at timestamp with time zone default now() not null,
@@ -235,6 +252,9 @@ alter table public.auth_session add constraint auth_session_user_id_auth_user_id
 alter table public.auth_user add constraint auth_user_email_unique UNIQUE (email);
 alter table public.auth_user add constraint auth_user_pkey PRIMARY KEY (id);
 alter table public.auth_verification add constraint auth_verification_pkey PRIMARY KEY (id);
+alter table public.file_bytes add constraint file_bytes_file_id_files_id_fk FOREIGN KEY (file_id) REFERENCES files(id) ON DELETE CASCADE;
+alter table public.file_bytes add constraint file_bytes_pkey PRIMARY KEY (file_id);
+alter table public.files add constraint files_pkey PRIMARY KEY (id);
 alter table public.mail_outbox add constraint mail_outbox_pkey PRIMARY KEY (id);
 alter table public.notes add constraint notes_pkey PRIMARY KEY (idempotency_key);
 alter table public.operator_audit add constraint operator_audit_pkey PRIMARY KEY (id);
@@ -257,6 +277,9 @@ CREATE INDEX auth_passkey_credential ON public.auth_passkey USING btree (credent
 CREATE INDEX auth_passkey_user ON public.auth_passkey USING btree (user_id);
 CREATE INDEX auth_session_user ON public.auth_session USING btree (user_id);
 CREATE INDEX auth_verification_identifier ON public.auth_verification USING btree (identifier);
+CREATE INDEX files_owner ON public.files USING btree (owner);
+CREATE INDEX files_session ON public.files USING btree (session_id);
+CREATE INDEX files_unreferenced ON public.files USING btree (created_at) WHERE (session_id IS NULL);
 CREATE INDEX mail_outbox_to ON public.mail_outbox USING btree ("to", at);
 CREATE INDEX notes_owner ON public.notes USING btree (owner, created_at);
 CREATE INDEX operator_audit_job ON public.operator_audit USING btree (job_id, at);

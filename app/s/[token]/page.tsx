@@ -15,6 +15,7 @@ import { reduceChat, type ChatState } from '@/lib/chat/fold/reducer'
 import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import { joinWindow, type TurnsWindow } from '@/lib/chat/fold/first-screen'
 import { Messages } from '@/components/chat/messages'
+import { FileLinksProvider } from '@/components/chat/attachments'
 import { useDocumentTitle } from '@/components/document-title'
 
 /** The shared chat's first screen (lib/chat/fold/first-screen.ts): older turns come a page at a time. */
@@ -106,24 +107,28 @@ function SharedLive({ token, shared, onGone }: { token: string; shared: Shared; 
     [token, store],
   )
   const onLoadOlder = useCallback(() => (history.older === null ? Promise.resolve() : loadPage('above', history.older)), [history.older, loadPage])
+  const fileLink = useCallback((id: string) => `/api/shared/${encodeURIComponent(token)}/files/${id}`, [token])
   const end = turns.at(-1)?.turn.id
   useEffect(() => {
     if (end !== undefined && history.continues.has(end)) void loadPage('below', end).catch(() => {})
   }, [end, history.continues, loadPage])
   return (
     <div className="flex min-h-0 flex-1 flex-col" data-testid="shared-chat" data-connection={session.connection}>
-      <Messages
-        turns={turns}
-        busy={false}
-        stopsUndelivered={NONE}
-        followKey={0}
-        onRegenerate={noop}
-        onEdit={noop}
-        onSelectVersion={onSelectVersion}
-        hasOlder={history.older !== null}
-        onLoadOlder={onLoadOlder}
-        readOnly
-      />
+      {/* The link's own file route: the viewer has no identity, and a revoked link reads no file. */}
+      <FileLinksProvider value={fileLink}>
+        <Messages
+          turns={turns}
+          busy={false}
+          stopsUndelivered={NONE}
+          followKey={0}
+          onRegenerate={noop}
+          onEdit={noop}
+          onSelectVersion={onSelectVersion}
+          hasOlder={history.older !== null}
+          onLoadOlder={onLoadOlder}
+          readOnly
+        />
+      </FileLinksProvider>
     </div>
   )
 }

@@ -18,6 +18,7 @@ import { chat } from '../contract'
 import { reconcileToolCall, toolKinds, type ChatToolConfig } from '../tools/chat-tools'
 import type { StoredEffect } from '../tools/stored-effect'
 import { answerHandler, type AnswerModel } from './handler'
+import type { FileSource } from './file-parts'
 import { onAnswerEnded } from './unfinished'
 
 export interface GenerateOptions extends ChatToolConfig {
@@ -25,13 +26,17 @@ export interface GenerateOptions extends ChatToolConfig {
   model: LanguageModel
   /** The model's configured capability (lib/ai/model-list.ts): false sends no tools, for a server that refuses them. Default true. */
   takesTools?: boolean
+  /** The kinds of file that model is sent as files (its configuration's `files`); none: all as text. */
+  takesFiles?: readonly ('image' | 'pdf')[]
+  /** Where a message's files are read (the app's files in this store); unset: none can be read. */
+  files?: FileSource
   /** Every configured model, built once (lib/ai/model.ts selectModels): a generate's `model` names the one that answers it. */
   models?: readonly ChatModel[]
   /** A run's stored effects (the server's operator view): how a run settled without its handler tells its calls' states. */
   storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>
 }
 
-export function generateConsumer({ model, takesTools = true, models = [], storedEffects, ...toolConfig }: GenerateOptions) {
+export function generateConsumer({ model, takesTools = true, takesFiles = [], models = [], storedEffects, files, ...toolConfig }: GenerateOptions) {
   const byId = new Map(models.map((m) => [m.id, m]))
   const kinds = toolKinds(toolConfig)
   return consumer({
@@ -52,9 +57,9 @@ export function generateConsumer({ model, takesTools = true, models = [], stored
     onEnded: onAnswerEnded(storedEffects),
   }).run(async (ctx) => {
     const chosen = ctx.event.payload.model
-    const choice: AnswerModel | undefined = chosen === undefined ? { model, tools: takesTools } : byId.get(chosen)
+    const choice: AnswerModel | undefined = chosen === undefined ? { model, tools: takesTools, files: takesFiles } : byId.get(chosen)
     // Admission checked the id against the list; a list changed since (a restart with another A2_MODELS) fails it plainly, once.
     if (!choice) throw new NotRetryable(`The model "${chosen}" is no longer offered by this server`, { code: 'model_not_offered' })
-    await answerHandler(ctx, choice, kinds)
+    await answerHandler(ctx, choice, kinds, files)
   })
 }

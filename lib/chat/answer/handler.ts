@@ -18,6 +18,8 @@ import { settleInFlight } from '../tools/settle-in-flight'
 import type { ToolCall } from '../tools/tool-call'
 import type { ToolKind } from '../tools/tool-kind'
 import { chunkWriter, type ChunkWriter } from './chunk-writer'
+import { withFileContents, type FileKind, type FileSource } from './file-parts'
+import { env } from '@/lib/env'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, callsSoFar, committedAnswer, toModelMessages } from './history'
 import { modelErrorLine } from './model-failure'
 import { restatementFilter } from './restatement'
@@ -31,6 +33,8 @@ type Run = RunContext<Chat, 'generate'>
 export interface AnswerModel {
   model: LanguageModel
   tools: boolean
+  /** The kinds of file it is sent as files (its configuration's `files`); others go as text (file-parts.ts). */
+  files?: readonly FileKind[]
 }
 
 /** What this attempt sent and what the model streamed back, every delta: a Stop's answer is billed from these. */
@@ -40,7 +44,12 @@ interface Billing {
   streamed: string
 }
 
-export async function answerHandler(ctx: Run, { model, tools: takesTools }: AnswerModel, kinds: readonly ToolKind[]): Promise<void> {
+export async function answerHandler(
+  ctx: Run,
+  { model, tools: takesTools, files: takesFiles = [] }: AnswerModel,
+  kinds: readonly ToolKind[],
+  storedFiles: FileSource = noFiles,
+): Promise<void> {
   const { writer, writeFailed } = answerWriter(ctx)
   const billing: Billing = { streamed: '' }
   // A tool call's step is pushed once, by whichever comes first: the stream's `tool-call`
@@ -66,7 +75,7 @@ export async function answerHandler(ctx: Run, { model, tools: takesTools }: Answ
   )
 
   try {
-    const { soFar, instructions, messages } = await promptOf(ctx)
+    const { soFar, instructions, messages } = await promptOf(ctx, takesFiles, storedFiles)
     const outcome = await ctx.effect(
       'model',
       async (idempotencyKey, signal) => {
@@ -178,7 +187,11 @@ function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<unk
 }
 
 /** What the model is sent: the conversation before this generation and, for a successor or a Continue, the answer so far. */
-async function promptOf(ctx: Run): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] }> {
+async function promptOf(
+  ctx: Run,
+  takesFiles: readonly FileKind[],
+  storedFiles: FileSource,
+): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] }> {
   // The conversation before this generation, from the newest checkpoint of the fold: a
   // session of 100k events costs what a short one does (folding them all held the
   // worker's loop past the 15 s lease).
@@ -193,7 +206,13 @@ async function promptOf(ctx: Run): Promise<{ soFar: string; instructions: string
   // Continue, the stopped version's as the reader saw them (the fold carries them over), so the
   // model is not left to make a call again that happened (continue-tools.integration.test.ts).
   const calls = continuing ? callsSoFar(history, ctx.event, own) : []
-  const messages = toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar, callsSoFar: calls })
+  // Files' text gets at most half the context budget (~4 characters a token), shared among them.
+  const messages = await withFileContents(
+    toModelMessages(history, ctx.event.payload.for, { answerSoFar: soFar, callsSoFar: calls }),
+    takesFiles,
+    storedFiles,
+    env().A2_CONTEXT_BUDGET_TOKENS * 2,
+  )
   const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
   return { soFar, instructions, messages }
 }
@@ -232,3 +251,6 @@ function normalizeReason(reason: string): FinishReason {
     ? (reason as FinishReason)
     : 'other'
 }
+
+/** No file store (a test's consumer without one): every file reads as no longer available. */
+const noFiles: FileSource = { read: async () => undefined }

@@ -9,6 +9,7 @@ import type { ChatEvent } from '../contract'
 import { answerText, foldChat, latestBranch, type AnswerTurn, type ChatState, type Turn } from '../fold/reducer'
 import { pathTo } from '../fold/versions'
 import { answerMessages } from './answer-messages'
+import { userMessage } from './file-parts'
 
 /** A short system prompt; the chat is about whatever the user asks. */
 export const SYSTEM_PROMPT =
@@ -58,7 +59,7 @@ export function toModelMessages(
   // Each turn's messages (an answer with tool calls is up to three), newest turn first: a turn is kept or dropped whole.
   const newestFirst: ModelMessage[][] = []
   for (const turn of branchBackwards(state, forMessage)) {
-    const group: ModelMessage[] = turn.kind === 'user' ? [{ role: 'user', content: turn.text }] : answerMessages(turn)
+    const group: ModelMessage[] = turn.kind === 'user' ? [userMessage(turn)] : answerMessages(turn)
     if (group.length === 0) continue
     const cost = group.reduce((sum, message) => sum + messageTokens(message), 0)
     if (cost > left && newestFirst.length > 0) break

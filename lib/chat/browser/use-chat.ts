@@ -8,7 +8,7 @@
 import { useCallback, useMemo, useRef, useState } from 'react'
 import { useSession, clientEventId, httpErrorOf } from '@/lib/a2/react'
 import type { A2Event } from '@/lib/a2'
-import type { ChatEvent } from '../contract'
+import type { ChatEvent, FileRef } from '../contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from '../fold/reducer'
 import { joinWindow, type TurnsWindow } from '../fold/first-screen'
 
@@ -86,10 +86,12 @@ export function useChat(sessionId: string) {
 
   /** Sends a message and asks for its answer from `model` (unset: the server's default), in one push (one transaction). */
   const send = useCallback(
-    (text: string, options: { edits?: string; after?: string; model?: string } = {}) => {
+    (text: string, options: { edits?: string; after?: string; model?: string; files?: FileRef[] } = {}) => {
       const messageId = clientEventId()
       // An edit sits beside the message it edits; a new message follows the answer on screen.
-      const payload = options.edits ? { text, edits: options.edits } : options.after ? { text, after: options.after } : { text }
+      const placed = options.edits ? { text, edits: options.edits } : options.after ? { text, after: options.after } : { text }
+      // Files by reference; an edit that names none keeps the edited message's (the fold).
+      const payload = options.files?.length ? { ...placed, files: options.files } : placed
       return push([
         { id: messageId, type: 'message', payload },
         { type: 'generate', payload: withModel({ for: messageId }, options.model) },

@@ -105,6 +105,13 @@ export class DraftTurns {
    * Where a new message hangs: beside the message it edits (a new version of it), after the
    * answer it names, or — for logs from before `after` existed — after the latest branch's end.
    */
+  /** The files a new message carries: its own, or (an edit naming none) those of the message it edits. */
+  filesOf(payload: { edits?: string; files?: UserTurn['files'] }): UserTurn['files'] {
+    if (payload.files !== undefined || !payload.edits) return payload.files
+    const edited = this.layer.firstUserOf(payload.edits)
+    return edited === undefined ? undefined : (this.turnAt(edited) as UserTurn).files
+  }
+
   parentOf(payload: { edits?: string; after?: string }): string | null {
     if (payload.edits) {
       const edited = this.layer.firstUserOf(payload.edits)

@@ -4,14 +4,27 @@
  * is checked against (reducer.property.test.ts). Test-only.
  */
 import type { ChatEvent } from '../contract'
-import { answerText, isTerminal, latestBranch, type AnswerPart, type AnswerTurn, type ChatState, type Chunk, type ToolPart } from './reducer'
+import {
+  answerText,
+  isTerminal,
+  latestBranch,
+  type AnswerPart,
+  type AnswerTurn,
+  type ChatState,
+  type Chunk,
+  type ToolPart,
+  type UserTurn,
+} from './reducer'
 import { compactParts, cutParts } from './parts'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
     case 'message': {
       const parent = parentOf(state, event.payload)
-      return { turns: [...movedOn(state.turns), { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent }] }
+      const edited = state.turns.find((t): t is UserTurn => t.kind === 'user' && t.id === event.payload.edits)
+      const files = event.payload.files ?? (event.payload.edits ? edited?.files : undefined)
+      const turn: UserTurn = { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent, ...(files?.length ? { files } : {}) }
+      return { turns: [...movedOn(state.turns), turn] }
     }
     case 'generate': {
       // A regenerate is one more version of the answer to `for`; the one it follows is kept.

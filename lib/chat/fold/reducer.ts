@@ -8,7 +8,7 @@ import { DraftTurns } from './draft-turns'
 import { indexOf } from './turn-index'
 import { chunkEndsOf, cutFinished, cutsFinished, withoutPartEnds, withPartEnds } from './late-stop'
 import { compactParts, cutParts, type AnswerPart, type ReasoningPart, type ToolPart } from './parts'
-import { initialChatState, isTerminal, slotOf, nextSlot, ROOT_SLOT, type AnswerTurn, type ChatState, type Turn } from './turns'
+import { initialChatState, isTerminal, slotOf, nextSlot, ROOT_SLOT, type AnswerTurn, type ChatState, type Turn, type UserTurn } from './turns'
 
 export type { AnswerPart, ReasoningPart, ToolPart } from './parts'
 export type { AnswerStatus, AnswerTurn, ChatState, Chunk, Turn, UserTurn } from './turns'
@@ -55,7 +55,7 @@ class ChatDraft {
   apply(event: ChatEvent): void {
     switch (event.type) {
       case 'message':
-        return this.add({ kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent: this.turns.parentOf(event.payload) })
+        return this.message(event)
       case 'generate':
         return this.generate(event)
       case 'chunk':
@@ -89,6 +89,13 @@ class ChatDraft {
       default:
         return assertNever(event)
     }
+  }
+
+  private message(event: Extract<ChatEvent, { type: 'message' }>): void {
+    const turn: UserTurn = { kind: 'user', id: event.id, index: event.index, text: event.payload.text, parent: this.turns.parentOf(event.payload) }
+    const files = this.turns.filesOf(event.payload)
+    if (files?.length) turn.files = files
+    this.add(turn)
   }
 
   private generate(event: Extract<ChatEvent, { type: 'generate' }>): void {

@@ -2,7 +2,7 @@
  * The fold's shapes (reducer.ts folds the log into them): a ChatState is every turn of every
  * version in log order; versions share a slot (versions.ts picks the branch on screen).
  */
-import type { FinishReason } from '../contract'
+import type { FileRef, FinishReason } from '../contract'
 import type { AnswerPart } from './parts'
 
 export interface Chunk {
@@ -21,6 +21,8 @@ export interface UserTurn {
    * older version of that answer); see versions.ts.
    */
   parent: string | null
+  /** The files it carries (references), or those of the message it edits when the edit named none. */
+  files?: FileRef[]
 }
 
 export type AnswerStatus = 'waiting' | 'streaming' | 'done' | 'stopped' | 'failed'

@@ -9,6 +9,8 @@ import { createServer, type A2Server, type Worker } from '@/lib/a2/server'
 import { getStore, closeStore } from '@/lib/store'
 import { env } from '@/lib/env'
 import { selectModels, type ModelConfig } from '@/lib/ai/model'
+import { filesOf } from '@/lib/files'
+import { fileSourceOf } from '../answer/file-parts'
 import { chat, type Chat } from '../contract'
 import { generateConsumer } from '../answer/generate'
 import { noteOutbox, type NoteOutbox } from '../tools/notes'
@@ -42,7 +44,7 @@ export function buildChatServer(
 ) {
   // Every configured model is built once, at boot; a generate names the one that answers it (the first when it names none).
   const models = selectModels(modelConfig)
-  const { model, label, tools } = models[0]
+  const { model, label, tools, files } = models[0]
   const notes = noteOutbox(store)
   // The session's caps count the answers' chunks too: an answer that fills the chat ends there ('session_full').
   const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
@@ -53,6 +55,8 @@ export function buildChatServer(
         model,
         notes,
         takesTools: tools,
+        takesFiles: files,
+        files: fileSourceOf(filesOf(store.db)),
         models,
         webhook: webhookUrl ? webhook(webhookUrl) : undefined,
         mcp,

@@ -1,5 +1,6 @@
 /**
- * Deleting a chat for good: its log, jobs, their history and effects, its share links, with
+ * Deleting a chat for good: its log, jobs, their history and effects, its share links, its
+ * files (rows and bytes: after the log's delete, so a refused delete keeps them), with
  * the tokens it spent kept for the day's budget. A running answer is stopped first, as the
  * person's own Stop would (a `cancelled` event: the worker's signal fires and the model call
  * closes), and given a moment to settle. A chat with a call an operator has yet to settle (an
@@ -9,6 +10,7 @@ import { A2Error } from '@/lib/a2'
 import { keepSpentTokens } from './admission'
 import type { ChatServer } from './chat-server'
 import { deleteShareLinks } from './share'
+import { getFiles } from '@/lib/files'
 
 /** How long a delete waits for a stopped answer to settle before deleting anyway (the worker is then fenced out). */
 const SETTLE_MS = 2_000
@@ -38,4 +40,5 @@ export async function deleteChat(server: ChatServer['server'], id: string, owner
       await deleteShareLinks(tx, id)
     },
   })
+  await (await getFiles()).deleteForSession(id)
 }

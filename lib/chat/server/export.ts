@@ -5,6 +5,7 @@
  * reasoning cut the same way, and each tool call with its input, its state in the words the page
  * uses (tools/tool-call.ts) and its result. Pure: the fold's state in, text out.
  */
+import type { FileRef } from '../contract'
 import { answerText, isTerminal, type AnswerPart, type AnswerTurn, type ChatState, type Turn } from '../fold/reducer'
 import { partText, toolPhase } from '../fold/parts'
 import { describeToolCall } from '../tools/tool-call'
@@ -42,6 +43,8 @@ export interface ExportedVersion {
   error?: string
   /** Answers with reasoning or tool calls: in log order, as the reader saw them. */
   parts?: ExportedPart[]
+  /** Messages with files: each by reference (its bytes are the owner's to download: `/api/files/<id>`). */
+  files?: FileRef[]
 }
 
 export interface ExportedTurn {
@@ -60,7 +63,7 @@ export interface ExportedChat {
 }
 
 function version(turn: Turn): ExportedVersion {
-  if (turn.kind === 'user') return { id: turn.id, text: turn.text }
+  if (turn.kind === 'user') return { id: turn.id, text: turn.text, ...(turn.files?.length && { files: turn.files }) }
   return {
     id: turn.id,
     text: answerText(turn),
@@ -122,6 +125,8 @@ export function exportMarkdown(chat: ExportedChat): string {
       out.push(`## ${who}${label}${note}`, '')
       for (const part of v.parts ?? []) out.push(...partMarkdown(part), '')
       out.push(v.text || (v.error ? `_${v.error}_` : v.parts ? '_(no text)_' : '_(empty)_'), '')
+      if (v.files?.length)
+        out.push(...v.files.map((f) => `- Attached: \`${f.name.replace(/`/g, "'")}\` (${f.mediaType}, ${f.size} bytes, sha256 ${f.sha256})`), '')
     })
   }
   return out.join('\n')

@@ -4,6 +4,7 @@
  * The start script sets NEXT_MANUAL_SIG_HANDLE=true so Next leaves these signals to us
  * (its own handler exits before async cleanup).
  */
+import { startFileSweep } from '@/lib/files/sweep'
 import { getChatServer, shutdownChatServer, type ChatServer } from './chat-server'
 
 /** 15 s: the default lease. Past it a successor may claim anyway, so waiting longer buys nothing. */
@@ -14,6 +15,7 @@ export async function bootChatProcess(options: { worker?: boolean } = {}): Promi
   const flag = globalThis as unknown as { __a2Signals?: boolean }
   if (!flag.__a2Signals) {
     flag.__a2Signals = true
+    startFileSweep()
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       process.once(signal, () => {
         console.log(`[a2] ${signal}: finishing or surrendering in-flight runs`)

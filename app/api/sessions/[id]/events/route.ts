@@ -13,6 +13,8 @@ import { clientAddress } from '@/lib/http/request-facts'
 import { openTail } from '@/lib/http/tails'
 import { env } from '@/lib/env'
 import { titleFrom } from '@/lib/chat/server/title'
+import { admitMessageFiles } from '@/lib/chat/server/file-admission'
+import { getFiles } from '@/lib/files'
 
 export const dynamic = 'force-dynamic'
 
@@ -56,6 +58,7 @@ async function pushAdmitted(request: Request, id: string, userId: string, addres
     admit: async (inputs, found) => {
       await limited
       await admitChatPush(server, userId, inputs, found)
+      await admitMessageFiles(await getFiles(), userId, id, inputs)
       const generations = inputs.filter((input) => input.type === 'generate').length
       await takeAll([
         ['generationsByAddress', address, generations],

@@ -1,0 +1,41 @@
+/**
+ * Where a file's bytes live. Two back ends behind one shape: the database the app already has
+ * (`file_bytes`, the default: PGlite in dev, Postgres when DATABASE_URL is set, so every
+ * instance sees the bytes with nothing new to run), or an S3-compatible bucket (s3-store.ts).
+ * A file's row records which one holds it, so changing the setting strands nothing.
+ */
+import { sql } from 'drizzle-orm'
+import type { Executor } from '@/lib/a2/server'
+
+export type StorageKind = 'db' | 's3'
+
+export interface BlobStore {
+  readonly kind: StorageKind
+  /** Keeps the bytes of file `id`; `tx` is the transaction that inserts its row (the database back end writes in it). */
+  put(tx: Executor, id: string, bytes: Uint8Array): Promise<void>
+  get(db: Executor, id: string): Promise<Uint8Array | undefined>
+  /** Removes the bytes of these files (ids that hold nothing are fine). */
+  delete(db: Executor, ids: readonly string[]): Promise<void>
+  /** Every id that holds bytes (the tests' "no byte remains" check). */
+  list(db: Executor): Promise<string[]>
+}
+
+export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
+
+export const databaseBlobs: BlobStore = {
+  kind: 'db',
+  async put(tx, id, bytes) {
+    await tx.execute(sql`insert into file_bytes (file_id, bytes) values (${id}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)})`)
+  },
+  async get(db, id) {
+    const [row] = rowsOf<{ bytes: Uint8Array }>(await db.execute(sql`select bytes from file_bytes where file_id = ${id}`))
+    return row ? new Uint8Array(row.bytes) : undefined
+  },
+  async delete(db, ids) {
+    if (ids.length === 0) return
+    await db.execute(sql`delete from file_bytes where file_id in ${ids}`)
+  },
+  async list(db) {
+    return rowsOf<{ file_id: string }>(await db.execute(sql`select file_id from file_bytes`)).map((r) => r.file_id)
+  },
+}
