@@ -11,6 +11,8 @@ import { env } from '@/lib/env'
 import { selectModels, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from '../contract'
 import { generateConsumer } from '../answer/generate'
+import { approvalsConsumer } from '../answer/approvals'
+import { toolKinds } from '../tools/chat-tools'
 import { noteOutbox, type NoteOutbox } from '../tools/notes'
 import { webhook } from '../tools/webhook'
 import { openMcpTools, type McpTools } from '../tools/mcp'
@@ -46,19 +48,15 @@ export function buildChatServer(
   const notes = noteOutbox(store)
   // The session's caps count the answers' chunks too: an answer that fills the chat ends there ('session_full').
   const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
+  const toolConfig = { notes, webhook: webhookUrl ? webhook(webhookUrl) : undefined, mcp }
+  // Asked only once the server runs a worker (a run's ending), so `server` is set by then.
+  const storedEffects = async (jobId: number): Promise<readonly StoredEffect[]> => (await server.operator.runDetail(jobId)).effects
   const server = createServer({
     contract: chat,
     consumers: [
-      generateConsumer({
-        model,
-        notes,
-        takesTools: tools,
-        models,
-        webhook: webhookUrl ? webhook(webhookUrl) : undefined,
-        mcp,
-        // Asked only once the server runs a worker (a run's ending), so `server` is set by then.
-        storedEffects: async (jobId: number): Promise<readonly StoredEffect[]> => (await server.operator.runDetail(jobId)).effects,
-      }),
+      generateConsumer({ model, takesTools: tools, models, storedEffects, ...toolConfig }),
+      // A call that waited for approval: the decision (or a Stop) ends the wait in a run of its own (answer/approvals.ts).
+      approvalsConsumer({ kinds: toolKinds(toolConfig), model, takesTools: tools, models, storedEffects }),
     ],
     store,
     caps,
