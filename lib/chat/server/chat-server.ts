@@ -12,6 +12,7 @@ import { selectModels, type ModelConfig } from '@/lib/ai/model'
 import { chat, type Chat } from '../contract'
 import { generateConsumer } from '../answer/generate'
 import { approvalsConsumer } from '../answer/approvals'
+import { startApprovalExpiry } from '../answer/approval-expiry'
 import { toolKinds } from '../tools/chat-tools'
 import { noteOutbox, type NoteOutbox } from '../tools/notes'
 import { webhook } from '../tools/webhook'
@@ -24,6 +25,8 @@ export interface ChatServer {
   modelLabel: string
   /** The MCP servers' tools, in a process that runs answers (closed at shutdown). */
   mcp?: McpTools
+  /** The sweep that lets waits for approval expire as denied, in a process that runs answers. */
+  expiry?: { stop(): void }
 }
 
 const globalChat = globalThis as unknown as { __a2Chat?: Promise<ChatServer> }
@@ -72,8 +75,9 @@ async function boot(withWorker: boolean): Promise<ChatServer> {
   // 3 s: a tab re-sends a Stop it kept while the server was down every second, so it lands
   // before this (re)started process resumes the run it stops.
   const worker = withWorker ? await built.server.startWorker({ resumeAfterMs: 3_000 }) : undefined
+  const expiry = withWorker ? startApprovalExpiry(built.server) : undefined
   console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `worker ${worker.id}` : 'no worker in this process'}`)
-  return { ...built, worker, mcp }
+  return { ...built, worker, mcp, expiry }
 }
 
 /** Graceful shutdown: stop claiming, hand in-flight attempts over at once (surrendered, refunded), close the database. */
@@ -82,6 +86,7 @@ export async function shutdownChatServer(): Promise<void> {
   if (!pending) return
   globalChat.__a2Chat = undefined
   const chatServer = await pending.catch(() => undefined)
+  chatServer?.expiry?.stop()
   await chatServer?.server.stopWorkers()
   await chatServer?.mcp?.registry.close()
   await closeStore()
