@@ -1,6 +1,7 @@
 'use client'
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { useChat } from '@/lib/chat/browser/use-chat'
+import { ApprovalProvider } from './approval'
 import { titleFrom } from '@/lib/chat/server/title'
 import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { PushError } from '@/lib/a2/react'
@@ -33,6 +34,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     history,
     loadOlder,
     loadBelow,
+    decide,
   } = useChat(sessionId)
   // The picker's model answers what this page asks next: read at each ask, so the "/" page's pick reaches the first message.
   const { models } = useModels()
@@ -178,20 +180,22 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
   return (
     <div className="flex min-h-0 flex-1 flex-col">
       <h1 className="sr-only">{title}</h1>
-      <Messages
-        turns={visible}
-        busy={active !== undefined}
-        stopsUndelivered={stopsUndelivered}
-        followKey={followKey}
-        onRegenerate={onRegenerate}
-        onContinue={onContinue}
-        onEdit={onEdit}
-        onSelectVersion={onSelectVersion}
-        hasOlder={history.older !== null}
-        onLoadOlder={loadOlder}
-        revealTurn={loaded ? revealTurn : undefined}
-        empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
-      />
+      <ApprovalProvider decide={decide}>
+        <Messages
+          turns={visible}
+          busy={active !== undefined}
+          stopsUndelivered={stopsUndelivered}
+          followKey={followKey}
+          onRegenerate={onRegenerate}
+          onContinue={onContinue}
+          onEdit={onEdit}
+          onSelectVersion={onSelectVersion}
+          hasOlder={history.older !== null}
+          onLoadOlder={loadOlder}
+          revealTurn={loaded ? revealTurn : undefined}
+          empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
+        />
+      </ApprovalProvider>
 
       <div className="relative shrink-0 pb-3 sm:pb-4">
         <div

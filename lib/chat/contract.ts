@@ -29,7 +29,17 @@ const toolName = z.string().min(1).max(64)
  * (the answer waits, holding no worker), `denied` (the user said no), `expired` (nobody decided in
  * time: denied). Neither of the last two ever ran.
  */
-export const TOOL_CALL_STATES = ['not-started', 'running', 'done', 'failed', 'cancelled', 'unknown', 'awaiting-approval', 'denied', 'expired'] as const
+export const TOOL_CALL_STATES = [
+  'not-started',
+  'running',
+  'done',
+  'failed',
+  'cancelled',
+  'unknown',
+  'awaiting-approval',
+  'denied',
+  'expired',
+] as const
 export type ToolCallState = (typeof TOOL_CALL_STATES)[number]
 
 /**

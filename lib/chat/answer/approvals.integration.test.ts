@@ -129,7 +129,9 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     // An approval after the Stop (the page had not seen it: its cancelVersion 0) is refused and writes nothing.
     const before = (await read(server, id, 'cy')).length
     await expect(push(server, id, 'cy', { id: 'late1', ...decision(call, 'approve') })).rejects.toMatchObject({ code: 'conflict' })
-    await expect(push(server, id, 'cy', { id: 'late2', ...decision(call, 'approve', { cancelVersion: 1 }) })).rejects.toMatchObject({ code: 'conflict' })
+    await expect(push(server, id, 'cy', { id: 'late2', ...decision(call, 'approve', { cancelVersion: 1 }) })).rejects.toMatchObject({
+      code: 'conflict',
+    })
     expect((await read(server, id, 'cy')).length).toBe(before)
     expect(toolCalls()).toHaveLength(0)
   })
@@ -139,7 +141,9 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     const { id, call } = await waiting(server, 'dot')
     const length = async () => (await read(server, id, 'dot')).length
     const before = await length()
-    await expect(push(server, id, 'dot', { id: 'x1', ...decision(call, 'approve', { args: argsHash({ message: 'rm -rf' }) }) })).rejects.toMatchObject({
+    await expect(
+      push(server, id, 'dot', { id: 'x1', ...decision(call, 'approve', { args: argsHash({ message: 'rm -rf' }) }) }),
+    ).rejects.toMatchObject({
       code: 'conflict',
     })
     await expect(push(server, id, 'dot', { id: 'x2', ...decision(call, 'approve', { decision: 'expired' }) })).rejects.toMatchObject({

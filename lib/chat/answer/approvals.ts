@@ -88,7 +88,14 @@ export function approvalsConsumer({ kinds, model, takesTools, models, storedEffe
       if (!kind) {
         await ctx.append({
           type: 'tool.state',
-          payload: { of: answer.id, call: part.call, tool: part.tool, state: 'failed', input: part.input, error: 'this tool is no longer configured' },
+          payload: {
+            of: answer.id,
+            call: part.call,
+            tool: part.tool,
+            state: 'failed',
+            input: part.input,
+            error: 'this tool is no longer configured',
+          },
         })
         continue
       }

@@ -126,7 +126,12 @@ export async function answerHandler(
         // recorded, so a wait either lands before any Stop or not at all (answer/approvals.ts).
         const { A2_APPROVAL_TIMEOUT_MS: timeout } = env()
         for (const call of toWait) {
-          const approval = { server: approvals.get(call.tool)!.server, args: argsHash(call.input), expiresAt: Date.now() + timeout, answerIndex: ctx.event.index }
+          const approval = {
+            server: approvals.get(call.tool)!.server,
+            args: argsHash(call.input),
+            expiresAt: Date.now() + timeout,
+            answerIndex: ctx.event.index,
+          }
           writer.add({ type: 'tool.wait', call: call.call, tool: call.tool, input: call.input, approval })
         }
         await writer.flush()

@@ -65,7 +65,9 @@ export async function admitChatPush(
   // A run whose Stop is recorded (CANCELLING) no longer counts: Regenerate right after Stop
   // is admitted while the stopped run unwinds (its chunks are refused from the Stop on).
   const running = new Map(
-    found.running.filter((run) => run.consumer === 'generate' && run.status === 'ACTIVE').map((run) => [run.eventId, (run.payload as { for: string }).for]),
+    found.running
+      .filter((run) => run.consumer === 'generate' && run.status === 'ACTIVE')
+      .map((run) => [run.eventId, (run.payload as { for: string }).for]),
   )
   const known = new Map(inLog)
   const offered = new Set(modelList().map((entry) => entry.id))
@@ -115,7 +117,12 @@ export async function admitChatPush(
  * A Stop or another decision landing between this read and the append is settled by the rule
  * the runs apply (the first in log order counts), so the race writes an event that does nothing.
  */
-async function admitDecisions(server: A2Server<Chat>, owner: string, session: { id: string } | undefined, decisions: readonly Input[]): Promise<void> {
+async function admitDecisions(
+  server: A2Server<Chat>,
+  owner: string,
+  session: { id: string } | undefined,
+  decisions: readonly Input[],
+): Promise<void> {
   if (!session) throw new A2Error('invalid_payload', 'a tool decision is pushed through the chat’s route')
   const { state } = await server.fold(session.id, owner, chatFold)
   const decided = new Set<string>()

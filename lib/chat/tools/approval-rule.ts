@@ -10,24 +10,13 @@
  * compare-and-set on that run's cancel_version).
  */
 import type { ChatEvent } from '../contract'
-import { isTerminal, type AnswerTurn, type ChatState, type ToolPart } from '../fold/reducer'
+import { isTerminal, type AnswerTurn, type ToolPart } from '../fold/reducer'
 import type { ToolDecision } from '../fold/parts'
+import { answerCancelVersion, waitingCalls } from '../fold/waits'
+
+export { answerOf, answerCancelVersion, waitingCalls } from '../fold/waits'
 
 type Decision = Extract<ChatEvent, { type: 'tool.decision' }>['payload']
-
-/** The answer `of`, if the state holds it. */
-export function answerOf(state: ChatState, of: string): AnswerTurn | undefined {
-  const turn = state.turns.find((t) => t.kind === 'assistant' && t.id === of)
-  return turn?.kind === 'assistant' ? turn : undefined
-}
-
-/** The calls of an answer that wait (decided or not): those a wait's ending settles. */
-export function waitingCalls(answer: AnswerTurn): ToolPart[] {
-  return answer.parts.filter((p): p is ToolPart => p.kind === 'tool' && p.state === 'awaiting-approval')
-}
-
-/** An answer's Stops as a version: 0 while it runs or waits; a Stop ends a wait, so any other is stale. */
-export const answerCancelVersion = (answer: AnswerTurn): number => (answer.lastSeenIndex !== undefined || answer.status === 'stopped' ? 1 : 0)
 
 /** Why a decision may not be written, in words for the 4xx; undefined when it may. */
 export function refusalOfDecision(
@@ -41,7 +30,8 @@ export function refusalOfDecision(
   if (!part) return { code: 'invalid_reference', message: 'tool.decision.call must name a call of that answer' }
   if (decision.cancelVersion !== answerCancelVersion(answer) || isTerminal(answer.status))
     return { code: 'conflict', message: 'the answer was stopped: the call no longer waits' }
-  if (part.state !== 'awaiting-approval' || part.decided) return { code: 'conflict', message: 'that call does not wait for a decision (decided already)' }
+  if (part.state !== 'awaiting-approval' || part.decided)
+    return { code: 'conflict', message: 'that call does not wait for a decision (decided already)' }
   if (!byServer && part.approval && part.approval.expiresAt <= now) return { code: 'conflict', message: 'that call waited too long: it expired' }
   if (decision.args !== argsHash(part.input)) return { code: 'conflict', message: 'the decision is for other arguments than the call’s' }
   return undefined
@@ -49,9 +39,7 @@ export function refusalOfDecision(
 
 /** What the run of `trigger` does with the answer's wait, given the log before the trigger (folded). */
 export type WaitEnding =
-  | { ends: false }
-  | { ends: 'stop'; calls: ToolPart[] }
-  | { ends: 'decisions'; calls: Array<{ part: ToolPart; decision: ToolDecision }> }
+  { ends: false } | { ends: 'stop'; calls: ToolPart[] } | { ends: 'decisions'; calls: Array<{ part: ToolPart; decision: ToolDecision }> }
 
 export function waitEnding(answer: AnswerTurn | undefined, trigger: Pick<ChatEvent, 'type' | 'payload'>): WaitEnding {
   // Ended or stopped before the trigger: whatever ended it wrote its ending.
