@@ -104,6 +104,24 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     expect(events.filter((e) => e.type === 'finished')).toHaveLength(1)
   })
 
+  it('a restart while it waits: the wait is the log; a new process with no memory of it runs the approval', async () => {
+    const first = await start()
+    const { id, call } = await waiting(first, 'gus')
+    // The process that asked goes away (its worker stopped, its MCP connections closed); nothing of the wait was in it.
+    await first.stopWorkers({ graceMs: 1000 })
+    await registry.close()
+    registry = mcpRegistry({ test: { type: 'http', url: mcp.url } })
+    chat = buildChatServer(store(), { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, {
+      registry,
+      offers: await registry.offers(),
+    })
+    await chat.server.startWorker({ pollMs: 50 })
+    await push(chat.server, id, 'gus', { id: 'yes1', ...decision(call, 'approve') })
+    const events = await logWhenFinished(chat.server, id, 'gus')
+    expect(callIn(events).state).toBe('done')
+    expect(mcp.log.filter((e) => e.type === 'write')).toHaveLength(1)
+  })
+
   it('deny: never dispatched; the model is told it was denied and the answer goes on', async () => {
     const server = await start()
     const { id, call } = await waiting(server, 'bea')

@@ -219,7 +219,9 @@ describe('approvals under interleavings (the chat’s rules on real events)', ()
         while (world.jobs.length > 0) world.run(0)
         while (world.continuations.some((c) => !c.ended)) world.step(0)
         checkInvariants(world)
-        const ended = world.log.some((e) => e.type === 'cancelled') || CALLS.every((c) => world.log.some((e) => e.type === 'tool.decision' && e.payload.call === c.call))
+        const ended =
+          world.log.some((e) => e.type === 'cancelled') ||
+          CALLS.every((c) => world.log.some((e) => e.type === 'tool.decision' && e.payload.call === c.call))
         expect(world.log.filter((e) => e.type === 'finished').length).toBe(ended ? 1 : 0)
         if (world.dispatched.length > 0) dispatchedSome++
       }),
