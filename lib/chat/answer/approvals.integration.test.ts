@@ -19,7 +19,8 @@ import { admitChatPush, referencedIds } from '../server/admission'
 import type { Chat, ChatEvent } from '../contract'
 import { foldChat, type AnswerTurn, type ToolPart } from '../fold/reducer'
 import { argsHash } from '../tools/approval-args'
-import { expireWaits } from './approval-expiry'
+import { describeToolCall } from '../tools/tool-call'
+import { sweepWaits } from './approval-expiry'
 
 const ARGS = { message: 'ship it' }
 const ASK = `Tell the team [[call test__deliver ${JSON.stringify(ARGS)}]]`
@@ -140,7 +141,15 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     const { id, call } = await waiting(server, 'cy')
     const seen = await read(server, id, 'cy')
     await push(server, id, 'cy', { id: 'stop1', type: 'cancelled', payload: { of: 'g1', lastSeenIndex: seen.at(-1)!.index } })
+    // Every tab's fold shows it at once: stopped, the call never ran.
+    const folded = await read(server, id, 'cy')
+    expect(answerIn(folded).status).toBe('stopped')
+    expect(describeToolCall(callIn(folded), true).label).toBe('Not started')
+    // The sweep writes what the log lacks, once, however many sweep.
+    expect(await Promise.all([sweepWaits(server), sweepWaits(server)])).toEqual(expect.arrayContaining([{ expired: 0, stopped: 1 }]))
+    expect(await sweepWaits(server)).toEqual({ expired: 0, stopped: 0 })
     const events = await logWhenFinished(server, id, 'cy')
+    expect(events.filter((e) => e.type === 'finished')).toHaveLength(1)
     expect(callIn(events).state).toBe('not-started')
     expect(answerIn(events).status).toBe('stopped')
     expect(events.find((e) => e.type === 'finished')?.payload).toMatchObject({ reason: 'cancelled' })
@@ -186,10 +195,10 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     const server = await start()
     const { id, call } = await waiting(server, 'fay')
     // Not yet due: nothing.
-    expect(await expireWaits(server, call.approval!.expiresAt - 1)).toBe(0)
-    expect(await expireWaits(server, call.approval!.expiresAt)).toBe(1)
+    expect(await sweepWaits(server, call.approval!.expiresAt - 1)).toEqual({ expired: 0, stopped: 0 })
+    expect(await sweepWaits(server, call.approval!.expiresAt)).toEqual({ expired: 1, stopped: 0 })
     // A second sweep finds it decided.
-    expect(await expireWaits(server, call.approval!.expiresAt)).toBe(0)
+    expect(await sweepWaits(server, call.approval!.expiresAt)).toEqual({ expired: 0, stopped: 0 })
     const events = await logWhenFinished(server, id, 'fay')
     expect(events.filter((e) => e.type === 'tool.decision').map((e) => e.payload)).toEqual([
       expect.objectContaining({ decision: 'expired', call: call.call, args: argsHash(ARGS) }),

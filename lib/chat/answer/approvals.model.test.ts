@@ -18,7 +18,7 @@
  *      version it was bound to is still current), and no Stop before the dispatch itself;
  *   2. never twice;
  *   3. a refused push wrote nothing;
- *   4. the answer has at most one `finished`, and once every run has run and the wait was ended
+ *   4. the answer has at most one `finished` (a Stop first: the sweep writes it), and once every run has run and the wait was ended
  *      (a Stop, or every call decided), exactly one.
  * Seeded and replayable: FC_SEED=… FC_PATH=…
  */

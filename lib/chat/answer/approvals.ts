@@ -6,7 +6,8 @@
  * log, no `finished` is written, and the run is over. What ends the wait is an event, and each
  * starts a run of this consumer, which applies one rule to the log before its trigger
  * (tools/approval-rule.ts `waitEnding`):
- * - a Stop first: the waiting calls are "Not started" and the answer ends `cancelled`;
+ * - a Stop first: the page shows the answer stopped and the call "Not started" at once (the fold),
+ *   and the sweep (approval-expiry.ts) writes the calls' `not-started` and the answer's `finished`;
  * - the decision that leaves no call undecided first: this run continues the answer. An approved
  *   call is dispatched now, through its effect under this run (so a Stop after the decision
  *   reaches it as any Stop reaches a run: the dispatch compare-and-set on this run's
@@ -29,7 +30,7 @@ import type { ToolKind } from '../tools/tool-kind'
 import { answerHandler, type AnswerModel } from './handler'
 import { finishedId } from './unfinished'
 
-type Trigger = 'tool.decision' | 'cancelled'
+type Trigger = 'tool.decision'
 type GenerateEvent = Extract<ChatEvent, { type: 'generate' }>
 
 export interface ApprovalsOptions {
@@ -45,9 +46,10 @@ export function approvalsConsumer({ kinds, model, takesTools, models, storedEffe
   return consumer({
     contract: chat,
     name: 'approvals',
-    types: ['tool.decision', 'cancelled'] as Trigger[],
-    // A Stop of the answer stops its continuation (never the Stop's own run).
-    abortOn: { cancelled: (event, trigger) => trigger.type === 'tool.decision' && event.payload.of === trigger.payload.of },
+    // A Stop starts no run here: the sweep ends a wait a Stop ended (approval-expiry.ts), and a continuation's own Stop stops it.
+    types: ['tool.decision'],
+    // A Stop of the answer stops its continuation.
+    abortOn: { cancelled: (event, trigger) => event.payload.of === trigger.payload.of },
     maxAttempts: 3,
     leaseMs: 15_000,
     reconcile: (idempotencyKey, { key }) => reconcileToolCall(key, idempotencyKey, kinds),
@@ -56,17 +58,7 @@ export function approvalsConsumer({ kinds, model, takesTools, models, storedEffe
     const { state } = await ctx.fold(chatFold)
     const answer = answerOf(state, ctx.event.payload.of)
     const ending = waitEnding(answer, ctx.event)
-    if (!answer || ending.ends === false) return
-    if (ending.ends === 'stop') {
-      await ctx.append(
-        ...ending.calls.map((part) => ({
-          type: 'tool.state' as const,
-          payload: { of: answer.id, call: part.call, tool: part.tool, state: 'not-started' as const, input: part.input },
-        })),
-        { id: finishedId(ctx.jobId), type: 'finished', payload: { of: answer.id, attempt: Math.max(1, answer.attempt), reason: 'cancelled' } },
-      )
-      return
-    }
+    if (!answer || ending.ends !== 'decisions') return
     const generate = await generateOf(ctx, answer.id, ending.calls[0].part.approval?.answerIndex)
     const chosen = generate.payload.model
     const choice: AnswerModel | undefined = chosen === undefined ? { model, tools: takesTools } : byId.get(chosen)
@@ -144,7 +136,6 @@ function asAnswerRun(ctx: RunContext<Chat, Trigger>, generate: GenerateEvent): R
  */
 function onContinuationEnded(storedEffects?: (jobId: number) => Promise<readonly StoredEffect[]>) {
   return async (run: EndedRun<Chat, Trigger>): Promise<void> => {
-    if (run.trigger.type !== 'tool.decision') return
     const { state } = await run.fold(chatFold)
     const answer = answerOf(state, run.trigger.payload.of)
     const ending = waitEnding(answer, run.trigger)

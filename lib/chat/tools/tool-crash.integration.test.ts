@@ -109,7 +109,7 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
         if (shown === 'done') expect(part.result).toMatchObject({ status: 200, receipt: { received: true } })
         else expect(part.settle).toBe('operator')
         // What the chat shows is what the effect's record says.
-        const run = (await chat.server.operator.listRuns({ sessionIds: [sessionId] })).find((r) => r.consumer === 'generate')!
+        const [run] = await chat.server.operator.listRuns({ sessionIds: [sessionId] })
         const { effects } = await chat.server.operator.runDetail(run.id)
         expect(effects.find((e) => e.key === `tool:sendWebhook:${call}`)?.status).toBe(effect)
         // The receiver got the delivery once at most: the next attempt did not send it again under another key.
@@ -145,7 +145,7 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
           'the drain to settle the stopped run and its ending to write finished',
           LEASE_MS + 20_000,
         )
-        const run = (await chat.server.operator.listRuns({ sessionIds: [sessionId] })).find((r) => r.consumer === 'generate')!
+        const [run] = await chat.server.operator.listRuns({ sessionIds: [sessionId] })
         expect(run.status).toBe('CANCELLED')
         const answer = foldChat(log).turns.find((t) => t.kind === 'assistant') as AnswerTurn
         expect(answer.status).toBe('stopped')
