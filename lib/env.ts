@@ -110,6 +110,11 @@ const schema = z.object({
   A2_BODY_TIMEOUT_MS: count(10_000),
   /** The model's context budget in tokens (~4 characters each): older turns beyond it are left out. */
   A2_CONTEXT_BUDGET_TOKENS: count(8_000),
+  /**
+   * How long a tool call that needs the user's approval waits before it expires as denied
+   * (recorded as a `tool.decision` of `expired`; the answer goes on without it): 10 minutes.
+   */
+  A2_APPROVAL_TIMEOUT_MS: count(600_000),
 
   // Attachments (lib/files, docs/attachments.md).
   /** Bytes one attached file may have (413 past it, nothing stored). */

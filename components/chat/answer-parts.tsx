@@ -3,6 +3,7 @@ import type { AnswerPart, ReasoningPart, ToolPart } from '@/lib/chat/fold/reduce
 import { partText, toolPhase } from '@/lib/chat/fold/parts'
 import { describeToolCall, describeToolInput } from '@/lib/chat/tools/tool-call'
 import { ActivityIcon, AlertIcon, CheckIcon, SpinnerIcon, StopCircleIcon } from '../icons'
+import { ApprovalPanel } from './approval'
 
 /** An answer's reasoning and tool calls, in log order, above its text. */
 export function AnswerParts({ parts, ended }: { parts: readonly AnswerPart[]; ended: boolean }) {
@@ -82,6 +83,7 @@ function ToolCall({ part, ended }: { part: ToolPart; ended: boolean }) {
           </pre>
         </details>
       )}
+      {!ended && <ApprovalPanel part={part} />}
       {part.state === 'done' && part.result !== undefined && (
         <details className="mt-1.5">
           <summary className="cursor-pointer select-none text-xs">Result</summary>

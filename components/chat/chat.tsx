@@ -2,6 +2,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import dynamic from 'next/dynamic'
 import { useChat } from '@/lib/chat/browser/use-chat'
+import { ApprovalProvider } from './approval'
 import { titleFrom } from '@/lib/chat/server/title'
 import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { ChatState } from '@/lib/chat/fold/reducer'
@@ -39,6 +40,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     history,
     loadOlder,
     loadBelow,
+    decide,
   } = useChat(sessionId)
   // The picker's model answers what this page asks next: read at each ask, so the "/" page's pick reaches the first message.
   const { models } = useModels()
@@ -96,20 +98,22 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
   return (
     <div className="flex min-h-0 flex-1 flex-col">
       <h1 className="sr-only">{title}</h1>
-      <Messages
-        turns={visible}
-        busy={active !== undefined}
-        stopsUndelivered={stopsUndelivered}
-        followKey={followKey}
-        onRegenerate={onRegenerate}
-        onContinue={onContinue}
-        onEdit={onEdit}
-        onSelectVersion={onSelectVersion}
-        hasOlder={history.older !== null}
-        onLoadOlder={loadOlder}
-        revealTurn={loaded ? revealTurn : undefined}
-        empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
-      />
+      <ApprovalProvider decide={decide}>
+        <Messages
+          turns={visible}
+          busy={active !== undefined}
+          stopsUndelivered={stopsUndelivered}
+          followKey={followKey}
+          onRegenerate={onRegenerate}
+          onContinue={onContinue}
+          onEdit={onEdit}
+          onSelectVersion={onSelectVersion}
+          hasOlder={history.older !== null}
+          onLoadOlder={loadOlder}
+          revealTurn={loaded ? revealTurn : undefined}
+          empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
+        />
+      </ApprovalProvider>
 
       <ChatFooter
         sessionId={sessionId}

@@ -24,10 +24,34 @@ const toolName = z.string().min(1).max(64)
  * Where a tool call stands, from its effect's record: `not-started` (a Stop came before dispatch:
  * nothing happened), `running` (dispatched), `done`, `failed` (it ran and failed, no Stop
  * involved), `cancelled` (a Stop aborted it and its receiver, asked, has no record of it),
- * `unknown` (aborted or orphaned and nobody can say yet whether it happened: `settle` says how).
+ * `unknown` (aborted or orphaned and nobody can say yet whether it happened: `settle` says how);
+ * and for a call that needs the user's yes first (lib/chat/answer/approvals.ts): `awaiting-approval`
+ * (the answer waits, holding no worker), `denied` (the user said no), `expired` (nobody decided in
+ * time: denied). Neither of the last two ever ran.
  */
-export const TOOL_CALL_STATES = ['not-started', 'running', 'done', 'failed', 'cancelled', 'unknown'] as const
+export const TOOL_CALL_STATES = [
+  'not-started',
+  'running',
+  'done',
+  'failed',
+  'cancelled',
+  'unknown',
+  'awaiting-approval',
+  'denied',
+  'expired',
+] as const
 export type ToolCallState = (typeof TOOL_CALL_STATES)[number]
+
+/**
+ * Which run a step belongs to, when it is not the answer's own generate: a continuation after an
+ * approval (the `tool.decision` event's id) streams into the answer it continues (`of`), and its
+ * steps are refused once that run is stopped. Unset: the generate itself.
+ */
+const stepRun = z.string().max(64).optional()
+const ofRun = (payload: { of: string; run?: string }) => payload.run ?? payload.of
+
+/** A decision's binding to the call it decides: the SHA-256 of the call's canonical arguments (hex). */
+const argsHash = z.string().regex(/^[0-9a-f]{64}$/)
 
 /** An answer's tokens: the provider's figures, or (`counted: true`) the app's count when it reported none (a Stop, a server without usage). */
 const usage = z.object({ inputTokens: z.number().int().optional(), outputTokens: z.number().int().optional(), counted: z.literal(true).optional() })
@@ -92,8 +116,8 @@ export const chat = defineContract({
      * once the run is cancelled the log refuses more (the admission boundary).
      */
     chunk: {
-      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
-      stepOf: (payload: { of: string }) => payload.of,
+      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), run: stepRun, delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
+      stepOf: ofRun,
     },
     /*
      * An answer is made of parts: text (`chunk`), reasoning, tool calls. Every part the model
@@ -104,25 +128,38 @@ export const chat = defineContract({
      */
     /** Streamed reasoning of answer `of` (a reasoning model's thinking before it answers). A step of its run. */
     reasoning: {
-      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
-      stepOf: (payload: { of: string }) => payload.of,
+      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), run: stepRun, delta: z.string().max(MAX_DELTA_CHARS) }).strict(),
+      stepOf: ofRun,
     },
     /** A fragment of the input of tool call `call` (tool `tool`) as the model streams it. A step of its run. */
     'tool.input': {
       schema: z
-        .object({ of: z.string(), attempt: z.number().int().min(1), call: toolCallId, tool: toolName, delta: z.string().max(MAX_DELTA_CHARS) })
+        .object({
+          of: z.string(),
+          attempt: z.number().int().min(1),
+          run: stepRun,
+          call: toolCallId,
+          tool: toolName,
+          delta: z.string().max(MAX_DELTA_CHARS),
+        })
         .strict(),
-      stepOf: (payload: { of: string }) => payload.of,
+      stepOf: ofRun,
     },
     /** The model's complete call `call` of tool `tool` with its parsed input, before the tool runs. A step of its run. */
     'tool.call': {
-      schema: z.object({ of: z.string(), attempt: z.number().int().min(1), call: toolCallId, tool: toolName, input: z.unknown() }).strict(),
-      stepOf: (payload: { of: string }) => payload.of,
+      schema: z
+        .object({ of: z.string(), attempt: z.number().int().min(1), run: stepRun, call: toolCallId, tool: toolName, input: z.unknown() })
+        .strict(),
+      stepOf: ofRun,
     },
     /**
      * What tool call `call` did, from its effect's record (TOOL_CALL_STATES). Not a step: a call
      * a Stop aborted still gets its outcome. `input` repeats the call's, so a call the reader's
      * cut hid still shows what it was asked to do; `settle` says how an `unknown` one is decided.
+     *
+     * `awaiting-approval` is the one state that is a step (with `approval`, and `run` as a step
+     * has it): the wait lands only while the run is not stopped, so a Stop is either before it
+     * (the wait never began: the call shows "Not started") or after it (the Stop ends the wait).
      */
     'tool.state': {
       schema: z
@@ -135,8 +172,39 @@ export const chat = defineContract({
           result: z.unknown().optional(),
           error: z.string().max(2_000).optional(),
           settle: z.enum(['reconcile', 'operator']).optional(),
+          run: stepRun,
+          /**
+           * A waiting call: its MCP server, the hash of its arguments a decision must name, when it
+           * expires as denied (ms since the epoch), and the index of its answer's generate (where the continuation reads from).
+           */
+          approval: z
+            .object({ server: z.string().max(64), args: argsHash, expiresAt: z.number().int(), answerIndex: z.number().int().min(0) })
+            .strict()
+            .optional(),
         })
         .strict(),
+      stepOf: (payload: { of: string; run?: string; state: string }) => (payload.state === 'awaiting-approval' ? ofRun(payload) : undefined),
+    },
+    /**
+     * The user's yes or no to waiting call `call` of answer `of`, from any tab or device of the
+     * account; `expired` is the server's (nobody decided in time: a no). Bound to the call's
+     * arguments (`args`, their hash as the wait shows it) and to the answer's Stops
+     * (`cancelVersion`: how many the deciding page had seen, 0 while it waits): admission
+     * (server/admission.ts) refuses one for other arguments, after a Stop, for a call not
+     * waiting (decided, replayed), with a typed 4xx and nothing written. The first decision or
+     * Stop after the wait, in log order, is the one that counts (answer/approvals.ts).
+     */
+    'tool.decision': {
+      schema: z
+        .object({
+          of: z.string().max(64),
+          call: toolCallId,
+          decision: z.enum(['approve', 'deny', 'expired']),
+          args: argsHash,
+          cancelVersion: z.number().int().min(0),
+        })
+        .strict(),
+      push: true,
     },
     /** Answer `of` ended: the terminal event. */
     finished: {

@@ -261,6 +261,7 @@ alter table public.operator_audit add constraint operator_audit_pkey PRIMARY KEY
 alter table public.rate_limits add constraint rate_limits_pkey PRIMARY KEY (key);
 alter table public.share_links add constraint share_links_pkey PRIMARY KEY (token_hash);
 
+CREATE INDEX a2_events_approval_expiry ON public.a2_events USING btree (((((payload -> 'approval'::text) ->> 'expiresAt'::text))::bigint)) WHERE ((type = 'tool.state'::text) AND ((payload ->> 'state'::text) = 'awaiting-approval'::text));
 CREATE INDEX a2_events_finished_at ON public.a2_events USING btree (session_id, created_at) WHERE (type = 'finished'::text);
 CREATE UNIQUE INDEX a2_events_session_id ON public.a2_events USING btree (session_id, id);
 CREATE INDEX a2_job_transitions_job ON public.a2_job_transitions USING btree (job_id, id);

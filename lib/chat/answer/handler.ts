@@ -11,6 +11,8 @@ import { isStepCount, streamText, type LanguageModel, type ModelMessage } from '
 import { isA2Error } from '@/lib/a2'
 import { isStop, readAll, type RunContext } from '@/lib/a2/server'
 import { answerUsage, type Usage } from '@/lib/ai/usage'
+import { env } from '@/lib/env'
+import { argsHash } from '../tools/approval-args'
 import { FINISH_REASONS, type Chat, type ChatEvent, type FinishReason } from '../contract'
 import { chatFold } from '../fold/checkpoint'
 import { chatTools } from '../tools/chat-tools'
@@ -19,7 +21,6 @@ import type { ToolCall } from '../tools/tool-call'
 import type { ToolKind } from '../tools/tool-kind'
 import { chunkWriter, type ChunkWriter } from './chunk-writer'
 import { withFileContents, type FileKind, type FileSource } from './file-parts'
-import { env } from '@/lib/env'
 import { CONTINUE_INSTRUCTION, SYSTEM_PROMPT, callsSoFar, committedAnswer, toModelMessages } from './history'
 import { modelErrorLine } from './model-failure'
 import { restatementFilter } from './restatement'
@@ -37,6 +38,22 @@ export interface AnswerModel {
   files?: readonly FileKind[]
 }
 
+/**
+ * Whose steps these are: the answer's own generate (the default), or a continuation after a
+ * decision on a call that waited (answer/approvals.ts), which streams into the same answer.
+ */
+export interface AnswerScope {
+  /** The continuation's trigger (its `tool.decision`'s id): its steps carry it, so a Stop of it refuses them. */
+  run?: string
+  /** The attempt its steps carry: past every earlier attempt's of the answer, so the fold keeps them. */
+  stepAttempt: number
+  /** It goes on from the answer so far: the model is sent the answer's text and its calls with what each did. */
+  continuing: boolean
+}
+
+/** How an attempt ended: the answer got its `finished`, or it waits for a decision on calls that need approval (no `finished` yet). */
+export type AnswerOutcome = 'ended' | 'waiting'
+
 /** What this attempt sent and what the model streamed back, every delta: a Stop's answer is billed from these. */
 interface Billing {
   /** Unset until the model call is dispatched: a Stop before it costs nothing. */
@@ -49,16 +66,21 @@ export async function answerHandler(
   { model, tools: takesTools, files: takesFiles = [] }: AnswerModel,
   kinds: readonly ToolKind[],
   storedFiles: FileSource = noFiles,
-): Promise<void> {
-  const { writer, writeFailed } = answerWriter(ctx)
+  scope: AnswerScope = { stepAttempt: ctx.attempt, continuing: false },
+): Promise<AnswerOutcome> {
+  const { writer, writeFailed } = answerWriter(ctx, scope)
   const billing: Billing = { streamed: '' }
   // A tool call's step is pushed once, by whichever comes first: the stream's `tool-call`
   // part or the tool's execute (which must see it in the log before the tool runs).
   const logged = new Set<string>()
-  const logCall = ({ call, tool, input }: ToolCall) => {
-    if (logged.has(call)) return
-    logged.add(call)
-    writer.add({ type: 'tool.call', call, tool, input })
+  /** The calls of kinds that wait for approval, in the order the model made them: this attempt's waits. */
+  const toWait: ToolCall[] = []
+  const approvals = new Map(kinds.flatMap((kind) => (kind.approval ? [[kind.name, kind.approval] as const] : [])))
+  const logCall = (call: ToolCall) => {
+    if (logged.has(call.call)) return
+    logged.add(call.call)
+    writer.add({ type: 'tool.call', call: call.call, tool: call.tool, input: call.input })
+    if (approvals.has(call.tool)) toWait.push(call)
   }
   // Tool calls still running: the attempt's end waits for their states to be written.
   const running = new Set<Promise<unknown>>()
@@ -75,7 +97,10 @@ export async function answerHandler(
   )
 
   try {
-    const { soFar, instructions, messages } = await promptOf(ctx, takesFiles, storedFiles)
+    const prompt = await promptOf(ctx, scope, takesFiles, storedFiles)
+    // A successor of an attempt that died once its wait was in the log: the answer waits; nothing more to do.
+    if (prompt === 'waiting') return 'waiting'
+    const { soFar, instructions, messages } = prompt
     const outcome = await ctx.effect(
       'model',
       async (idempotencyKey, signal) => {
@@ -101,29 +126,49 @@ export async function answerHandler(
         const finish = await streamLoop(result.stream, sink, { signal, writeFailed: writeFailed.signal })
         text.end()
         await settled(running)
+        // The calls that need the user's yes wait, as steps: refused (with the rest) once a Stop is
+        // recorded, so a wait either lands before any Stop or not at all (answer/approvals.ts).
+        const { A2_APPROVAL_TIMEOUT_MS: timeout } = env()
+        for (const call of toWait) {
+          const approval = {
+            server: approvals.get(call.tool)!.server,
+            args: argsHash(call.input),
+            expiresAt: Date.now() + timeout,
+            answerIndex: ctx.event.index,
+          }
+          writer.add({ type: 'tool.wait', call: call.call, tool: call.tool, input: call.input, approval })
+        }
         await writer.flush()
-        return { finishReason: normalizeReason(finish.finishReason), usage: answerUsage(finish.totalUsage, billing.sent, billing.streamed) }
+        return {
+          finishReason: normalizeReason(finish.finishReason),
+          usage: answerUsage(finish.totalUsage, billing.sent, billing.streamed),
+          waiting: toWait.length > 0 && !writer.refused,
+        }
         // Two of these calls at once do no harm: each one's text reaches the log only through
         // its own attempt's appends, and a superseded attempt's are refused. So a worker judged
         // dead mid-answer is taken over at once (OWNER_DIED, ~0.5 s), not after its 15 s lease.
       },
       { overlapSafe: true },
     )
+    // The wait is in the log, before any Stop: the answer is not over, and from here on a Stop or a
+    // decision ends the wait, in its own run (approvals.ts). This run ends and holds no worker.
+    if (outcome.waiting) return 'waiting'
     // The model got to its end, but a Stop was recorded meanwhile: the answer was stopped.
-    await endAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage)
+    await endAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage, scope)
+    return 'ended'
   } catch (error) {
     if (isStop(ctx.signal, error) || writer.refused) {
       writer.drop()
       // A tool call cut off by the Stop writes its state (asked of its receiver) before the answer ends.
       await settled(running)
       // The aborted request reported nothing: what it cost is counted (lib/ai/usage.ts).
-      await endAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed))
-      return
+      await endAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed), scope)
+      return 'ended'
     }
     // The chat holds its limit of events: the answer ends with what reached the log (its `finished` is no step, so it lands).
     if (isA2Error(writeFailed.signal.reason, 'session_full')) {
-      await endAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed))
-      return
+      await endAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed), scope)
+      return 'ended'
     }
     throw error
   }
@@ -139,12 +184,12 @@ export async function answerHandler(
  * of yet (its NOTIFY lost or on its way); otherwise the model would stream on to its end and the
  * answer finish 'stop' under a CANCELLED run (refused-chunk.integration.test.ts).
  */
-function answerWriter(ctx: Run): { writer: ChunkWriter<AnswerStep>; writeFailed: AbortController } {
+function answerWriter(ctx: Run, scope: AnswerScope): { writer: ChunkWriter<AnswerStep>; writeFailed: AbortController } {
   const writeFailed = new AbortController()
   const writer = chunkWriter<AnswerStep>(
     async (steps) => {
       try {
-        await ctx.append(...stepEvents(steps, ctx.event.id, ctx.attempt))
+        await ctx.append(...stepEvents(steps, ctx.event.id, scope.stepAttempt, scope.run))
       } catch (error) {
         if (isA2Error(error, 'run_cancelled')) writeFailed.abort(error)
         throw error
@@ -163,24 +208,25 @@ function answerWriter(ctx: Run): { writer: ChunkWriter<AnswerStep>; writeFailed:
  * open. finished-agrees.integration.test.ts forces each ordering. While an effect is open (a
  * tool call's outcome unknown) the run is left to end UNKNOWN, `finished` appended alone.
  */
-async function endAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<void> {
+async function endAnswer(ctx: Run, reason: FinishReason, usage: Usage, scope: AnswerScope): Promise<void> {
   const ended = await ctx
-    .end({ completed: [finishedEvent(ctx, reason, usage)], cancelled: [finishedEvent(ctx, 'cancelled', usage)] })
+    .end({ completed: [finishedEvent(ctx, reason, usage, scope)], cancelled: [finishedEvent(ctx, 'cancelled', usage, scope)] })
     .catch((error: unknown) => {
       // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
       if (isA2Error(error, 'conflict')) return 'COMPLETED' as const
       throw error
     })
-  if (ended === 'UNSETTLED') await finishAnswer(ctx, isStop(ctx.signal) ? 'cancelled' : reason, usage)
+  if (ended === 'UNSETTLED') await finishAnswer(ctx, isStop(ctx.signal) ? 'cancelled' : reason, usage, scope)
 }
 
 /** The answer's `finished`. One id per job: an answer has one, whichever of its attempts or the end hook writes it. */
-function finishedEvent(ctx: Run, reason: FinishReason, usage: Usage) {
-  return { id: finishedId(ctx.jobId), type: 'finished' as const, payload: { of: ctx.event.id, attempt: ctx.attempt, reason, usage } }
+function finishedEvent(ctx: Run, reason: FinishReason, usage: Usage, scope?: AnswerScope) {
+  const payload = { of: ctx.event.id, attempt: scope?.stepAttempt ?? ctx.attempt, reason, usage }
+  return { id: finishedId(ctx.jobId), type: 'finished' as const, payload }
 }
 
-function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<unknown> {
-  return ctx.append(finishedEvent(ctx, reason, usage)).catch((error) => {
+function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage, scope?: AnswerScope): Promise<unknown> {
+  return ctx.append(finishedEvent(ctx, reason, usage, scope)).catch((error) => {
     // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
     if (!isA2Error(error, 'conflict')) throw error
   })
@@ -189,16 +235,18 @@ function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage): Promise<unk
 /** What the model is sent: the conversation before this generation and, for a successor or a Continue, the answer so far. */
 async function promptOf(
   ctx: Run,
+  scope: AnswerScope,
   takesFiles: readonly FileKind[],
   storedFiles: FileSource,
-): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] }> {
+): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] } | 'waiting'> {
   // The conversation before this generation, from the newest checkpoint of the fold: a
   // session of 100k events costs what a short one does (folding them all held the
   // worker's loop past the 15 s lease).
   const { state: history } = await ctx.fold(chatFold)
-  // A successor attempt, or a Continue (which starts from the stopped answer's cut, as the fold shows it).
-  const continuing = ctx.attempt > 1 || ctx.event.payload.continues !== undefined
+  // A successor attempt, a Continue (which starts from the stopped answer's cut, as the fold shows it), or a continuation after a decision.
+  const continuing = ctx.attempt > 1 || ctx.event.payload.continues !== undefined || scope.continuing
   let own = continuing ? await readOwnSteps(ctx) : []
+  if (ctx.attempt > 1 && own.some((e) => isOwnWait(e, ctx.event.id, scope.run))) return 'waiting'
   // A successor first settles the calls its dead predecessor left running (asked of their receivers), then tells the model of them.
   if (ctx.attempt > 1 && (await settleInFlight(ctx, own))) own = await readOwnSteps(ctx)
   const soFar = continuing ? committedAnswer(history, ctx.event, own) : ''
@@ -215,6 +263,11 @@ async function promptOf(
   )
   const instructions = soFar ? `${SYSTEM_PROMPT}\n\n${CONTINUE_INSTRUCTION}` : SYSTEM_PROMPT
   return { soFar, instructions, messages }
+}
+
+/** A wait this run put in the log (an earlier attempt of it, which died after). */
+function isOwnWait(event: ChatEvent, of: string, run: string | undefined): boolean {
+  return event.type === 'tool.state' && event.payload.state === 'awaiting-approval' && event.payload.of === of && event.payload.run === run
 }
 
 /** The session's log after this generation, read in pages: where earlier attempts' chunks are. */

@@ -11,6 +11,7 @@ import type { A2Event } from '@/lib/a2'
 import type { ChatEvent, FileRef } from '../contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from '../fold/reducer'
 import { joinWindow, type TurnsWindow } from '../fold/first-screen'
+import { answerCancelVersion, waitingCalls } from '../fold/waits'
 
 const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as ChatEvent)
 /** A Stop is an intent from the press: it must reach the log however long the server is away. */
@@ -127,10 +128,27 @@ export function useChat(sessionId: string) {
     [push, store],
   )
 
+  /** The user's yes or no to a call that waits (answer/approvals.ts), bound to its arguments and the answer's Stops as this page has them. */
+  const decide = useCallback(
+    (call: string, decision: 'approve' | 'deny') => {
+      for (const turn of store.getSnapshot().state.turns) {
+        if (turn.kind !== 'assistant') continue
+        const part = waitingCalls(turn).find((p) => p.call === call && !p.decided)
+        if (part?.approval)
+          return push({
+            type: 'tool.decision',
+            payload: { of: turn.id, call, decision, args: part.approval.args, cancelVersion: answerCancelVersion(turn) },
+          })
+      }
+      return Promise.resolve([])
+    },
+    [push, store],
+  )
+
   /** Edit-and-resend: a new version of message `messageId`, and its answer; the old branch is kept. */
   const edit = useCallback((messageId: string, text: string, model?: string) => send(text, { edits: messageId, model }), [send])
 
-  return { ...session, active, stopsUndelivered, send, stop, regenerate, continueAnswer, edit, history, loadOlder, loadBelow }
+  return { ...session, active, stopsUndelivered, send, stop, regenerate, continueAnswer, edit, decide, history, loadOlder, loadBelow }
 }
 
 /** A generate's payload naming `model`, or none (the server's default). */

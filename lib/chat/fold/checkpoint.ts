@@ -65,7 +65,8 @@ export const chatFold: Fold<ChatState> = {
   // 5: answers hold their reasoning and tool calls (AnswerTurn.parts; a chat@4 answer has none);
   // 6: the newest finished answer's parts keep their chunk ends too, so a late Stop cuts them (a chat@5 state has none),
   //    and piece 0 is a head for a partial read (paged-checkpoint.ts; a process on 5 would read it as a block)
-  name: 'chat@6',
+  // 7: a tool call that waits for approval keeps its `approval` and the first `decided` (a chat@6 state folded no `tool.decision`)
+  name: 'chat@7',
   initial: initialChatState,
   fold: (events, state) => foldChat(events as ChatEvent[], state),
   checkpoint: chatCheckpoint,

@@ -47,7 +47,20 @@ export interface ToolPart {
   result?: unknown
   error?: string
   settle?: 'reconcile' | 'operator'
+  /** A call that waits for the user's yes (answer/approvals.ts): its server, its arguments' hash, when it expires. */
+  approval?: ToolApproval
+  /** The first decision on the waiting call (`tool.decision`), once one is in the log: its state follows when the call is run or refused. */
+  decided?: ToolDecision
 }
+
+export interface ToolApproval {
+  server: string
+  args: string
+  expiresAt: number
+  answerIndex: number
+}
+
+export type ToolDecision = 'approve' | 'deny' | 'expired'
 
 export type AnswerPart = ReasoningPart | ToolPart
 

@@ -84,6 +84,13 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           ),
         state,
       )
+    case 'tool.decision':
+      return updateAnswer(state, event.payload.of, (answer) => {
+        if (answer.status === 'stopped' || answer.lastSeenIndex !== undefined) return answer
+        const part = answer.parts.find((p) => p.kind === 'tool' && p.call === event.payload.call) as ToolPart | undefined
+        if (!part || part.state !== 'awaiting-approval' || part.decided) return answer
+        return withTool(answer, part, event.index, (p) => ({ ...p, decided: event.payload.decision }))
+      })
     case 'cancelled':
       return updateAnswer(state, event.payload.of, (answer) => {
         const { lastSeenIndex } = event.payload
@@ -150,8 +157,10 @@ function step(
 /** A `tool.state` applied to its call's part in `answer`. */
 function toolStateOf(answer: AnswerTurn, event: Extract<ChatEvent, { type: 'tool.state' }>): AnswerTurn {
   return withTool(answer, event.payload, event.index, (part) => {
-    const { state: callState, input, result, error, settle } = event.payload
-    return { ...part, stateAt: part.stateAt ?? event.index, state: callState, input: part.input ?? input, result, error, settle }
+    const { state: callState, input, result, error, settle, approval } = event.payload
+    const changed: ToolPart = { ...part, stateAt: part.stateAt ?? event.index, state: callState, input: part.input ?? input, result, error, settle }
+    if (approval) changed.approval = approval
+    return changed
   })
 }
 

@@ -74,6 +74,8 @@ class ChatDraft {
         })
       case 'tool.state':
         return this.toolState(event)
+      case 'tool.decision':
+        return this.toolDecision(event)
       case 'cancelled':
         return this.cancelled(event)
       case 'finished':
@@ -149,7 +151,20 @@ class ChatDraft {
         part.result = result
         part.error = error
         part.settle = settle
+        if (event.payload.approval) part.approval = event.payload.approval
       })
+  }
+
+  /** The first decision on a waiting call of an answer not stopped is the one that counts (answer/approvals.ts); later ones change nothing. */
+  private toolDecision(event: Extract<ChatEvent, { type: 'tool.decision' }>): void {
+    const { of, call, decision } = event.payload
+    this.turns.updateAnswers(of, (answer, own) => {
+      if (answer.status === 'stopped' || answer.lastSeenIndex !== undefined) return
+      const position = answer.parts.findIndex((p) => p.kind === 'tool' && p.call === call)
+      const part = answer.parts[position] as ToolPart | undefined
+      if (!part || part.state !== 'awaiting-approval' || part.decided) return
+      this.ownPart<ToolPart>(own(), position).decided = decision
+    })
   }
 
   private cancelled(event: Extract<ChatEvent, { type: 'cancelled' }>): void {

@@ -13,7 +13,10 @@ import type { A2Server, Executor, PushFound } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'
 import { modelList } from '@/lib/ai/model'
-import type { Chat } from '../contract'
+import type { Chat, ChatEvent } from '../contract'
+import { chatFold } from '../fold/checkpoint'
+import { answerOf, refusalOfDecision } from '../tools/approval-rule'
+import { argsHash } from '../tools/approval-args'
 
 type Input = { id?: string; type: string; payload: unknown }
 
@@ -26,6 +29,7 @@ const REFERENCES: Record<string, Array<[field: string, type: string]>> = {
     ['continues', 'generate'],
   ],
   cancelled: [['of', 'generate']],
+  'tool.decision': [['of', 'generate']],
 }
 
 /** 5 s: roughly how long an answer takes to finish or be stopped, freeing a place. */
@@ -46,7 +50,13 @@ export function referencedIds(inputs: readonly Input[]): string[] {
  * referenced ids, the runs still running); only a push that asks for answers reads more (the
  * concurrency caps and the token budget). A Stop costs no read of its own.
  */
-export async function admitChatPush(server: A2Server<Chat>, owner: string, inputs: readonly Input[], found: PushFound<Chat>): Promise<void> {
+export async function admitChatPush(
+  server: A2Server<Chat>,
+  owner: string,
+  inputs: readonly Input[],
+  found: PushFound<Chat>,
+  session?: { id: string },
+): Promise<void> {
   const inLog = new Map(found.events.map((event) => [event.id, event.type as string]))
   // A retry of a push that landed (every id already in the log) is answered by the append
   // as a duplicate, or refused there if its content differs: nothing new to admit.
@@ -94,6 +104,35 @@ export async function admitChatPush(server: A2Server<Chat>, owner: string, input
   if (generations > 0) {
     await checkConcurrency(server, owner, generations)
     await checkTokenBudget(server, owner)
+  }
+  const decisions = inputs.filter((input) => input.type === 'tool.decision')
+  if (decisions.length > 0) await admitDecisions(server, owner, session, decisions)
+}
+
+/**
+ * A decision on a waiting call (answer/approvals.ts) is admitted only for the call as the log
+ * has it now: waiting and undecided, its arguments' hash, the answer not stopped (its
+ * `cancelVersion`), not expired, and never from a browser as `expired` (tools/approval-rule.ts).
+ * One fold of the session: a decision is rare, and the fold starts from its newest checkpoint.
+ * A Stop or another decision landing between this read and the append is settled by the rule
+ * the runs apply (the first in log order counts), so the race writes an event that does nothing.
+ */
+async function admitDecisions(
+  server: A2Server<Chat>,
+  owner: string,
+  session: { id: string } | undefined,
+  decisions: readonly Input[],
+): Promise<void> {
+  if (!session) throw new A2Error('invalid_payload', 'a tool decision is pushed through the chat’s route')
+  const { state } = await server.fold(session.id, owner, chatFold)
+  const decided = new Set<string>()
+  for (const input of decisions) {
+    const decision = input.payload as Extract<ChatEvent, { type: 'tool.decision' }>['payload']
+    const refusal = decided.has(`${decision.of}\u0000${decision.call}`)
+      ? { code: 'conflict' as const, message: 'that call is decided twice in one push' }
+      : refusalOfDecision(answerOf(state, decision.of), decision, { argsHash, now: Date.now() })
+    if (refusal) throw new A2Error(refusal.code, refusal.message)
+    decided.add(`${decision.of}\u0000${decision.call}`)
   }
 }
 

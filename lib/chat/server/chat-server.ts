@@ -13,6 +13,9 @@ import { filesOf } from '@/lib/files'
 import { fileSourceOf } from '../answer/file-parts'
 import { chat, type Chat } from '../contract'
 import { generateConsumer } from '../answer/generate'
+import { approvalsConsumer } from '../answer/approvals'
+import { startApprovalExpiry } from '../answer/approval-expiry'
+import { toolKinds } from '../tools/chat-tools'
 import { noteOutbox, type NoteOutbox } from '../tools/notes'
 import { webhook } from '../tools/webhook'
 import { openMcpTools, type McpTools } from '../tools/mcp'
@@ -24,6 +27,8 @@ export interface ChatServer {
   modelLabel: string
   /** The MCP servers' tools, in a process that runs answers (closed at shutdown). */
   mcp?: McpTools
+  /** The sweep that lets waits for approval expire as denied, in a process that runs answers. */
+  expiry?: { stop(): void }
 }
 
 const globalChat = globalThis as unknown as { __a2Chat?: Promise<ChatServer> }
@@ -48,21 +53,16 @@ export function buildChatServer(
   const notes = noteOutbox(store)
   // The session's caps count the answers' chunks too: an answer that fills the chat ends there ('session_full').
   const caps = { maxEvents: env().A2_MAX_EVENTS_PER_SESSION, maxPushedBytes: env().A2_MAX_PUSHED_BYTES_PER_SESSION }
+  const toolConfig = { notes, webhook: webhookUrl ? webhook(webhookUrl) : undefined, mcp }
+  const fileSource = fileSourceOf(filesOf(store.db))
+  // Asked only once the server runs a worker (a run's ending), so `server` is set by then.
+  const storedEffects = async (jobId: number): Promise<readonly StoredEffect[]> => (await server.operator.runDetail(jobId)).effects
   const server = createServer({
     contract: chat,
     consumers: [
-      generateConsumer({
-        model,
-        notes,
-        takesTools: tools,
-        takesFiles: files,
-        files: fileSourceOf(filesOf(store.db)),
-        models,
-        webhook: webhookUrl ? webhook(webhookUrl) : undefined,
-        mcp,
-        // Asked only once the server runs a worker (a run's ending), so `server` is set by then.
-        storedEffects: async (jobId: number): Promise<readonly StoredEffect[]> => (await server.operator.runDetail(jobId)).effects,
-      }),
+      generateConsumer({ model, takesTools: tools, takesFiles: files, files: fileSource, models, storedEffects, ...toolConfig }),
+      // A call that waited for approval: the decision (or a Stop) ends the wait in a run of its own (answer/approvals.ts).
+      approvalsConsumer({ kinds: toolKinds(toolConfig), model, takesTools: tools, takesFiles: files, files: fileSource, models, storedEffects }),
     ],
     store,
     caps,
@@ -78,8 +78,9 @@ async function boot(withWorker: boolean): Promise<ChatServer> {
   // 3 s: a tab re-sends a Stop it kept while the server was down every second, so it lands
   // before this (re)started process resumes the run it stops.
   const worker = withWorker ? await built.server.startWorker({ resumeAfterMs: 3_000 }) : undefined
+  const expiry = withWorker ? startApprovalExpiry(built.server) : undefined
   console.log(`[a2] ${store.kind} store ready; model ${built.modelLabel}; ${worker ? `worker ${worker.id}` : 'no worker in this process'}`)
-  return { ...built, worker, mcp }
+  return { ...built, worker, mcp, expiry }
 }
 
 /** Graceful shutdown: stop claiming, hand in-flight attempts over at once (surrendered, refunded), close the database. */
@@ -88,6 +89,7 @@ export async function shutdownChatServer(): Promise<void> {
   if (!pending) return
   globalChat.__a2Chat = undefined
   const chatServer = await pending.catch(() => undefined)
+  chatServer?.expiry?.stop()
   await chatServer?.server.stopWorkers()
   await chatServer?.mcp?.registry.close()
   await closeStore()

@@ -41,12 +41,20 @@ export async function reconcileToolCall(key: string, idempotencyKey: string, kin
   return kind?.lookup ? kind.lookup(idempotencyKey) : { done: false }
 }
 
-/** The offered kinds as the AI SDK's tools. */
+/**
+ * The offered kinds as the AI SDK's tools. A kind whose calls wait for approval is offered without
+ * `execute`: the model's call ends its step unrun, and the handler turns it into a wait
+ * (answer/approvals.ts) that a decision ends, in another run.
+ */
 export function chatTools(run: ToolCallRun, kinds: readonly ToolKind[]): ToolSet {
   const { ctx } = run
   const tools: ToolSet = {}
   for (const kind of kinds) {
     if (kind.offered === false) continue
+    if (kind.approval) {
+      tools[kind.name] = tool({ description: kind.description, inputSchema: kind.inputSchema })
+      continue
+    }
     tools[kind.name] = tool({
       description: kind.description,
       inputSchema: kind.inputSchema,
@@ -62,4 +70,16 @@ export function chatTools(run: ToolCallRun, kinds: readonly ToolKind[]): ToolSet
     })
   }
   return tools
+}
+
+/** Runs an approved call of a kind that waited (answer/approvals.ts), as an offered kind's execute would have. */
+export async function runApprovedCall(run: ToolCallRun, kind: ToolKind, call: { call: string; input: unknown }): Promise<unknown> {
+  const { ctx } = run
+  const result = await runToolCall(
+    run,
+    { call: call.call, tool: kind.name, input: call.input },
+    (idempotencyKey, signal) => kind.dispatch(call.input, { idempotencyKey, signal, sessionId: ctx.sessionId, answer: ctx.event.id }),
+    { ask: kind.lookup && ((key) => kind.lookup!(key)), readOnly: kind.readOnly },
+  )
+  return kind.toModel ? kind.toModel(result, call.input, ctx) : result
 }

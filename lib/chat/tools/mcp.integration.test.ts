@@ -69,7 +69,7 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
               .map((line) => JSON.parse(line) as McpLogEntry)
           : []
     }
-    // Approvals are not built yet: the operator offers the test server's tools without one.
+    // These calls run at once: the operator set `approval: "never"` (approvals.integration.test.ts has the waits).
     const registry: McpRegistry = mcpRegistry({ test: { ...config, approval: 'never' } })
     open.push(registry)
     const mcp = { registry, offers: await registry.offers() }
@@ -92,7 +92,7 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
   }
 
   describe.each<Transport>(['http', 'stdio'])('over %s', (transport) => {
-    it('a tool that needs approval (the default for one not marked read-only) is not offered to the model', async () => {
+    it('a tool that needs approval (the default for one not marked read-only) is offered to wait for it (answer/approvals.ts)', async () => {
       const registry = mcpRegistry({
         test:
           transport === 'http'
@@ -101,12 +101,13 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
       })
       open.push(registry)
       const kinds = (await registry.offers()).map((offer) => mcpTool(offer, registry))
-      expect(Object.fromEntries(kinds.map((k) => [k.name, k.offered]))).toEqual({
-        test__lookup_writes: true,
-        test__deliver: false,
-        test__deliver_stubborn: false,
-        test__deliver_task: false,
+      expect(Object.fromEntries(kinds.map((k) => [k.name, k.approval ?? null]))).toEqual({
+        test__lookup_writes: null,
+        test__deliver: { server: 'test' },
+        test__deliver_stubborn: { server: 'test' },
+        test__deliver_task: { server: 'test' },
       })
+      expect(kinds.every((k) => k.offered !== false)).toBe(true)
     })
 
     it('a call runs through its effect: the key in _meta is the effect’s, the server writes once, the call is done', async () => {

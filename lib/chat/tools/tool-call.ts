@@ -168,6 +168,16 @@ export function describeToolCall(part: ToolPart, ended: boolean): ToolCallStatus
       return { label: 'Failed', detail: part.error, tone: 'failed' }
     case 'cancelled':
       return { label: 'Stopped — did not happen', detail: 'Stopped mid-call; the receiver has no record of it.', tone: 'stopped' }
+    case 'awaiting-approval':
+      // Ended while it waited (a Stop whose ending is not written yet): it never ran.
+      if (ended) return { label: 'Not started', detail: 'Stopped before the tool ran.', tone: 'stopped' }
+      if (part.decided === 'approve') return { label: 'Approved', detail: 'Starting the call…', tone: 'busy' }
+      if (part.decided) return { label: part.decided === 'deny' ? 'Denied' : 'Expired', detail: 'It will not run.', tone: 'stopped' }
+      return { label: 'Waiting for your approval', tone: 'busy' }
+    case 'denied':
+      return { label: 'Denied', detail: 'You denied this call; it did not run.', tone: 'stopped' }
+    case 'expired':
+      return { label: 'Expired', detail: 'Nobody approved it in time; it did not run.', tone: 'stopped' }
     case 'unknown':
       return {
         label: 'May have happened',
@@ -209,6 +219,13 @@ export function toolResultForModel(part: ToolPart): ToolResultOutput {
       return { type: 'text', value: 'Not started: the answer was stopped before this call was made. It did not happen.' }
     case 'cancelled':
       return { type: 'text', value: 'Stopped mid-call, and the receiver has no record of it: it did not happen.' }
+    case 'denied':
+      return { type: 'text', value: 'The user denied this call: it was not made. Do not make it again unless the user asks.' }
+    case 'expired':
+      return { type: 'text', value: 'Nobody approved this call in time, so it was treated as denied: it was not made.' }
+    // Still waiting in an answer that ended (a Stop): never made.
+    case 'awaiting-approval':
+      return { type: 'text', value: 'Not started: the answer was stopped while this call waited for approval. It did not happen.' }
     case 'unknown':
       return {
         type: 'text',

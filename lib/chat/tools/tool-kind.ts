@@ -34,6 +34,12 @@ export interface ToolKind<I = any, R = any> {
   readOnly?: boolean
   /** False: known (calls it made before are still settled) but not offered to the model now. Default true. */
   offered?: boolean
+  /**
+   * A call waits for the user's yes before it runs (answer/approvals.ts): offered to the model
+   * without running, the answer ends waiting, and a decision continues it. `server` is what the
+   * page shows beside the tool (an MCP server's name).
+   */
+  approval?: { server: string }
   /** Runs the call. */
   dispatch(input: I, call: ToolDispatch): Promise<R>
   /** Asks the receiver whether a call under this idempotency key happened: done (with its result), not done, or 'unknown'. */

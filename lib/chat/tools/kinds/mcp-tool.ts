@@ -7,7 +7,7 @@
  * completed → done with its result; cancelled or failed, the server's own word → did not
  * happen); a plain call cannot be asked in MCP, so it stays "may have happened" for an operator.
  * A result the tool marks `isError` is the tool's own failure: the call failed, in its words.
- * A tool whose calls need approval (lib/mcp/config.ts) is not offered to the model yet.
+ * A tool whose calls need approval (lib/mcp/config.ts) waits for the user's yes (answer/approvals.ts).
  */
 import { jsonSchema } from 'ai'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
@@ -20,9 +20,8 @@ export function mcpTool({ modelName, tool, needsApproval }: McpOffer, registry: 
     description: tool.description ?? `${tool.name}, a tool of the MCP server "${tool.server}"`,
     inputSchema: jsonSchema<Record<string, unknown>>(tool.inputSchema as Parameters<typeof jsonSchema>[0]),
     readOnly: tool.readOnly,
-    // A call that needs the user's approval is not offered until approvals exist (issue 36 item 3): the
-    // operator's `approval: "never"` offers it. Still known, so a call made before is settled.
-    offered: !needsApproval,
+    // A call that needs the user's approval waits for it (answer/approvals.ts); the operator's `approval: "never"` runs it at once.
+    approval: needsApproval ? { server: tool.server } : undefined,
     async dispatch(input, { idempotencyKey, signal }) {
       const result = await registry.call(tool, input, { idempotencyKey, signal })
       if (result.isError) throw new Error(textOf(result) || `${tool.name} reported an error`)

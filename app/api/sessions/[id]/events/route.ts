@@ -57,7 +57,7 @@ async function pushAdmitted(request: Request, id: string, userId: string, addres
     refersTo: referencedIds,
     admit: async (inputs, found) => {
       await limited
-      await admitChatPush(server, userId, inputs, found)
+      await admitChatPush(server, userId, inputs, found, { id })
       await admitMessageFiles(await getFiles(), userId, id, inputs)
       const generations = inputs.filter((input) => input.type === 'generate').length
       await takeAll([
