@@ -77,6 +77,8 @@ const schema = z.object({
   A2_RATE_PUSHES_PER_MIN: count(120),
   /** Password sign-in attempts per account (by email) per minute, from any address (better-auth limits each address too). */
   A2_RATE_SIGN_INS_PER_MIN_PER_ACCOUNT: count(10),
+  /** Password sign-ins, and sign-ups, per client address per minute (better-auth's own limit, kept in the database). */
+  A2_RATE_ACCOUNT_ATTEMPTS_PER_MIN_PER_ADDRESS: count(10),
   /** Generations per user per minute. */
   A2_RATE_GENERATIONS_PER_MIN: count(20),
   /** New identities (cookie-less visitors) per client address per minute: identities are free, addresses are not. */

@@ -102,10 +102,10 @@ function createAccounts(store: Store) {
       enabled: true,
       storage: 'database',
       // better-auth's defaults for its sign-in and sign-up paths (3 per 10 s) would refuse a
-      // user who mistypes twice; 10 a minute per address still makes guessing a password slow.
+      // user who mistypes twice; 10 a minute per address (the default) still makes guessing a password slow.
       customRules: {
-        '/sign-in/email': { window: 60, max: 10 },
-        '/sign-up/email': { window: 60, max: 10 },
+        '/sign-in/email': { window: 60, max: env().A2_RATE_ACCOUNT_ATTEMPTS_PER_MIN_PER_ADDRESS },
+        '/sign-up/email': { window: 60, max: env().A2_RATE_ACCOUNT_ATTEMPTS_PER_MIN_PER_ADDRESS },
         '/request-password-reset': { window: 60, max: 5 },
       },
     },
