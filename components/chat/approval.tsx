@@ -39,24 +39,12 @@ export function ApprovalPanel({ part }: { part: ToolPart }) {
         with the arguments shown. Nothing happens until you approve.
       </p>
       <div className="flex gap-2">
-        <button
-          type="button"
-          data-testid="tool-approve"
-          disabled={sending}
-          onClick={() => choose('approve')}
-          className="rounded-lg bg-neutral-900 px-3 py-1.5 text-xs font-medium text-white hover:bg-neutral-700 disabled:opacity-50 dark:bg-white dark:text-neutral-900 dark:hover:bg-neutral-200"
-        >
+        <DecisionButton decision="approve" disabled={sending} onChoose={choose} className={APPROVE_STYLE}>
           Approve
-        </button>
-        <button
-          type="button"
-          data-testid="tool-deny"
-          disabled={sending}
-          onClick={() => choose('deny')}
-          className="rounded-lg border border-neutral-300 px-3 py-1.5 text-xs font-medium text-neutral-800 hover:bg-neutral-100 disabled:opacity-50 dark:border-neutral-600 dark:text-neutral-100 dark:hover:bg-neutral-800"
-        >
+        </DecisionButton>
+        <DecisionButton decision="deny" disabled={sending} onChoose={choose} className={DENY_STYLE}>
           Deny
-        </button>
+        </DecisionButton>
       </div>
       {error && (
         <p role="alert" className="text-xs text-red-700 dark:text-red-300">
@@ -64,5 +52,30 @@ export function ApprovalPanel({ part }: { part: ToolPart }) {
         </p>
       )}
     </div>
+  )
+}
+
+const BUTTON_STYLE = 'rounded-lg px-3 py-1.5 text-xs font-medium disabled:opacity-50'
+const APPROVE_STYLE = `${BUTTON_STYLE} bg-neutral-900 text-white hover:bg-neutral-700 dark:bg-white dark:text-neutral-900 dark:hover:bg-neutral-200`
+const DENY_STYLE = `${BUTTON_STYLE} border border-neutral-300 text-neutral-800 hover:bg-neutral-100 dark:border-neutral-600 dark:text-neutral-100 dark:hover:bg-neutral-800`
+
+/** Approve or Deny: one button each, the same but for its decision, words and look. */
+function DecisionButton({
+  decision,
+  disabled,
+  onChoose,
+  className,
+  children,
+}: {
+  decision: 'approve' | 'deny'
+  disabled: boolean
+  onChoose: (decision: 'approve' | 'deny') => void
+  className: string
+  children: React.ReactNode
+}) {
+  return (
+    <button type="button" data-testid={`tool-${decision}`} disabled={disabled} onClick={() => onChoose(decision)} className={className}>
+      {children}
+    </button>
   )
 }
