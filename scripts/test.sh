@@ -39,6 +39,16 @@ npx vitest run --reporter=default --reporter=json --outputFile.json=reports/vite
 echo "== build the app"
 npx next build
 
+# A failed browser test leaves the page as it was (error-context.md, its accessibility tree): printed, so a
+# failure on a machine whose files are gone can still be read from the log.
+print_failed_pages() {
+  find test-results -name error-context.md 2>/dev/null | while read -r f; do
+    echo "== page at failure: $f"
+    head -c 6000 "$f"
+    echo
+  done
+}
+
 echo "== end to end (Playwright, real Chromium)"
 if [ -n "$TEST_DATABASE_URL" ]; then
   E2E_DB="a2_e2e_$$"
@@ -46,11 +56,19 @@ if [ -n "$TEST_DATABASE_URL" ]; then
   export E2E_DATABASE_URL
   trap 'npx tsx scripts/e2e-db.ts drop "$E2E_DB" >/dev/null 2>&1 || true' EXIT
 fi
-PLAYWRIGHT_JSON_OUTPUT_NAME=reports/e2e.json npx playwright test --reporter=list,json
+PLAYWRIGHT_JSON_OUTPUT_NAME=reports/e2e.json npx playwright test --reporter=list,json || {
+  status=$?
+  print_failed_pages
+  exit $status
+}
 
 if [ -n "$TEST_DATABASE_URL" ]; then
   echo "== chaos: app instances, workers and Postgres killed and restarted (Playwright)"
-  A2_NEXT_DIST_DIR=.next PLAYWRIGHT_JSON_OUTPUT_NAME=reports/chaos.json npx playwright test -c playwright.chaos.config.ts --reporter=list,json
+  A2_NEXT_DIST_DIR=.next PLAYWRIGHT_JSON_OUTPUT_NAME=reports/chaos.json npx playwright test -c playwright.chaos.config.ts --reporter=list,json || {
+    status=$?
+    print_failed_pages
+    exit $status
+  }
 else
   echo "== chaos: skipped (needs TEST_DATABASE_URL: it runs several processes on one Postgres)"
 fi

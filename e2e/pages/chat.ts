@@ -71,11 +71,35 @@ export class ChatPage {
     await this.input.fill(text)
     await this.sendButton.click()
     if (!this.page.url().includes('/c/')) await this.page.waitForURL(/\/c\/[^/]+/)
-    await this.page.waitForFunction(
-      (previous) =>
-        (Array.from(document.querySelectorAll('[data-testid="message-user"]')).at(-1)?.getAttribute('data-message-id') ?? null) !== previous,
-      before,
-    )
+    await this.page
+      .waitForFunction(
+        (previous) =>
+          (Array.from(document.querySelectorAll('[data-testid="message-user"]')).at(-1)?.getAttribute('data-message-id') ?? null) !== previous,
+        before,
+        // Under the test's own timeout, so what the page shows can still be read.
+        { timeout: 40_000 },
+      )
+      .catch(async (error: Error) => {
+        // A send that never showed says what the page showed instead (an alert, a not-found page), so a
+        // failure far from this machine can be read from its log.
+        throw new Error(`the message sent never showed; the page at ${this.page.url()} says: ${await this.whatIsShown()}`, { cause: error })
+      })
+  }
+
+  /** The page's alert, not-found page and composer text, for a failure's message (never throws: the page may be gone). */
+  private async whatIsShown(): Promise<string> {
+    return this.page
+      .evaluate(() => {
+        const text = (selector: string) => document.querySelector<HTMLElement>(selector)?.innerText.trim().slice(0, 300) ?? '(none)'
+        const composer = document.querySelector<HTMLTextAreaElement>('[data-testid="composer-input"]')
+        return [
+          `error-alert: ${text('[data-testid="error-alert"]')}`,
+          `not-found: ${text('[data-testid="chat-not-found"]')}`,
+          `composer: ${composer ? JSON.stringify(composer.value.slice(0, 80)) : '(none)'}`,
+          `user messages: ${document.querySelectorAll('[data-testid="message-user"]').length}`,
+        ].join('; ')
+      })
+      .catch((error: Error) => `(unreadable: ${error.message})`)
   }
 
   /** Presses Stop (the answer must be active) and waits for the button to turn back into Send. */
