@@ -174,6 +174,12 @@ export const chat = defineContract({
           settle: z.enum(['reconcile', 'operator']).optional(),
           run: stepRun,
           /**
+           * On an attempt's first `awaiting-approval`: what the model call that made its waits cost.
+           * That call writes no `finished` (the answer goes on after the decision), and the
+           * daily budget counts it here (server/token-budget.ts), decided or not.
+           */
+          usage: usage.optional(),
+          /**
            * A waiting call: its MCP server, the hash of its arguments a decision must name, when it
            * expires as denied (ms since the epoch), and the index of its answer's generate (where the continuation reads from).
            */

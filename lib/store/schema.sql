@@ -262,8 +262,8 @@ alter table public.rate_limits add constraint rate_limits_pkey PRIMARY KEY (key)
 alter table public.share_links add constraint share_links_pkey PRIMARY KEY (token_hash);
 
 CREATE INDEX a2_events_approval_expiry ON public.a2_events USING btree (((((payload -> 'approval'::text) ->> 'expiresAt'::text))::bigint)) WHERE ((type = 'tool.state'::text) AND ((payload ->> 'state'::text) = 'awaiting-approval'::text));
-CREATE INDEX a2_events_finished_at ON public.a2_events USING btree (session_id, created_at) WHERE (type = 'finished'::text);
 CREATE UNIQUE INDEX a2_events_session_id ON public.a2_events USING btree (session_id, id);
+CREATE INDEX a2_events_spent_at ON public.a2_events USING btree (session_id, created_at) WHERE ((type = 'finished'::text) OR ((type = 'tool.state'::text) AND (payload ? 'usage'::text)));
 CREATE INDEX a2_job_transitions_job ON public.a2_job_transitions USING btree (job_id, id);
 CREATE INDEX a2_jobs_cancelling ON public.a2_jobs USING btree (cancelling_since) WHERE (status = 'CANCELLING'::text);
 CREATE INDEX a2_jobs_claimable ON public.a2_jobs USING btree (GREATEST(run_at, COALESCE(lease_until, '-infinity'::timestamp with time zone)), id) WHERE ((status = 'ACTIVE'::text) AND (NOT lane_blocked));

@@ -21,6 +21,7 @@ import { foldChat, type AnswerTurn, type ToolPart } from '../fold/reducer'
 import { argsHash } from '../tools/approval-args'
 import { describeToolCall } from '../tools/tool-call'
 import { sweepWaits } from './approval-expiry'
+import { tokensSpentToday } from '../server/token-budget'
 
 const ARGS = { message: 'ship it' }
 const ASK = `Tell the team [[call test__deliver ${JSON.stringify(ARGS)}]]`
@@ -103,6 +104,22 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     expect(key).toMatch(/^a2-\d+-tool:test__deliver:/)
     expect((toolCalls()[0] as { message: { params: { _meta: Record<string, unknown> } } }).message.params._meta[MCP_IDEMPOTENCY_META]).toBe(key)
     expect(events.filter((e) => e.type === 'finished')).toHaveLength(1)
+  })
+
+  it('the model call that made the wait is spent at once: the daily budget counts it while the call waits, and the answer shows both calls’ tokens', async () => {
+    const server = await start()
+    const { id, call } = await waiting(server, 'bea')
+    // That call wrote no `finished` (the answer is not over), and may never: a wait nobody decides still cost its tokens.
+    const whileWaiting = (await tokensSpentToday(server.store.db, 'bea')).used
+    expect(whileWaiting).toBeGreaterThan(0)
+    await push(server, id, 'bea', { id: 'yes1', ...decision(call, 'approve') })
+    const events = await logWhenFinished(server, id, 'bea')
+    const finished = events.find((e): e is Extract<ChatEvent, { type: 'finished' }> => e.type === 'finished')!
+    const continuation = (finished.payload.usage?.inputTokens ?? 0) + (finished.payload.usage?.outputTokens ?? 0)
+    expect(continuation).toBeGreaterThan(0)
+    expect((await tokensSpentToday(server.store.db, 'bea')).used).toBe(whileWaiting + continuation)
+    const shown = answerIn(events).usage!
+    expect(shown.inputTokens! + shown.outputTokens!).toBe(whileWaiting + continuation)
   })
 
   it('a restart while it waits: the wait is the log; a new process with no memory of it runs the approval', async () => {

@@ -126,24 +126,22 @@ export async function answerHandler(
         const finish = await streamLoop(result.stream, sink, { signal, writeFailed: writeFailed.signal })
         text.end()
         await settled(running)
+        const usage = answerUsage(finish.totalUsage, billing.sent, billing.streamed)
         // The calls that need the user's yes wait, as steps: refused (with the rest) once a Stop is
         // recorded, so a wait either lands before any Stop or not at all (answer/approvals.ts).
+        // This call writes no `finished` then: its cost rides on the first wait, so it is counted once either way.
         const { A2_APPROVAL_TIMEOUT_MS: timeout } = env()
-        for (const call of toWait) {
+        toWait.forEach((call, i) => {
           const approval = {
             server: approvals.get(call.tool)!.server,
             args: argsHash(call.input),
             expiresAt: Date.now() + timeout,
             answerIndex: ctx.event.index,
           }
-          writer.add({ type: 'tool.wait', call: call.call, tool: call.tool, input: call.input, approval })
-        }
+          writer.add({ type: 'tool.wait', call: call.call, tool: call.tool, input: call.input, approval, ...(i === 0 && { usage }) })
+        })
         await writer.flush()
-        return {
-          finishReason: normalizeReason(finish.finishReason),
-          usage: answerUsage(finish.totalUsage, billing.sent, billing.streamed),
-          waiting: toWait.length > 0 && !writer.refused,
-        }
+        return { finishReason: normalizeReason(finish.finishReason), usage, waiting: toWait.length > 0 && !writer.refused }
         // Two of these calls at once do no harm: each one's text reaches the log only through
         // its own attempt's appends, and a superseded attempt's are refused. So a worker judged
         // dead mid-answer is taken over at once (OWNER_DIED, ~0.5 s), not after its 15 s lease.

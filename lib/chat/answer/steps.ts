@@ -8,6 +8,7 @@ import type { EventOf } from '@/lib/a2'
 import { MAX_DELTA_CHARS, type Chat } from '../contract'
 import type { ToolApproval } from '../fold/parts'
 import { joinDeltas } from './chunk-writer'
+import type { Usage } from '@/lib/ai/usage'
 
 export type AnswerStep =
   | { type: 'chunk'; delta: string }
@@ -15,7 +16,7 @@ export type AnswerStep =
   | { type: 'tool.input'; call: string; tool: string; delta: string }
   | { type: 'tool.call'; call: string; tool: string; input: unknown }
   /** A call that waits for approval: a `tool.state` in `awaiting-approval`, the one state that is a step (answer/approvals.ts). */
-  | { type: 'tool.wait'; call: string; tool: string; input: unknown; approval: ToolApproval }
+  | { type: 'tool.wait'; call: string; tool: string; input: unknown; approval: ToolApproval; usage?: Usage }
 
 type StepType = Exclude<AnswerStep['type'], 'tool.wait'> | 'tool.state'
 type Appendable = { [K in StepType]: { type: K; payload: EventOf<Chat, K>['payload'] } }[StepType]
@@ -37,7 +38,16 @@ export function stepEvents(steps: readonly AnswerStep[], of: string, attempt: nu
     else if (first.type === 'tool.wait')
       events.push({
         type: 'tool.state',
-        payload: { of, ...runOf, call: first.call, tool: first.tool, state: 'awaiting-approval', input: first.input, approval: first.approval },
+        payload: {
+          of,
+          ...runOf,
+          call: first.call,
+          tool: first.tool,
+          state: 'awaiting-approval',
+          input: first.input,
+          approval: first.approval,
+          ...(first.usage && { usage: first.usage }),
+        },
       })
     else {
       for (const delta of joinDeltas(

@@ -105,6 +105,15 @@ const drafts: Draft[] = [
           result: fc.option(toolInput, { nil: undefined }),
           error: fc.option(hostileText, { nil: undefined }),
           settle: fc.option(fc.constantFrom('reconcile' as const, 'operator' as const), { nil: undefined }),
+          // A wait's cost (answer/handler.ts): added to its own answer's, never a continuing version's.
+          usage: fc.option(
+            fc.record({
+              inputTokens: fc.option(fc.nat(), { nil: undefined }),
+              outputTokens: fc.option(fc.nat(), { nil: undefined }),
+              counted: fc.option(fc.constant(true as const), { nil: undefined }),
+            }),
+            { nil: undefined },
+          ),
         },
         { requiredKeys: ['of', 'call', 'tool', 'state'] },
       ),

@@ -16,6 +16,7 @@ import {
   type UserTurn,
 } from './reducer'
 import { compactParts, cutParts } from './parts'
+import { addUsage } from './usage'
 
 export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
   switch (event.type) {
@@ -80,7 +81,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           updateAnswer(folded, id, (answer) =>
             id !== event.payload.of && !answer.parts.some((p) => p.kind === 'tool' && p.call === event.payload.call)
               ? answer
-              : toolStateOf(answer, event),
+              : toolStateOf(answer, event, id === event.payload.of),
           ),
         state,
       )
@@ -112,7 +113,7 @@ export function referenceReduce(state: ChatState, event: ChatEvent): ChatState {
           ...answer,
           status,
           finishReason: event.payload.reason,
-          usage: event.payload.usage,
+          usage: addUsage(answer.usage, event.payload.usage),
           text: answer.chunks.map((c) => c.delta).join(''),
           chunks: [],
           ...(newest && status !== 'stopped' ? endsOf(answer) : { parts: compacted(answer.parts) }),
@@ -155,8 +156,9 @@ function step(
 
 /** The answer with tool call `call` changed by `change`, added at the end (at `index`) first if it has none. */
 /** A `tool.state` applied to its call's part in `answer`. */
-function toolStateOf(answer: AnswerTurn, event: Extract<ChatEvent, { type: 'tool.state' }>): AnswerTurn {
-  return withTool(answer, event.payload, event.index, (part) => {
+function toolStateOf(answer: AnswerTurn, event: Extract<ChatEvent, { type: 'tool.state' }>, own: boolean): AnswerTurn {
+  const spent = own && event.payload.usage ? { ...answer, usage: addUsage(answer.usage, event.payload.usage) } : answer
+  return withTool(spent, event.payload, event.index, (part) => {
     const { state: callState, input, result, error, settle, approval } = event.payload
     const changed: ToolPart = { ...part, stateAt: part.stateAt ?? event.index, state: callState, input: part.input ?? input, result, error, settle }
     if (approval) changed.approval = approval

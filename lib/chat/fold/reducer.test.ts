@@ -111,6 +111,30 @@ describe('the chat fold', () => {
     expect([second.status, answerText(second)]).toEqual(['done', 'Second answer'])
   })
 
+  it('an answer that waited for approval shows both calls’ tokens; a version continuing it that shows the call takes none of them', () => {
+    const waited = [
+      ...conversation(),
+      ev('tool.call', { of: 'g1', attempt: 1, call: 'c1', tool: 'test__deliver', input: { m: 1 } }), // 5
+      ev('cancelled', { of: 'g1', lastSeenIndex: 5 }), // 6
+      ev('finished', { of: 'g1', attempt: 1, reason: 'cancelled', usage: { inputTokens: 7, outputTokens: 3 } }), // 7
+      ev('generate', { for: 'm1', continues: 'g1' }, 'g2'), // 8
+      // The wait's cost, folded late (after a version continuing the answer shows its call).
+      ev('tool.state', {
+        of: 'g1',
+        call: 'c1',
+        tool: 'test__deliver',
+        state: 'awaiting-approval',
+        usage: { inputTokens: 20, outputTokens: 4, counted: true },
+      }),
+    ]
+    for (const state of [foldChat(waited), waited.reduce(reduceChat, foldChat([]))]) {
+      const [first, second] = answers(state)
+      expect(first.usage).toEqual({ inputTokens: 27, outputTokens: 7, counted: true })
+      expect(second.parts.some((p) => p.kind === 'tool' && p.call === 'c1')).toBe(true)
+      expect(second.usage).toBeUndefined()
+    }
+  })
+
   it('keeps the text a dead attempt committed: the successor continues after it, and late chunks from the dead one vanish', () => {
     const log = [
       ...conversation(), // attempt 1 committed "Hello there" (2..4), then died

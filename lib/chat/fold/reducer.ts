@@ -8,6 +8,7 @@ import { DraftTurns } from './draft-turns'
 import { indexOf } from './turn-index'
 import { chunkEndsOf, cutFinished, cutsFinished, withoutPartEnds, withPartEnds } from './late-stop'
 import { compactParts, cutParts, type AnswerPart, type ReasoningPart, type ToolPart } from './parts'
+import { addUsage } from './usage'
 import { initialChatState, isTerminal, slotOf, nextSlot, ROOT_SLOT, type AnswerTurn, type ChatState, type Turn, type UserTurn } from './turns'
 
 export type { AnswerPart, ReasoningPart, ToolPart } from './parts'
@@ -152,6 +153,8 @@ class ChatDraft {
         part.error = error
         part.settle = settle
         if (event.payload.approval) part.approval = event.payload.approval
+        // What the model call that made the wait cost: the answer's own, never a continuing version's.
+        if (id === of && event.payload.usage) own().usage = addUsage(answer.usage, event.payload.usage)
       })
   }
 
@@ -188,7 +191,7 @@ class ChatDraft {
       const mine = own()
       mine.status = answer.lastSeenIndex !== undefined || event.payload.reason === 'cancelled' ? 'stopped' : 'done'
       mine.finishReason = event.payload.reason
-      mine.usage = event.payload.usage
+      mine.usage = addUsage(answer.usage, event.payload.usage)
       this.keepChunkEnds(mine, position)
       compact(mine)
     })

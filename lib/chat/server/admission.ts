@@ -7,9 +7,8 @@
  * The "none running" and concurrency checks read, then the append writes: two pushes racing
  * can both pass. The per-user cap bounds what that costs (a few answers, not a flood).
  */
-import { sql } from 'drizzle-orm'
 import { A2Error } from '@/lib/a2'
-import type { A2Server, Executor, PushFound } from '@/lib/a2/server'
+import type { A2Server, PushFound } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'
 import { modelList } from '@/lib/ai/model'
@@ -17,6 +16,7 @@ import type { Chat, ChatEvent } from '../contract'
 import { chatFold } from '../fold/checkpoint'
 import { answerOf, refusalOfDecision } from '../tools/approval-rule'
 import { argsHash } from '../tools/approval-args'
+import { checkTokenBudget } from './token-budget'
 
 type Input = { id?: string; type: string; payload: unknown }
 
@@ -103,7 +103,7 @@ export async function admitChatPush(
   }
   if (generations > 0) {
     await checkConcurrency(server, owner, generations)
-    await checkTokenBudget(server, owner)
+    await checkTokenBudget(server.store.db, owner)
   }
   const decisions = inputs.filter((input) => input.type === 'tool.decision')
   if (decisions.length > 0) await admitDecisions(server, owner, session, decisions)
@@ -136,32 +136,6 @@ async function admitDecisions(
   }
 }
 
-/**
- * A user's model tokens over the last 24 hours, as the model reported them on each answer's
- * `finished` event, stay under A2_DAILY_TOKENS_PER_USER: past it, no new answer until the
- * oldest counted answer is a day old (Retry-After). An answer running when the budget runs
- * out finishes; the next one waits.
- */
-async function checkTokenBudget(server: A2Server<Chat>, owner: string): Promise<void> {
-  const budget = env().A2_DAILY_TOKENS_PER_USER
-  const result = (await server.store.db.execute(sql`
-    select coalesce(sum(coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0)), 0)::bigint::text as used,
-           (extract(epoch from (min(e.created_at) + interval '1 day' - now())) * 1000)::bigint::text as oldest_ms
-    from (
-      select e.created_at, e.payload from a2_events e
-      where e.type = 'finished' and e.created_at > now() - interval '1 day'
-        and e.session_id in (select id from a2_sessions where owner = ${owner})
-      union all -- tokens spent in chats deleted since: deleting a chat gives no budget back
-      select at, jsonb_build_object('usage', jsonb_build_object('inputTokens', tokens)) from spent_tokens
-      where owner = ${owner} and at > now() - interval '1 day'
-    ) e`)) as unknown
-  const [row] = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Array<{ used: string; oldest_ms: string | null }>
-  const used = Number(row.used)
-  if (used >= budget) {
-    throw rateLimited(`you have used today's ${budget} model tokens (${used})`, Math.max(1_000, Number(row.oldest_ms ?? 60_000)))
-  }
-}
-
 /** At most A2_MAX_RUNNING_GENERATIONS_PER_USER answers of one user, and A2_MAX_RUNNING_GENERATIONS of everyone, run at once. */
 async function checkConcurrency(server: A2Server<Chat>, owner: string, adding: number): Promise<void> {
   const { A2_MAX_RUNNING_GENERATIONS_PER_USER: perUser, A2_MAX_RUNNING_GENERATIONS: total } = env()
@@ -169,18 +143,4 @@ async function checkConcurrency(server: A2Server<Chat>, owner: string, adding: n
   if (mine + adding > perUser) throw rateLimited(`you have ${mine} answers running (the limit is ${perUser})`, BUSY_RETRY_MS)
   const everyone = await server.runs.countOpen({ consumer: 'generate' })
   if (everyone + adding > total) throw rateLimited('the server is answering as many questions as it can', BUSY_RETRY_MS)
-}
-
-/**
- * Keeps what a chat's answers spent in the last day when the chat is deleted (inside the
- * delete's transaction): the daily budget counts it until it is a day old.
- */
-export async function keepSpentTokens(tx: Executor, sessionId: string, owner: string): Promise<void> {
-  await tx.execute(sql`
-    insert into spent_tokens (owner, at, tokens)
-    select ${owner}, e.created_at,
-           (coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0))::int
-    from a2_events e
-    where e.session_id = ${sessionId} and e.type = 'finished' and e.created_at > now() - interval '1 day'
-      and e.payload ? 'usage'`)
 }

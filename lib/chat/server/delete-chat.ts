@@ -7,7 +7,7 @@
  * UNKNOWN effect) is a 409 `unresolved`, with nothing written: that run is their evidence.
  */
 import { A2Error } from '@/lib/a2'
-import { keepSpentTokens } from './admission'
+import { keepSpentTokens } from './token-budget'
 import type { ChatServer } from './chat-server'
 import { deleteShareLinks } from './share'
 import { getFiles } from '@/lib/files'
