@@ -31,13 +31,27 @@ function declares(source: string, name: string): boolean {
   ).test(source)
 }
 
+/** Each map, and where its way back (from the log to every tab) begins: the two legs are read apart. */
 const MAPS = [
-  { file: 'README.md', heading: '## What happens when you press Stop' },
-  { file: 'docs/architecture.md', heading: '## The Stop path' },
+  { file: 'README.md', heading: '## What happens when you press Stop', wayBack: /^The way back/m },
+  { file: 'docs/architecture.md', heading: '## The Stop path', wayBack: /^\| 6 /m },
 ]
 
-describe.each(MAPS)('the Stop map in $file', ({ file, heading }) => {
-  const steps = links(section(file, heading))
+/** The files a leg enters again after leaving them for another: a leg that reads forward has none. */
+function reentered(leg: string): string[] {
+  const files = links(leg).map(({ target }) => target)
+  return files.filter((file, i) => i > 0 && files[i - 1] !== file && files.slice(0, i - 1).includes(file))
+}
+
+describe.each(MAPS)('the Stop map in $file', ({ file, heading, wayBack }) => {
+  const text = section(file, heading)
+  const steps = links(text)
+
+  it('reads forward: the way out, and the way back, each enter a file once', () => {
+    const back = text.search(wayBack)
+    expect(back).toBeGreaterThan(0)
+    expect({ out: reentered(text.slice(0, back)), back: reentered(text.slice(back)) }).toEqual({ out: [], back: [] })
+  })
 
   it('names files and functions, in steps', () => {
     expect(steps.length).toBeGreaterThan(10)

@@ -1,7 +1,7 @@
 /**
  * One attempt of the `generate` consumer (generate.ts), top to bottom: the prompt (the history,
  * and for a successor or a Continue the answer so far), the model call as an effect under the
- * run's signal (its stream into the log: stream-loop.ts), then the answer's one `finished`.
+ * run's signal (its stream into the log: stream-loop.ts), then the answer's end (end-answer.ts).
  *
  * A Stop (the signal fires, or the log refuses a step) is the outcome, not a failure: what the
  * reader saw stays, the rest is cut by the reducer, and the run ends CANCELLED. Anything else (a
@@ -10,7 +10,7 @@
 import { isStepCount, streamText, type LanguageModel, type ModelMessage } from 'ai'
 import { isA2Error } from '@/lib/a2'
 import { isStop, readAll, type RunContext } from '@/lib/a2/server'
-import { answerUsage, type Usage } from '@/lib/ai/usage'
+import { answerUsage } from '@/lib/ai/usage'
 import { env } from '@/lib/env'
 import { argsHash } from '../tools/approval-args'
 import { FINISH_REASONS, type Chat, type ChatEvent, type FinishReason } from '../contract'
@@ -26,7 +26,7 @@ import { modelErrorLine } from './model-failure'
 import { restatementFilter } from './restatement'
 import { stepEvents, type AnswerStep } from './steps'
 import { streamLoop } from './stream-loop'
-import { finishedId } from './unfinished'
+import { endAnswer } from './end-answer'
 
 type Run = RunContext<Chat, 'generate'>
 
@@ -152,7 +152,7 @@ export async function answerHandler(
     // decision ends the wait, in its own run (approvals.ts). This run ends and holds no worker.
     if (outcome.waiting) return 'waiting'
     // The model got to its end, but a Stop was recorded meanwhile: the answer was stopped.
-    await endAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage, scope)
+    await endAnswer(ctx, writer.refused || isStop(ctx.signal) ? 'cancelled' : outcome.finishReason, outcome.usage, scope.stepAttempt)
     return 'ended'
   } catch (error) {
     if (isStop(ctx.signal, error) || writer.refused) {
@@ -160,12 +160,12 @@ export async function answerHandler(
       // A tool call cut off by the Stop writes its state (asked of its receiver) before the answer ends.
       await settled(running)
       // The aborted request reported nothing: what it cost is counted (lib/ai/usage.ts).
-      await endAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed), scope)
+      await endAnswer(ctx, 'cancelled', answerUsage(undefined, billing.sent, billing.streamed), scope.stepAttempt)
       return 'ended'
     }
     // The chat holds its limit of events: the answer ends with what reached the log (its `finished` is no step, so it lands).
     if (isA2Error(writeFailed.signal.reason, 'session_full')) {
-      await endAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed), scope)
+      await endAnswer(ctx, 'session_full', answerUsage(undefined, billing.sent, billing.streamed), scope.stepAttempt)
       return 'ended'
     }
     throw error
@@ -196,38 +196,6 @@ function answerWriter(ctx: Run, scope: AnswerScope): { writer: ChunkWriter<Answe
     (error) => writeFailed.abort(error),
   )
   return { writer, writeFailed }
-}
-
-/**
- * The answer's one `finished` and its run's end, in one transaction (ctx.end): `reason` with
- * COMPLETED, or `cancelled` with CANCELLED once a Stop is recorded, so a Stop lands wholly before
- * the end (the answer was stopped) or after it (a late Stop: the fold cuts what the reader
- * missed, the run stays COMPLETED), and a list read after `finished` never finds the run still
- * open. finished-agrees.integration.test.ts forces each ordering. While an effect is open (a
- * tool call's outcome unknown) the run is left to end UNKNOWN, `finished` appended alone.
- */
-async function endAnswer(ctx: Run, reason: FinishReason, usage: Usage, scope: AnswerScope): Promise<void> {
-  const ended = await ctx
-    .end({ completed: [finishedEvent(ctx, reason, usage, scope)], cancelled: [finishedEvent(ctx, 'cancelled', usage, scope)] })
-    .catch((error: unknown) => {
-      // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
-      if (isA2Error(error, 'conflict')) return 'COMPLETED' as const
-      throw error
-    })
-  if (ended === 'UNSETTLED') await finishAnswer(ctx, isStop(ctx.signal) ? 'cancelled' : reason, usage, scope)
-}
-
-/** The answer's `finished`. One id per job: an answer has one, whichever of its attempts or the end hook writes it. */
-function finishedEvent(ctx: Run, reason: FinishReason, usage: Usage, scope?: AnswerScope) {
-  const payload = { of: ctx.event.id, attempt: scope?.stepAttempt ?? ctx.attempt, reason, usage }
-  return { id: finishedId(ctx.jobId), type: 'finished' as const, payload }
-}
-
-function finishAnswer(ctx: Run, reason: FinishReason, usage: Usage, scope?: AnswerScope): Promise<unknown> {
-  return ctx.append(finishedEvent(ctx, reason, usage, scope)).catch((error) => {
-    // An earlier attempt's `finished` is in the log (it died before its run ended): the answer has its one.
-    if (!isA2Error(error, 'conflict')) throw error
-  })
 }
 
 /** What the model is sent: the conversation before this generation and, for a successor or a Continue, the answer so far. */
