@@ -226,6 +226,8 @@ export const files = pgTable(
     size: integer('size').notNull(),
     sha256: text('sha256').notNull(),
     storage: text('storage').notNull(),
+    /** An image's thumbnail (WebP, lib/files/thumbnail.ts), a few KB: what a chat shows, so opening one sends no originals. */
+    thumb: bytea('thumb'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

@@ -122,10 +122,16 @@ test('files attached by chooser, drop and paste are sent, survive a reload, foll
   await expect(laptop.userMessages.last().getByRole('link', { name: /report\.pdf.*PDF/ })).toBeVisible()
   await expect(laptop.userMessages.last().getByRole('link', { name: /notes\.txt.*Text/ })).toBeVisible()
 
-  // After a reload, the same.
+  // After a reload, the same; the page asks for the image's thumbnail, never its original.
+  const fileRequests: string[] = []
+  laptopPage.on('request', (request) => {
+    const url = new URL(request.url())
+    if (url.pathname.startsWith('/api/files/')) fileRequests.push(url.pathname + url.search)
+  })
   await laptopPage.reload()
   await expect(laptop.userMessages.last().getByTestId('message-file')).toHaveCount(3)
   await expect.poll(() => drawn(laptop.userMessages.last().getByRole('img', { name: 'photo.png' }))).toBe(true)
+  expect(fileRequests).toEqual([`${href}?thumb=1`])
 
   // A second device of the account sees them.
   const phonePage = await device(browser)

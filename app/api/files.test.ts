@@ -76,6 +76,36 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     expect((await routes.call('GET', `/api/files/not-a-uuid`, { cookie: owner.cookie })).status).toBe(400)
   })
 
+  it('an image is also served as a thumbnail (WebP, at most 320 px a side, smaller than the original), under the same checks', async () => {
+    const owner = await routes.newUser()
+    const bytes = png(800, 600)
+    const ref = await uploaded(owner.cookie, bytes, 'wide.png')
+    const thumb = await routes.call('GET', `/api/files/${ref.id}?thumb=1`, { cookie: owner.cookie })
+    expect(thumb.status).toBe(200)
+    expect(thumb.headers.get('content-type')).toBe('image/webp')
+    expect(thumb.headers.get('x-content-type-options')).toBe('nosniff')
+    expect(thumb.headers.get('content-disposition')).toMatch(/^inline/)
+    const small = new Uint8Array(await thumb.arrayBuffer())
+    expect(small.byteLength).toBeLessThan(bytes.byteLength)
+    const { default: sharp } = await import('sharp')
+    expect(await sharp(small).metadata()).toMatchObject({ format: 'webp', width: 320, height: 240 })
+    // Whoever may not read the file may not read its thumbnail.
+    const other = await routes.newUser()
+    expect((await routes.call('GET', `/api/files/${ref.id}?thumb=1`, { cookie: other.cookie })).status).toBe(404)
+    // A file that is no image has no thumbnail: asked for one, the file is what is served (a download).
+    const doc = await uploaded(owner.cookie, pdf(1), 'one.pdf')
+    const docThumb = await routes.call('GET', `/api/files/${doc.id}?thumb=1`, { cookie: owner.cookie })
+    expect(docThumb.headers.get('content-type')).toBe('application/pdf')
+    expect(docThumb.headers.get('content-disposition')).toMatch(/^attachment/)
+    // A share viewer of the chat gets the thumbnail too.
+    expect((await routes.push(owner.sessionId, owner.cookie, message('m1', 'look', [ref]))).status).toBe(201)
+    const made = await routes.call('POST', `/api/sessions/${owner.sessionId}/share`, { cookie: owner.cookie, body: '{}' })
+    const token = ((await made.json()) as { path: string }).path.replace('/s/', '')
+    const viewed = await routes.call('GET', `/api/shared/${token}/files/${ref.id}?thumb=1`, { headers: anonymous })
+    expect(viewed.headers.get('content-type')).toBe('image/webp')
+    expect(new Uint8Array(await viewed.arrayBuffer())).toEqual(small)
+  })
+
   it('text, SVG and PDFs are downloads, never rendered inline', async () => {
     const owner = await routes.newUser()
     const svg = await uploaded(owner.cookie, text('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"></svg>'), 'x.svg')

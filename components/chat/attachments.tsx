@@ -277,7 +277,7 @@ function FileIcon() {
 const FileLinks = createContext<(id: string) => string>((id) => `/api/files/${id}`)
 export const FileLinksProvider = FileLinks.Provider
 
-/** A sent message's files: images as thumbnails, the rest as chips, each a link to the file. */
+/** A sent message's files: images as thumbnails (their own small WebP: the page loads no original), the rest as chips, each a link to the file. */
 export function MessageFiles({ files }: { files: FileRef[] }) {
   const hrefOf = useContext(FileLinks)
   return (
@@ -288,7 +288,7 @@ export function MessageFiles({ files }: { files: FileRef[] }) {
             <a href={hrefOf(file.id)} target="_blank" rel="noopener" className="block rounded-xl outline-offset-2">
               {/* A private route, served only after its own check. */}
               <img
-                src={hrefOf(file.id)}
+                src={`${hrefOf(file.id)}?thumb=1`}
                 alt={file.name}
                 loading="lazy"
                 className="max-h-40 max-w-60 rounded-xl border border-neutral-200 object-cover dark:border-neutral-700"

@@ -11,6 +11,7 @@ import { rowsOf, type BlobStore, type StorageKind } from './blob-store'
 import { checkFileName } from './names'
 import { FileRefused } from './refused'
 import { sniffMediaType } from './sniff'
+import { thumbnailOf } from './thumbnail'
 
 /** What a message's event names of a file (the log's reference: never bytes). */
 export interface FileRef {
@@ -97,6 +98,7 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
       if (bytes.byteLength > limits.maxFileBytes) throw new FileRefused('file_too_large', `a file may have at most ${limits.maxFileBytes} bytes`)
       const mediaType = await sniffMediaType(bytes)
       const ref: FileRef = { id: randomUUID(), name, mediaType, size: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') }
+      const thumb = await thumbnailOf(bytes, mediaType)
       let put = false
       try {
         await db.transaction(async (tx) => {
@@ -110,8 +112,8 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
               `your files would pass your ${limits.quotaBytesPerUser}-byte quota: delete a chat with files to make room`,
             )
           }
-          await tx.execute(sql`insert into files (id, owner, name, media_type, size, sha256, storage)
-            values (${ref.id}, ${owner}, ${ref.name}, ${ref.mediaType}, ${ref.size}, ${ref.sha256}, ${blobs.kind})`)
+          await tx.execute(sql`insert into files (id, owner, name, media_type, size, sha256, storage, thumb)
+            values (${ref.id}, ${owner}, ${ref.name}, ${ref.mediaType}, ${ref.size}, ${ref.sha256}, ${blobs.kind}, ${thumb ? Buffer.from(thumb) : null})`)
           await blobs.put(tx, ref.id, bytes)
           put = true
         })
@@ -137,6 +139,12 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
 
     async bytesOf(file: StoredFile): Promise<Uint8Array | undefined> {
       return blobsOf(file.storage)?.get(db, file.id)
+    },
+
+    /** An image's thumbnail (kept in its row, whichever back end holds its bytes), or undefined. */
+    async thumbOf(file: StoredFile): Promise<Uint8Array | undefined> {
+      const [row] = rowsOf<{ thumb: Uint8Array | null }>(await db.execute(sql`select thumb from files where id = ${file.id}`))
+      return row?.thumb ? new Uint8Array(row.thumb) : undefined
     },
 
     async byIds(ids: readonly string[]): Promise<StoredFile[]> {

@@ -6,12 +6,28 @@
  */
 import { isImage, TEXT_TYPE } from './sniff'
 import { dispositionOf } from './names'
-import type { StoredFile } from './files'
+import { A2Error } from '@/lib/a2'
+import type { Files, StoredFile } from './files'
 
 export const FILE_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox"
 
-export function fileResponse(file: StoredFile, bytes: Uint8Array, options: { download?: boolean } = {}): Response {
-  const inline = isImage(file.mediaType) && !options.download
+/**
+ * What a file route answers, once it has found `file` for its reader: `?thumb=1` an image's
+ * thumbnail (a file without one, itself), `?download=1` the file as a download, else the file.
+ */
+export async function serveFile(request: Request, file: StoredFile | undefined, files: Files): Promise<Response> {
+  const asked = new URL(request.url).searchParams
+  const thumb = file && asked.has('thumb') ? await files.thumbOf(file) : undefined
+  if (file && thumb) return fileResponse({ ...file, mediaType: THUMB_TYPE, sha256: `${file.sha256}-thumb` }, thumb)
+  const bytes = file && (await files.bytesOf(file))
+  if (!file || !bytes) throw new A2Error('not_found', 'no such file')
+  return fileResponse(file, bytes, { download: asked.has('download') })
+}
+
+const THUMB_TYPE = 'image/webp'
+
+function fileResponse(file: StoredFile, bytes: Uint8Array, options: { download?: boolean } = {}): Response {
+  const inline = (isImage(file.mediaType) || file.mediaType === THUMB_TYPE) && !options.download
   const body = new Uint8Array(bytes) // its own ArrayBuffer: a Response body, whichever driver read it
   return new Response(body, {
     headers: {

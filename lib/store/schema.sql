@@ -176,7 +176,8 @@ create table public.files (
   size integer not null,
   sha256 text not null,
   storage text not null,
-  created_at timestamp with time zone default now() not null
+  created_at timestamp with time zone default now() not null,
+  thumb bytea
 );
 
 create table public.mail_outbox (

@@ -1,10 +1,10 @@
 /**
  * A file, to its owner only (any device of the account): anyone else, like an id that does not
- * exist, gets a 404. `?download=1` asks for it as a download whatever its type.
+ * exist, gets a 404. `?download=1` asks for it as a download whatever its type; `?thumb=1` for an
+ * image's thumbnail (lib/files/thumbnail.ts).
  */
-import { A2Error } from '@/lib/a2'
 import { getFiles } from '@/lib/files'
-import { fileResponse } from '@/lib/files/serve'
+import { serveFile } from '@/lib/files/serve'
 import { parse, route } from '@/lib/http/route'
 import { z } from 'zod'
 
@@ -14,9 +14,6 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
   return route(request, async ({ userId }) => {
     const id = parse(z.string().uuid(), (await params).id, 'file id')
     const files = await getFiles()
-    const file = await files.forOwner(id, userId)
-    const bytes = file && (await files.bytesOf(file))
-    if (!file || !bytes) throw new A2Error('not_found', 'no such file')
-    return fileResponse(file, bytes, { download: new URL(request.url).searchParams.has('download') })
+    return serveFile(request, await files.forOwner(id, userId), files)
   })
 }

@@ -5,7 +5,7 @@
 import { A2Error } from '@/lib/a2'
 import { resolveShareLink } from '@/lib/chat/server/share'
 import { getFiles } from '@/lib/files'
-import { fileResponse } from '@/lib/files/serve'
+import { serveFile } from '@/lib/files/serve'
 import { route } from '@/lib/http/route'
 import { z } from 'zod'
 
@@ -19,10 +19,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ toke
       const shared = await resolveShareLink(token)
       if (!shared || !z.string().uuid().safeParse(id).success) throw new A2Error('not_found', 'this link is not shared (any more)')
       const files = await getFiles()
-      const file = await files.forSharedChat(id, shared.sessionId)
-      const bytes = file && (await files.bytesOf(file))
-      if (!file || !bytes) throw new A2Error('not_found', 'no such file')
-      return fileResponse(file, bytes, { download: new URL(request.url).searchParams.has('download') })
+      return serveFile(request, await files.forSharedChat(id, shared.sessionId), files)
     },
     { identity: 'optional' },
   )
