@@ -108,7 +108,7 @@ const schema = z.object({
   A2_MAX_TAILS_PER_PROCESS: count(2_000),
   /** Snapshots folded at once per process: each holds a session's state in memory. */
   A2_MAX_SNAPSHOTS_IN_FLIGHT: count(4),
-  /** A request body must arrive within this many ms (a slow-drip body holds a connection). */
+  /** A request body must arrive within this many ms (a slow-drip body holds a connection); an upload may pause this long, at most (lib/files/upload-body.ts). */
   A2_BODY_TIMEOUT_MS: count(10_000),
   /** The model's context budget in tokens (~4 characters each): older turns beyond it are left out. */
   A2_CONTEXT_BUDGET_TOKENS: count(8_000),

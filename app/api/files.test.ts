@@ -26,7 +26,7 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     s3 = backend === 's3' ? await startS3Server() : undefined
     routes = await loadRoutes({
       databaseUrl: kind === 'postgres' ? testDb.url : undefined,
-      env: { A2_MAX_FILE_BYTES: String(MAX_FILE_BYTES), A2_FILE_QUOTA_BYTES_PER_USER: String(1024 * 1024), ...s3?.env },
+      env: { A2_MAX_FILE_BYTES: String(MAX_FILE_BYTES), A2_FILE_QUOTA_BYTES_PER_USER: String(1024 * 1024), A2_BODY_TIMEOUT_MS: '2000', ...s3?.env },
     })
     // The store opens (and PGlite migrates) on the first request: here, not in the first test's 30 s.
     await routes.newUser()
@@ -324,5 +324,25 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     const after = await (await files()).census()
     expect(after.rows).toBe(before.rows)
     expect(after.blobs.sort()).toEqual(before.blobs.sort())
+  })
+
+  it('a body that stops arriving (a slow drip, a stalled client) is a 408 after A2_BODY_TIMEOUT_MS, and stores nothing', async () => {
+    const owner = await routes.newUser()
+    const before = await (await files()).census()
+    let cancelled = false
+    const stalled = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(text('the first line, then nothing\n'))
+      },
+      cancel() {
+        cancelled = true
+      },
+    })
+    const response = await upload(owner.cookie, stalled, 'stalled.txt')
+    expect(response.status).toBe(408)
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('upload_timeout')
+    expect(cancelled).toBe(true)
+    const after = await (await files()).census()
+    expect(after.rows).toBe(before.rows)
   })
 })

@@ -18,6 +18,8 @@ export const FILE_REFUSALS = {
   invalid_file_reference: 422,
   /** A message names more than A2_MAX_FILES_PER_MESSAGE files. */
   too_many_files: 422,
+  /** The body stopped arriving: nothing for A2_BODY_TIMEOUT_MS, or slower than a poor mobile link over the whole file (upload-body.ts). */
+  upload_timeout: 408,
 } as const
 
 export type FileRefusalCode = keyof typeof FILE_REFUSALS

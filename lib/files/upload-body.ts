@@ -3,32 +3,36 @@
  * refused as soon as it passes it (a Content-Length that says so, at once), so a huge upload
  * costs the server at most `maxBytes` of memory. A body cut off by the client throws: nothing
  * has been stored yet at that point.
+ *
+ * A body that stops arriving is a 408 (`upload_timeout`): after `idleMs` without a byte, or past
+ * a deadline of `idleMs` plus its size at MIN_BYTES_PER_S, so a slow drip holds a connection for
+ * minutes at most, never for good.
  */
 import { FileRefused } from './refused'
 
-export async function readUploadBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+/** 32 KiB/s (256 kbit/s, a poor mobile link): a 10 MB file has 5 minutes. */
+const MIN_BYTES_PER_S = 32 * 1024
+
+export async function readUploadBody(request: Request, maxBytes: number, idleMs: number): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (Number.isFinite(declared) && declared > maxBytes) throw new FileRefused('file_too_large', `a file may have at most ${maxBytes} bytes`)
   if (!request.body) return new Uint8Array(0)
+  const expected = Number.isFinite(declared) ? declared : maxBytes
+  const deadline = Date.now() + idleMs + (expected / MIN_BYTES_PER_S) * 1000
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
-  for (;;) {
-    let next: ReadableStreamReadResult<Uint8Array>
-    try {
-      next = await reader.read()
-    } catch {
-      // The client went away mid-body (a cancel, a closed tab): nothing was stored, and nothing will be.
-      throw new FileRefused('truncated_file', 'the upload was cut off before its end')
+  try {
+    for (;;) {
+      const { done, value } = await readWithin(reader, Math.min(idleMs, deadline - Date.now()))
+      if (done) break
+      total += value.byteLength
+      if (total > maxBytes) throw new FileRefused('file_too_large', `a file may have at most ${maxBytes} bytes`)
+      chunks.push(value)
     }
-    const { done, value } = next
-    if (done) break
-    total += value.byteLength
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => {})
-      throw new FileRefused('file_too_large', `a file may have at most ${maxBytes} bytes`)
-    }
-    chunks.push(value)
+  } catch (error) {
+    await reader.cancel().catch(() => {})
+    throw error
   }
   const bytes = new Uint8Array(total)
   let at = 0
@@ -37,4 +41,23 @@ export async function readUploadBody(request: Request, maxBytes: number): Promis
     at += chunk.byteLength
   }
   return bytes
+}
+
+/** The next chunk, or a 408 if none comes within `ms`; a body the client cut off is a truncated file. */
+async function readWithin(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number): Promise<ReadableStreamReadResult<Uint8Array>> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new FileRefused('upload_timeout', 'the upload stopped arriving')), Math.max(0, ms))
+  })
+  try {
+    return await Promise.race([
+      reader.read().catch(() => {
+        // The client went away mid-body (a cancel, a closed tab): nothing was stored, and nothing will be.
+        throw new FileRefused('truncated_file', 'the upload was cut off before its end')
+      }),
+      timedOut,
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
 }

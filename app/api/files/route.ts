@@ -11,6 +11,7 @@ import { fileNameFromHeader } from '@/lib/files/names'
 import { readUploadBody } from '@/lib/files/upload-body'
 import { route } from '@/lib/http/route'
 import { take } from '@/lib/http/limits'
+import { env } from '@/lib/env'
 
 export const dynamic = 'force-dynamic'
 
@@ -22,7 +23,7 @@ export async function POST(request: Request) {
         const name = fileNameFromHeader(request.headers.get('x-file-name'))
         await take('pushesByUser', userId)
         const files = await getFiles()
-        const bytes = await readUploadBody(request, files.limits.maxFileBytes)
+        const bytes = await readUploadBody(request, files.limits.maxFileBytes, env().A2_BODY_TIMEOUT_MS)
         const file = await files.upload(userId, name, bytes)
         return Response.json({ file }, { status: 201 })
       } catch (error) {
