@@ -125,8 +125,10 @@ const schema = z.object({
   A2_MAX_FILES_PER_MESSAGE: count(8),
   /** Bytes of the files one message may carry together. */
   A2_MAX_MESSAGE_FILE_BYTES: count(25 * 1024 * 1024),
-  /** Bytes of files one account (or guest) may keep: uploads past it are 413s until chats are deleted. */
+  /** Bytes of files one account may keep: uploads past it are 413s until chats are deleted. */
   A2_FILE_QUOTA_BYTES_PER_USER: count(200 * 1024 * 1024),
+  /** A guest's (no account): a cookie costs nothing to mint, so less room each (A2_RATE_IDENTITIES_PER_MIN_PER_ADDRESS bounds how many). */
+  A2_FILE_QUOTA_BYTES_PER_GUEST: count(20 * 1024 * 1024),
   /** An upload no message refers to is deleted this many ms after it arrived (a sweep at start and every few minutes). */
   A2_UNREFERENCED_FILE_TTL_MS: count(60 * 60 * 1000),
   /** Set to keep files' bytes in an S3-compatible bucket (AWS, R2, MinIO …) instead of the database. */

@@ -14,6 +14,8 @@ import { gif, pdf, png, text } from '@/test/file-fixtures'
 import type { FileRef } from '@/lib/files'
 
 const MAX_FILE_BYTES = 64 * 1024
+const ACCOUNT_QUOTA = 1024 * 1024
+const GUEST_QUOTA = 256 * 1024
 const cases = layers.flatMap((kind) => (['db', 's3'] as const).map((backend) => [kind, backend] as const))
 
 describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
@@ -26,7 +28,13 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     s3 = backend === 's3' ? await startS3Server() : undefined
     routes = await loadRoutes({
       databaseUrl: kind === 'postgres' ? testDb.url : undefined,
-      env: { A2_MAX_FILE_BYTES: String(MAX_FILE_BYTES), A2_FILE_QUOTA_BYTES_PER_USER: String(1024 * 1024), A2_BODY_TIMEOUT_MS: '2000', ...s3?.env },
+      env: {
+        A2_MAX_FILE_BYTES: String(MAX_FILE_BYTES),
+        A2_FILE_QUOTA_BYTES_PER_USER: String(ACCOUNT_QUOTA),
+        A2_FILE_QUOTA_BYTES_PER_GUEST: String(GUEST_QUOTA),
+        A2_BODY_TIMEOUT_MS: '2000',
+        ...s3?.env,
+      },
     })
     // The store opens (and PGlite migrates) on the first request: here, not in the first test's 30 s.
     await routes.newUser()
@@ -50,6 +58,21 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     const response = await upload(cookie, bytes, name)
     expect(response.status, await response.clone().text()).toBe(201)
     return ((await response.json()) as { file: FileRef }).file
+  }
+  /** Signs the guest of `guestCookie` up to an account (which adopts their chats and files), and in: the account's cookie. */
+  async function signUp(guestCookie: string, email: string): Promise<{ cookie: string }> {
+    const password = 'correct horse battery'
+    const json = (value: unknown) => JSON.stringify(value)
+    const signedUp = await routes.call('POST', '/api/auth/sign-up/email', { cookie: guestCookie, body: json({ name: 'Ada', email, password }) })
+    expect(signedUp.status, await signedUp.clone().text()).toBe(200)
+    const signedIn = await routes.call('POST', '/api/auth/sign-in/email', { cookie: guestCookie, body: json({ email, password }) })
+    expect(signedIn.status, await signedIn.clone().text()).toBe(200)
+    const cookie = signedIn.headers
+      .getSetCookie()
+      .map((line) => line.split(';')[0])
+      .filter((pair) => !pair.endsWith('='))
+      .join('; ')
+    return { cookie }
   }
   const message = (id: string, words: string, refs: FileRef[]) =>
     JSON.stringify({ events: [{ id, type: 'message', payload: { text: words, files: refs } }] })
@@ -196,20 +219,24 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     expect((await routes.call('GET', `/api/files/${loose.id}`, { cookie: owner.cookie })).status).toBe(404)
   })
 
-  it('past the quota an upload is a 413 and nothing is stored', async () => {
+  it("past the quota an upload is a 413 and nothing is stored: a guest's quota, then (signed up) the account's", async () => {
     const owner = await routes.newUser()
     const big = text('q'.repeat(MAX_FILE_BYTES - 1))
-    let status = 201
-    let stored = 0
-    while (status === 201) {
-      status = (await upload(owner.cookie, big, 'fill.txt')).status
-      if (status === 201) stored++
+    /** Uploads `big` until refused: how many were stored. */
+    const fill = async (cookie: string) => {
+      let response = await upload(cookie, big, 'fill.txt')
+      let stored = 0
+      for (; response.status === 201; stored++) response = await upload(cookie, big, 'fill.txt')
+      expect(response.status).toBe(413)
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('quota_exceeded')
+      return stored
     }
-    expect(status).toBe(413)
-    expect(stored).toBe(Math.floor((1024 * 1024) / big.length))
+    expect(await fill(owner.cookie)).toBe(Math.floor(GUEST_QUOTA / big.length))
+    // An account has its own, larger quota; what it adopted from its guest counts against it.
+    const { cookie } = await signUp(owner.cookie, `quota-${kind}-${backend}@example.com`)
+    expect(await fill(cookie)).toBe(Math.floor(ACCOUNT_QUOTA / big.length) - Math.floor(GUEST_QUOTA / big.length))
     const census = await (await files()).census()
     expect(census.blobs.length).toBe(census.rows)
-    await (await files()).deleteForOwner(owner.userId)
   })
 
   it("deleting the account deletes every file of it, rows and bytes (a guest's files moved to the account first)", async () => {
@@ -217,18 +244,7 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     const named = await uploaded(guest.cookie, png(), 'mine.png')
     expect((await routes.push(guest.sessionId, guest.cookie, message('m1', 'keep', [named]))).status).toBe(201)
     const loose = await uploaded(guest.cookie, pdf(1), 'loose.pdf')
-    const email = `files-${kind}-${backend}@example.com`
-    const password = 'correct horse battery'
-    const json = (value: unknown) => JSON.stringify(value)
-    const signedUp = await routes.call('POST', '/api/auth/sign-up/email', { cookie: guest.cookie, body: json({ name: 'Ada', email, password }) })
-    expect(signedUp.status, await signedUp.clone().text()).toBe(200)
-    const signedIn = await routes.call('POST', '/api/auth/sign-in/email', { cookie: guest.cookie, body: json({ email, password }) })
-    expect(signedIn.status, await signedIn.clone().text()).toBe(200)
-    const cookie = signedIn.headers
-      .getSetCookie()
-      .map((line) => line.split(';')[0])
-      .filter((pair) => !pair.endsWith('='))
-      .join('; ')
+    const { cookie } = await signUp(guest.cookie, `files-${kind}-${backend}@example.com`)
     // The account owns what the guest uploaded, on every device.
     expect((await routes.call('GET', `/api/files/${named.id}`, { cookie })).status).toBe(200)
     expect((await routes.call('GET', `/api/files/${loose.id}`, { cookie })).status).toBe(200)

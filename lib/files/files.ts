@@ -32,7 +32,10 @@ export interface FileLimits {
   maxFileBytes: number
   maxFilesPerMessage: number
   maxMessageBytes: number
+  /** An account's. */
   quotaBytesPerUser: number
+  /** A guest's (no account yet): smaller, since a guest costs nothing to make. */
+  quotaBytesPerGuest: number
 }
 
 /** The owners' advisory lock class: an upload's quota check and insert hold it, so two uploads cannot both pass. */
@@ -93,7 +96,8 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
      * Stores an upload whose bytes have arrived whole: the name checked, the type sniffed, the
      * quota held under the owner's lock. Any refusal (FileRefused) stores nothing.
      */
-    async upload(owner: string, rawName: string, bytes: Uint8Array): Promise<FileRef> {
+    async upload(owner: string, rawName: string, bytes: Uint8Array, { guest = false }: { guest?: boolean } = {}): Promise<FileRef> {
+      const quota = guest ? limits.quotaBytesPerGuest : limits.quotaBytesPerUser
       const name = checkFileName(rawName)
       if (bytes.byteLength > limits.maxFileBytes) throw new FileRefused('file_too_large', `a file may have at most ${limits.maxFileBytes} bytes`)
       const mediaType = await sniffMediaType(bytes)
@@ -106,11 +110,9 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
           const [{ used }] = rowsOf<{ used: string }>(
             await tx.execute(sql`select coalesce(sum(size), 0)::bigint::text as used from files where owner = ${owner}`),
           )
-          if (Number(used) + ref.size > limits.quotaBytesPerUser) {
-            throw new FileRefused(
-              'quota_exceeded',
-              `your files would pass your ${limits.quotaBytesPerUser}-byte quota: delete a chat with files to make room`,
-            )
+          if (Number(used) + ref.size > quota) {
+            const room = guest ? 'sign up for more room, or delete a chat with files' : 'delete a chat with files to make room'
+            throw new FileRefused('quota_exceeded', `your files would pass your ${quota}-byte quota: ${room}`)
           }
           await tx.execute(sql`insert into files (id, owner, name, media_type, size, sha256, storage, thumb)
             values (${ref.id}, ${owner}, ${ref.name}, ${ref.mediaType}, ${ref.size}, ${ref.sha256}, ${blobs.kind}, ${thumb ? Buffer.from(thumb) : null})`)

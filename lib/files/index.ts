@@ -21,6 +21,7 @@ export function fileLimits(e: Env = env()): FileLimits {
     maxFilesPerMessage: e.A2_MAX_FILES_PER_MESSAGE,
     maxMessageBytes: e.A2_MAX_MESSAGE_FILE_BYTES,
     quotaBytesPerUser: e.A2_FILE_QUOTA_BYTES_PER_USER,
+    quotaBytesPerGuest: e.A2_FILE_QUOTA_BYTES_PER_GUEST,
   }
 }
 

@@ -18,13 +18,13 @@ export const dynamic = 'force-dynamic'
 export async function POST(request: Request) {
   return route(
     request,
-    async ({ userId }) => {
+    async ({ userId, account }) => {
       try {
         const name = fileNameFromHeader(request.headers.get('x-file-name'))
         await take('pushesByUser', userId)
         const files = await getFiles()
         const bytes = await readUploadBody(request, files.limits.maxFileBytes, env().A2_BODY_TIMEOUT_MS)
-        const file = await files.upload(userId, name, bytes)
+        const file = await files.upload(userId, name, bytes, { guest: !account })
         return Response.json({ file }, { status: 201 })
       } catch (error) {
         if (error instanceof FileRefused) return error.toResponse()
