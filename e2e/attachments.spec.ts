@@ -159,7 +159,7 @@ test('files attached by chooser, drop and paste are sent, survive a reload, foll
   const sharedThumbnail = viewerPage.getByRole('img', { name: 'photo.png' })
   await expect.poll(() => drawn(sharedThumbnail)).toBe(true)
   const sharedSrc = (await sharedThumbnail.getAttribute('src'))!
-  expect(sharedSrc).toMatch(/^\/api\/shared\/[A-Za-z0-9_-]{43}\/files\/[0-9a-f-]{36}$/)
+  expect(sharedSrc).toMatch(/^\/api\/shared\/[A-Za-z0-9_-]{43}\/files\/[0-9a-f-]{36}\?thumb=1$/)
   expect((await viewerPage.request.get(sharedSrc)).status()).toBe(200)
   await laptopPage.getByTestId('share-revoke').click()
   await expect(viewerPage.getByTestId('shared-gone')).toBeVisible({ timeout: 5_000 })
@@ -176,4 +176,26 @@ test('a fresh browser that attaches a file at once owns it: the upload waits for
   await expect(page.getByTestId('attachment-chip')).toHaveAttribute('data-status', 'done')
   await chat.send(`first visit ${nonce('files')}`)
   await expect.poll(() => drawn(chat.userMessages.last().getByRole('img', { name: 'first.png' }))).toBe(true)
+})
+
+test('a photo sent on its own: Send needs no words, the message is the photo, and the chat is named after it', async ({ browser }) => {
+  const page = await device(browser)
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.waitForIdentity()
+  await expect(chat.sendButton).toBeDisabled()
+  const name = `${nonce('alone')}.png`
+  const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.getByRole('button', { name: 'Attach files' }).click()])
+  await chooser.setFiles({ name, mimeType: 'image/png', buffer: Buffer.from(png(12, 12)) })
+  await expect(page.getByTestId('attachment-chip')).toHaveAttribute('data-status', 'done')
+  await expect(chat.input).toHaveValue('')
+  await chat.sendButton.click()
+  await page.waitForURL(/\/c\/[^/]+/)
+  const sent = chat.userMessages.last()
+  await expect.poll(() => drawn(sent.getByRole('img', { name }))).toBe(true)
+  await expect(sent.getByTestId('message-text')).toHaveCount(0)
+  // The model is asked about it: its answer streams.
+  await chat.waitForStreaming(1)
+  await expect(chat.sessionItems.filter({ hasText: name })).toHaveCount(1)
+  await chat.stop()
 })

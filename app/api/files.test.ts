@@ -181,6 +181,20 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     expect((await routes.call('GET', `/api/files/${ref.id}`, { cookie: owner.cookie })).status).toBe(404)
   })
 
+  it('a message may be files alone: admitted with empty text and titled by their names; empty text and no files is still a 400', async () => {
+    const owner = await routes.newUser()
+    const ref = await uploaded(owner.cookie, png(), 'holiday photo.png')
+    const pushed = await routes.push(owner.sessionId, owner.cookie, message('m1', '', [ref]))
+    expect(pushed.status, await pushed.clone().text()).toBe(201)
+    const list = (await (await routes.call('GET', '/api/sessions', { cookie: owner.cookie })).json()) as {
+      sessions: Array<{ id: string; title: string }>
+    }
+    expect(list.sessions.find((s) => s.id === owner.sessionId)?.title).toBe('holiday photo.png')
+    const empty = await routes.push(owner.sessionId, owner.cookie, message('m2', '  ', []))
+    expect(empty.status).toBe(400)
+    expect(((await empty.json()) as { error: { code: string } }).error.code).toBe('invalid_payload')
+  })
+
   it("a message naming another's file, or a file otherwise than uploaded, is refused and writes nothing", async () => {
     const owner = await routes.newUser()
     const other = await routes.newUser()

@@ -77,7 +77,9 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
 
   const length = text.length
   const tooLong = length > MAX_MESSAGE_CHARS
-  const canSend = !active && !sending && !disabled && text.trim().length > 0 && !tooLong && !attachments.uploading && !attachments.failed
+  // Text, or files on their own (a photo needs no words).
+  const hasContent = text.trim().length > 0 || attachments.refs.length > 0
+  const canSend = !active && !sending && !disabled && hasContent && !tooLong && !attachments.uploading && !attachments.failed
 
   const submit = () => {
     if (!canSend) return

@@ -78,18 +78,21 @@ export const UserMessage = memo(function UserMessage({
       tabIndex={-1}
       className="group/user relative flex flex-col items-end gap-1 rounded-lg outline-none focus-visible:outline-2 focus-visible:outline-offset-4 focus-visible:outline-neutral-400"
     >
-      <div
-        data-testid="message-text"
-        className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800"
-      >
-        {turn.text}
-      </div>
+      {/* A message of files only has no bubble of text. */}
+      {turn.text && (
+        <div
+          data-testid="message-text"
+          className="max-w-[85%] rounded-3xl bg-neutral-100 px-4 py-2.5 text-[15px] leading-6 break-words whitespace-pre-wrap dark:bg-neutral-800"
+        >
+          {turn.text}
+        </div>
+      )}
       {turn.files && turn.files.length > 0 && <MessageFiles files={turn.files} />}
       {/* On wide screens the row shows on hover, over the space below, so hidden it takes no
           room; with versions to switch it stays in the flow. Phones always show it. */}
       <div className="flex items-center gap-0.5 md:absolute md:top-full md:right-0 md:mt-0.5 md:has-[[data-testid=version-switcher]]:static md:has-[[data-testid=version-switcher]]:mt-0">
         <div className="flex shrink-0 items-center gap-0.5 opacity-0 transition-opacity group-hover/user:opacity-100 focus-within:opacity-100 max-md:opacity-100">
-          <CopyButton text={turn.text} label="Copy message" />
+          {turn.text && <CopyButton text={turn.text} label="Copy message" />}
           {!readOnly && (
             <EditButton
               buttonRef={editButtonRef}

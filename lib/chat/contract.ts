@@ -79,17 +79,19 @@ export const chat = defineContract({
     /**
      * A user's message. `edits` names the message it is a new version of (edit-and-resend);
      * `after` names the answer it follows (the version on screen when it was sent). `files` are
-     * the files it carries, by reference.
+     * the files it carries, by reference; its text may be empty when it carries files.
      */
     message: {
       schema: z
         .object({
-          text: z.string().trim().min(1).max(MAX_MESSAGE_CHARS),
+          // Empty only beside files: a photo may be sent on its own.
+          text: z.string().trim().max(MAX_MESSAGE_CHARS),
           edits: z.string().max(64).optional(),
           after: z.string().max(64).optional(),
           files: z.array(fileRef).max(MAX_FILES_PER_MESSAGE).optional(),
         })
-        .strict(),
+        .strict()
+        .refine((message) => message.text.length > 0 || (message.files?.length ?? 0) > 0, { message: 'a message needs text or a file' }),
       push: true,
     },
     /**

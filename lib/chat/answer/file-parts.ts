@@ -22,7 +22,8 @@ export function userMessage(turn: UserTurn): ModelMessage {
   return {
     role: 'user',
     content: [
-      { type: 'text', text: turn.text },
+      // A message of files only has no text part (a provider may refuse an empty one).
+      ...(turn.text ? [{ type: 'text' as const, text: turn.text }] : []),
       ...turn.files.map((file): FilePart => ({
         type: 'file',
         data: new URL(`${PLACEHOLDER}${file.id}`),

@@ -43,7 +43,8 @@ export async function POST(request: Request, { params }: Params) {
     const first = events.find((e) => e.type === 'message')
     if (!duplicate && first && first.index === 0) {
       // Derived from the message every tab already has in the log: the row only, no a2.renamed.
-      await server.sessions.rename(id, userId, titleFrom(String((first.payload as { text: string }).text)), { event: false })
+      const { text, files } = first.payload as { text: string; files?: Array<{ name: string }> }
+      await server.sessions.rename(id, userId, titleFrom(text, files), { event: false })
     }
     return Response.json({ events, duplicate }, { status: duplicate ? 200 : 201 })
   })
