@@ -194,8 +194,11 @@ test('a photo sent on its own: Send needs no words, the message is the photo, an
   const sent = chat.userMessages.last()
   await expect.poll(() => drawn(sent.getByRole('img', { name }))).toBe(true)
   await expect(sent.getByTestId('message-text')).toHaveCount(0)
-  // The model is asked about it: its answer streams.
+  // The model is asked about it: its answer streams, saying in one line that this model only got the photo's name.
   await chat.waitForStreaming(1)
+  await expect(chat.lastAnswer().getByTestId('answer-unseen-images')).toHaveText(
+    `openai/upstream-e2e can’t see images, so it was given only their names: ${name}.`,
+  )
   await expect(chat.sessionItems.filter({ hasText: name })).toHaveCount(1)
   await chat.stop()
 })

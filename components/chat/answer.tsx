@@ -21,10 +21,21 @@ interface AnswerProps {
   onContinue?: (answerId: string) => void
   /** The ‹ 1/2 › switcher (renders nothing for one version). */
   versions?: React.ReactNode
+  /** The names of images in the message that the answer's model could not see (it was told of them only). */
+  unseenImages?: string
 }
 
 /** One assistant answer: Markdown while it streams and after, with its end state and actions. */
-export const Answer = memo(function Answer({ answer, isLast, busy, stopUndelivered = false, onRegenerate, onContinue, versions }: AnswerProps) {
+export const Answer = memo(function Answer({
+  answer,
+  isLast,
+  busy,
+  stopUndelivered = false,
+  onRegenerate,
+  onContinue,
+  versions,
+  unseenImages,
+}: AnswerProps) {
   // Offered, not shown: what was written after the reader's Stop, when it landed after the end.
   const [showingRest, setShowingRest] = useState(false)
   const text = answerText(answer) + (showingRest ? answerRest(answer) : '')
@@ -58,6 +69,7 @@ export const Answer = memo(function Answer({ answer, isLast, busy, stopUndeliver
       </div>
 
       <div className="relative min-w-0 flex-1 pt-0.5">
+        {unseenImages && <UnseenImages names={unseenImages} model={answer.model} />}
         {/* Reasoning and tool calls, outside the live region: a screen reader is not read every thought. */}
         <AnswerParts parts={answer.parts} ended={terminal} />
         {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
@@ -293,5 +305,15 @@ function TypingIndicator() {
         />
       ))}
     </div>
+  )
+}
+
+/** One line: the answer's model got these images' names, not the pictures (lib/chat/answer/file-parts.ts). */
+function UnseenImages({ names, model }: { names: string; model: string | undefined }) {
+  const label = useModels().labelOf(model)
+  return (
+    <p data-testid="answer-unseen-images" className="mb-1.5 text-xs text-neutral-500 dark:text-neutral-400">
+      {label ?? 'This model'} can’t see images, so it was given only their names: {names}.
+    </p>
   )
 }

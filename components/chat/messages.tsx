@@ -1,5 +1,5 @@
 'use client'
-import { memo, useCallback, useRef, useState } from 'react'
+import { memo, useCallback, useMemo, useRef, useState } from 'react'
 import type { VisibleTurn } from '@/lib/chat/fold/versions'
 import { ArrowDownIcon } from '../icons'
 import { Answer } from './answer'
@@ -7,6 +7,8 @@ import { UserMessage } from './user-message'
 import { VersionSwitcher } from './version-switcher'
 import { MORE_TURNS, useEarlierTurns } from './earlier-turns'
 import { useFollowBottom } from './follow-bottom'
+import { unseenImages } from './unseen-images'
+import { useModels } from '../models'
 
 interface MessagesProps {
   /** The branch on screen, each turn with its versions. */
@@ -68,6 +70,15 @@ export function Messages({
   })
   const { contentRef, updateAtBottom, jumpToLatest } = useFollowBottom({ scrollRef, stick, setAtBottom, turns, followKey })
   const lastAnswerIndex = shown.findLastIndex((t) => t.turn.kind === 'assistant')
+  const { models } = useModels()
+  const unseen = useMemo(
+    () =>
+      unseenImages(
+        turns.map((t) => t.turn),
+        models,
+      ),
+    [turns, models],
+  )
 
   return (
     <div className="relative flex min-h-0 flex-1 flex-col">
@@ -104,6 +115,7 @@ export function Messages({
                     busy={busy}
                     readOnly={readOnly}
                     stopUndelivered={stopsUndelivered.has(turn.id)}
+                    unseenImages={unseen.get(turn.id)?.join(', ')}
                     onRegenerate={onRegenerate}
                     onContinue={onContinue}
                     onEdit={onEdit}
@@ -159,6 +171,8 @@ interface TurnItemProps extends Omit<VisibleTurn, 'versions'> {
   busy: boolean
   readOnly: boolean
   stopUndelivered: boolean
+  /** The names of the images in the message this answer answers that its model could not see (unseen-images.ts). */
+  unseenImages?: string
   onRegenerate: (answerId: string) => void
   onContinue?: (answerId: string) => void
   onEdit: (messageId: string, text: string) => void
@@ -179,6 +193,7 @@ const TurnItem = memo(function TurnItem({
   busy,
   readOnly,
   stopUndelivered,
+  unseenImages,
   onRegenerate,
   onContinue,
   onEdit,
@@ -198,6 +213,7 @@ const TurnItem = memo(function TurnItem({
           isLast={isLast}
           busy={busy || readOnly}
           stopUndelivered={stopUndelivered}
+          unseenImages={unseenImages}
           onRegenerate={onRegenerate}
           onContinue={readOnly ? undefined : onContinue}
           versions={switcher}

@@ -58,11 +58,11 @@ export const modelEntry = z.discriminatedUnion('provider', [openai, offline])
 export type ModelEntry = z.infer<typeof modelEntry>
 
 /** What the page is told of a model: never its baseURL, apiKey or upstream name. */
-export type ModelInfo = Pick<ModelEntry, 'id' | 'label' | 'reasoning' | 'tools'>
+export type ModelInfo = Pick<ModelEntry, 'id' | 'label' | 'reasoning' | 'tools' | 'files'>
 
 /** The list as the page gets it (the picker, each answer's label). */
 export function publicModels(entries: readonly ModelEntry[]): ModelInfo[] {
-  return entries.map(({ id, label, reasoning, tools }) => ({ id, label, reasoning, tools }))
+  return entries.map(({ id, label, reasoning, tools, files }) => ({ id, label, reasoning, tools, ...(files && { files }) }))
 }
 
 /** `A2_MODELS`: JSON text → at least one entry, ids unique. */
