@@ -5,7 +5,7 @@
  * test upstream, which records every request), a model configured `files: ["image", "pdf"]` is
  * sent the image as a file part, and one that is not gets the text and a line about the image.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import type { A2Server } from '@/lib/a2/server'
 import { layers } from '@/test/db'
 import { useTestStore } from '@/test/chat'
@@ -111,4 +111,49 @@ describe.each(layers)('files sent to the model on %s', (kind) => {
     expect(plain).toContain('Page 1 of the test')
     expect(plain).toContain('Shopping list\\nmilk')
   })
+
+  it('a Stop, a Continue and a retried attempt of an answer with files: each model request carries them, and the Stop cuts as for any answer', async () => {
+    // 200 tokens at 5 ms: a second to stop it in, and a continuation that ends soon after.
+    const slow = await startUpstream({ tokenMs: 5, tokens: 200 })
+    onTestFinished(() => slow.close())
+    built = buildChatServer(store(), {
+      A2_MODELS: [
+        {
+          id: 'vision',
+          label: 'Vision',
+          provider: 'openai',
+          baseURL: slow.url,
+          model: 'vision-upstream',
+          reasoning: false,
+          tools: false,
+          files: ['image'],
+        },
+      ],
+    })
+    await built.server.startWorker({ pollMs: 50 })
+    const image = `data:image/png;base64,${Buffer.from(png(4, 4)).toString('base64')}`
+    const requestsWith = (words: string) => [...slow.requests, ...slow.refused].filter((r) => JSON.stringify(r.body.messages).includes(words))
+    // The first attempt is refused (503): the retry builds its request again, files and all.
+    const id = await withFiles(built.server, 'pia', 'Stop me [[fail 1 503]]', 'vision')
+    const read = async () => (await built!.server.read(id, 'pia', { limit: 10_000 })) as ChatEvent[]
+    const seen = await waitUntil(async () => (await read()).filter((e) => e.type === 'chunk').at(4)?.index, 'five chunks')
+    await built.server.push(id, 'pia', { events: [{ type: 'cancelled', payload: { of: 'g1', lastSeenIndex: seen } }] })
+    const stopped = await logWhenFinished(built.server, id, 'pia')
+    const first = foldChat(stopped).turns.find((t) => t.id === 'g1') as AnswerTurn
+    expect(first.status).toBe('stopped')
+    const shown = stopped.filter((e) => e.type === 'chunk' && e.index <= seen).map((e) => (e.type === 'chunk' ? e.payload.delta : ''))
+    expect(answerText(first)).toBe(shown.join(''))
+
+    await built.server.push(id, 'pia', { events: [{ id: 'g2', type: 'generate', payload: { for: 'm1', continues: 'g1', model: 'vision' } }] })
+    await waitUntil(
+      async () => (await read()).some((e) => e.type === 'finished' && e.payload.of === 'g2') || undefined,
+      'the continuation to finish',
+      30_000,
+    )
+    const sent = requestsWith('Stop me')
+    expect(sent.length).toBe(3) // refused, retried (then stopped), continued
+    for (const request of sent) expect(JSON.stringify(request.body.messages)).toContain(image)
+    // The continuation was told the answer so far: what the reader saw of the stopped one.
+    expect(JSON.stringify(slow.requests.at(-1)!.body.messages)).toContain(JSON.stringify(shown.join('')).slice(1, -1))
+  }, 90_000)
 })
