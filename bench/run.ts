@@ -14,6 +14,9 @@
  *   npm run bench -- --only=13    the pages on a phone (Lighthouse, mobile) beside a bare Next.js
  *                                 page; needs a production build (`npx next build`) first;
  *                                 --lighthouse-rounds=N runs per page (default 3).
+ *   npm run bench -- --only=14    attachments: a 10 MB upload beside a bare Node server's, and
+ *                                 opening a chat of 20 photos beside the same chat without them
+ *                                 (Postgres only).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
  *                                 (bench/results/profiles/) and print where the time went.
  *   npm run bench -- --trace      figure 9: each Stop's statements, timed in the app process.
@@ -48,6 +51,7 @@ import { restartFigure, type RestartFigure } from './figures/restart'
 import { toolStopFigure, type ToolStopFigure } from './figures/tool-stop'
 import { reasoningCpuFigure, type ReasoningCpuFigure } from './figures/reasoning-cpu'
 import { lighthouseFigure, PAGE_LABELS, type LighthouseFigure, type PageName } from './figures/lighthouse'
+import { uploadFigure, type UploadFigure } from './figures/uploads'
 
 const args = process.argv.slice(2)
 const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'postgres'
@@ -99,6 +103,7 @@ interface Results {
     toolStop?: ToolStopFigure
     reasoningCpu?: ReasoningCpuFigure
     lighthouse?: LighthouseFigure
+    uploads?: UploadFigure
   }
   /** Machine CPU busy % and per-process CPU % (100 = one core) while each phase ran. */
   cpu: Record<string, unknown>
@@ -360,6 +365,10 @@ async function main(): Promise<number> {
     if (results.figures.lighthouse?.errors) results.errors.push(`13: ${results.figures.lighthouse.errors}`)
   }
 
+  if (wants(14) && kind === 'postgres') {
+    results.figures.uploads = await phase('14 attachments', () => uploadFigure({ databaseUrl: db!.url, rounds: 7, say }))
+  }
+
   report(results)
   return results.errors.length ? 1 : 0
 }
@@ -424,6 +433,7 @@ function rowsOf(r: Results): Row[] {
     out.push(row('12 CPU per part, reasoning / text, median of pairs', 'ratio', c.ratio, undefined, { target: { op: '<=', value: 1.25 } }))
   }
   if (f.lighthouse) out.push(...lighthouseRows(f.lighthouse))
+  if (f.uploads) out.push(...uploadRows(f.uploads))
   const failed = (x: { failed: { ours: number; baseline: number } }, of: number) =>
     x.failed.ours || x.failed.baseline ? ` [failed: ours ${x.failed.ours}/${of}, baseline ${x.failed.baseline}/${of}]` : ''
   for (const level of f.tokens ?? []) {
@@ -705,6 +715,26 @@ function notesOf(r: Results): string[] {
     notes.push('   baseline: streamText + AbortController in the client process on the same upstream process, abort() → upstream closed.')
   }
   return notes
+}
+
+/** Figure 14: an upload beside a bare server's (target ≤ 1.3×), and a chat of photos opened beside the same chat without them. */
+function uploadRows(u: UploadFigure): Row[] {
+  const { withThumbs, withOriginals, without } = u.chat
+  const size = `${(u.uploadBytes / 1e6).toFixed(1)} MB`
+  return [
+    row(`14 upload of a ${size} PNG, send → 201, p50`, 'ms', u.ours.p50, u.bare.p50, {
+      target: { op: '<=', value: 1.3 * u.bare.p50 },
+      note: 'baseline: a bare node:http server reading the body',
+    }),
+    row(`14 open a chat of ${u.chat.photos} photos: bytes (thumbnails)`, 'KiB', withThumbs.bytes / 1024, without.bytes / 1024, {
+      baselineLabel: 'without photos',
+      note: `the originals would be ${fmt(withOriginals.bytes / 1024 / 1024)} MiB`,
+    }),
+    row(`14 open a chat of ${u.chat.photos} photos: time p50 (thumbnails)`, 'ms', withThumbs.ms.p50, without.ms.p50, {
+      baselineLabel: 'without photos',
+      note: `with the originals: ${fmt(withOriginals.ms.p50)} ms`,
+    }),
+  ]
 }
 
 /** Figure 13: each page beside the bare page; the issue's targets: within 5 points, TBT ≤ 1.5×, a11y and best practices 100. */
