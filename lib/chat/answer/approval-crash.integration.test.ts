@@ -53,6 +53,7 @@ describe.each(layers)('a worker killed while a call waits for approval, on %s', 
         owner: 'kim',
         // The operator's default policy: `deliver` (not read-only) waits for approval.
         mcpServers: { test: { url: mcp.url } },
+        approval: 'report',
       })
       const { sessionId } = await child.report('waiting')
       await child.kill()

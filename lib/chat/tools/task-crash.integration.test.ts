@@ -34,9 +34,13 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
     await upstream.close()
   })
 
-  it(
-    'the successor asks tasks/get about the recorded task: completed while no worker lived → done with its result, delivered once',
-    async () => {
+  it.each([
+    { path: 'run at once', approval: 'never' as const },
+    // The default for a destructive tool: the call waits, is approved, and runs in the approvals consumer's run.
+    { path: 'approved', approval: undefined },
+  ])(
+    '$path: the successor asks tasks/get about the recorded task: completed while no worker lived → done with its result, delivered once',
+    async ({ approval }) => {
       // The task's work takes 2 s: it completes after the kill, before the successor's lease lapses.
       const mcp: McpTestServer = await startMcpTestServer({ holdMs: 2_000 })
       const received = (method: string) => mcp.log.filter((e) => e.type === 'received' && e.message.method === method)
@@ -54,8 +58,8 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
           webhook: '',
           ask: 'Tell the team [[call test__deliver_task {"message":"deploy done"}]]',
           owner: 'kim',
-          // Runs at once (the approvals tests have the waits); the call's own path is the same after an approval.
-          mcpServers: { test: { url: mcp.url, approval: 'never' } },
+          mcpServers: { test: { url: mcp.url, approval } },
+          approval: approval === undefined ? 'approve' : undefined,
         })
         const { sessionId } = await child.report('asked')
         // The task exists and the worker holds its id (it polls it): the worker dies mid-task.
@@ -64,7 +68,7 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
         const polledBefore = received('tasks/get').length
 
         store ??= await openPgliteStore({ dataDir: dir })
-        registry = mcpRegistry({ test: { type: 'http', url: mcp.url, approval: 'never' } })
+        registry = mcpRegistry({ test: { type: 'http', url: mcp.url, approval } })
         const chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, {
           registry,
           offers: await registry.offers(),
@@ -81,7 +85,7 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
         )) as ChatEvent[]
         const answer = foldChat(events).turns.find((t) => t.kind === 'assistant') as AnswerTurn
         const call = answer.parts.find((p): p is ToolPart => p.kind === 'tool')!
-        expect(call).toMatchObject({ tool: 'test__deliver_task', state: 'done' })
+        expect(call).toMatchObject({ tool: 'test__deliver_task', state: 'done', ...(approval === undefined && { decided: 'approve' }) })
         expect(JSON.stringify(call.result)).toContain('delivered: deploy done')
         // Asked, not called again: one tools/call, one write, and the successor's own tasks/get.
         expect(received('tools/call')).toHaveLength(1)
