@@ -6,68 +6,31 @@
  * context of the same account, which the laptop sees run once; another is stopped while it waits
  * and never runs. The server's own log is the evidence of a dispatch; axe checks the waiting page.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { expect, test, type Browser, type BrowserContext } from '@playwright/test'
 import { startMcpTestServer, type McpTestServer } from '../scripts/mcp-test-server'
 import { startUpstream, type Upstream } from '../scripts/upstream-server'
 import { ChatPage } from './pages/chat'
 import { seriousViolations } from './helpers/axe'
-import { freePort } from './helpers/free-port'
-import { E2E_LIMITS } from './limits'
+import { startMcpApp, type McpApp } from './helpers/mcp-app'
 
-let app: ChildProcess | undefined
+let app: McpApp | undefined
 let mcp: McpTestServer
 let upstream: Upstream
 let base = ''
-let log = ''
-let dataDir = ''
 
 test.beforeAll(async () => {
   test.setTimeout(240_000)
   mcp = await startMcpTestServer({ holdMs: 0 })
   upstream = await startUpstream({ tokenMs: 20, tokens: 30 })
-  const port = await freePort()
-  base = `http://127.0.0.1:${port}`
-  dataDir = mkdtempSync(path.join(tmpdir(), 'a2-approvals-e2e-'))
-  const child = spawn('npx', ['next', 'start', '-p', String(port), '-H', '127.0.0.1'], {
-    detached: true, // its own process group: stopped as a whole below
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      ...process.env,
-      NEXT_TELEMETRY_DISABLED: '1',
-      NEXT_MANUAL_SIG_HANDLE: 'true',
-      AUTH_SECRET: 'approvals-e2e-secret-0123456789abcdef0123456789',
-      A2_DATA_DIR: dataDir,
-      DATABASE_URL: '',
-      A2_MODELS: JSON.stringify([
-        { id: 'upstream-e2e', label: 'Upstream', provider: 'openai', baseURL: upstream.url, apiKey: 'e2e', reasoning: false, tools: true },
-      ]),
-      // The operator's configuration, as an MCP client's `mcpServers`; no `approval`: the default waits for a tool not marked read-only.
-      A2_MCP_SERVERS: JSON.stringify({ mcpServers: { team: { url: mcp.url } } }),
-      A2_WEBHOOK_URL: '',
-      ...E2E_LIMITS,
-    } as unknown as NodeJS.ProcessEnv,
-  })
-  app = child
-  child.stdout?.on('data', (chunk) => (log += chunk))
-  child.stderr?.on('data', (chunk) => (log += chunk))
-  await expect
-    .poll(
-      async () =>
-        child.exitCode !== null ? `exited ${child.exitCode}: ${log}` : (await fetch(`${base}/api/sessions`).catch(() => undefined))?.status,
-      { timeout: 180_000 },
-    )
-    .toBe(200)
+  // The operator's configuration, as an MCP client's `mcpServers`; no `approval`: the default waits for a tool not marked read-only.
+  app = await startMcpApp('approvals', { upstreamUrl: upstream.url, mcpServers: { team: { url: mcp.url } } })
+  base = app.base
 })
 
 test.afterAll(async () => {
-  if (app?.pid) process.kill(-app.pid, 'SIGKILL')
+  await app?.close()
   await mcp?.close()
   await upstream?.close()
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true })
 })
 
 const writes = () => mcp.log.filter((e) => e.type === 'write')

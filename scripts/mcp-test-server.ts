@@ -8,7 +8,7 @@
  * - `deliver` (destructiveHint): holds `holdMs`, honouring cancellation, then writes a row;
  * - `deliver_task` (Tasks extension, taskSupport 'required'): the call returns a task at once; its
  *   work holds `holdMs`, then writes unless `tasks/cancel` cancelled it first;
- * - `deliver_stubborn` (destructiveHint): ignores every cancellation and writes after `holdMs`.
+ * - `deliver_stubborn` (destructiveHint): ignores every cancellation and writes after `stubbornHoldMs` (default `holdMs`).
  *
  * A write is keyed by the `_meta` idempotency key the client sends (MCP_IDEMPOTENCY_META): a
  * repeat of a key is one row. Cancellation, as the 2026-07-28 revision asks: over HTTP a client
@@ -20,7 +20,7 @@
  * `write`, `task-created`, `task-cancelled`, `stdin-closed`.
  *
  * Run: `tsx scripts/mcp-test-server.ts --stdio`, or with PORT for HTTP at `http://127.0.0.1:PORT/mcp`.
- * MCP_HOLD_MS sets the hold (default 0).
+ * MCP_HOLD_MS sets the hold (default 0); MCP_STUBBORN_HOLD_MS `deliver_stubborn`'s (default MCP_HOLD_MS).
  */
 import { appendFileSync } from 'node:fs'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -51,6 +51,8 @@ export type McpLogEntry =
 
 export interface McpTestServerOptions {
   holdMs?: number
+  /** `deliver_stubborn`'s hold (default `holdMs`): short, so a test sees its write soon after a Stop the others honour. */
+  stubbornHoldMs?: number
   logFile?: string
   /** Told each log entry as it is written, with its time (for a bench that times a cancellation's arrival). */
   onNote?: (entry: McpLogEntry, at: number) => void
@@ -82,6 +84,13 @@ class ServerRecord {
  * after its predecessor died) can still ask `tasks/get` about the task the dead one created.
  */
 class ServerWideTaskStore extends InMemoryTaskStore {
+  /** Each task's cancellation, so its work stops holding when `tasks/cancel` lands rather than after its hold. */
+  private readonly cancels = new Map<string, AbortController>()
+  cancelSignal(taskId: string): AbortSignal {
+    let controller = this.cancels.get(taskId)
+    if (!controller) this.cancels.set(taskId, (controller = new AbortController()))
+    return controller.signal
+  }
   override createTask(...[params, requestId, request]: Parameters<InMemoryTaskStore['createTask']>) {
     return super.createTask(params, requestId, request, undefined)
   }
@@ -94,8 +103,9 @@ class ServerWideTaskStore extends InMemoryTaskStore {
   override getTaskResult(taskId: string) {
     return super.getTaskResult(taskId, undefined)
   }
-  override updateTaskStatus(...[taskId, status, message]: Parameters<InMemoryTaskStore['updateTaskStatus']>) {
-    return super.updateTaskStatus(taskId, status, message, undefined)
+  override async updateTaskStatus(...[taskId, status, message]: Parameters<InMemoryTaskStore['updateTaskStatus']>) {
+    await super.updateTaskStatus(taskId, status, message, undefined)
+    if (status === 'cancelled') this.cancels.get(taskId)?.abort(new Error('tasks/cancel'))
   }
   override listTasks(cursor?: string) {
     return super.listTasks(cursor, undefined)
@@ -118,7 +128,12 @@ const hold = (ms: number, signal?: AbortSignal) =>
 const text = (value: string): CallToolResult => ({ content: [{ type: 'text', text: value }] })
 
 /** One McpServer (an MCP session) over the shared record; `cancelOf` gives a request's stream-close signal (HTTP). */
-function buildServer(record: ServerRecord, holdMs: number, tasks: ServerWideTaskStore, cancelOf: (id: string | number) => AbortSignal | undefined) {
+function buildServer(
+  record: ServerRecord,
+  { holdMs = 0, stubbornHoldMs = holdMs }: McpTestServerOptions,
+  tasks: ServerWideTaskStore,
+  cancelOf: (id: string | number) => AbortSignal | undefined,
+) {
   const server = new McpServer(
     { name: 'a2-test-server', version: '1.0.0' },
     { capabilities: { tasks: { requests: { tools: { call: {} } }, cancel: {}, list: {} } }, taskStore: tasks },
@@ -167,7 +182,7 @@ function buildServer(record: ServerRecord, holdMs: number, tasks: ServerWideTask
     'deliver_stubborn',
     { description: 'Deliver a message; once started it always completes.', inputSchema: message, annotations: { destructiveHint: true } },
     async (args, extra) => {
-      await hold(holdMs) // no signal: cancellation is ignored, as the spec lets a server do
+      await hold(stubbornHoldMs) // no signal: cancellation is ignored, as the spec lets a server do
       record.write('deliver_stubborn', keyOf(extra._meta), args)
       return text(`delivered: ${args.message}`)
     },
@@ -186,8 +201,8 @@ function buildServer(record: ServerRecord, holdMs: number, tasks: ServerWideTask
         const key = keyOf(extra._meta)
         record.note({ type: 'task-created', taskId: task.taskId, key })
         void (async () => {
-          await hold(holdMs)
-          // tasks/cancel marks the task cancelled in the store: the work checks before it writes.
+          // tasks/cancel marks the task cancelled in the store (and wakes the hold): the work checks before it writes.
+          await hold(holdMs, tasks.cancelSignal(task.taskId)).catch(() => undefined)
           const status = (await tasks.getTask(task.taskId))?.status
           if (status === 'cancelled') return record.note({ type: 'task-cancelled', taskId: task.taskId })
           if (!status) return // the server closed (its tasks with it)
@@ -245,7 +260,7 @@ export async function startMcpTestServer(options: McpTestServerOptions & { port?
       })
       const own = transport
       transport.onclose = () => void (own.sessionId && sessions.delete(own.sessionId))
-      const server = buildServer(record, options.holdMs ?? 0, tasks, (id) => closes.get(`${own.sessionId}:${id}`)?.signal)
+      const server = buildServer(record, options, tasks, (id) => closes.get(`${own.sessionId}:${id}`)?.signal)
       await server.connect(transport)
       logReceived(transport, record)
     }
@@ -308,7 +323,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 export async function serveMcpOverStdio(options: McpTestServerOptions = {}): Promise<void> {
   const record = new ServerRecord(options)
   const tasks = new ServerWideTaskStore()
-  const server = buildServer(record, options.holdMs ?? 0, tasks, () => undefined)
+  const server = buildServer(record, options, tasks, () => undefined)
   const transport = new StdioServerTransport()
   await server.connect(transport)
   logReceived(transport, record)
@@ -321,7 +336,12 @@ export async function serveMcpOverStdio(options: McpTestServerOptions = {}): Pro
 const runDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
 
 if (runDirectly) {
-  const options = { holdMs: Number(process.env.MCP_HOLD_MS ?? 0), logFile: process.env.MCP_LOG_FILE || undefined }
+  const holdMs = Number(process.env.MCP_HOLD_MS ?? 0)
+  const options = {
+    holdMs,
+    stubbornHoldMs: Number(process.env.MCP_STUBBORN_HOLD_MS ?? holdMs),
+    logFile: process.env.MCP_LOG_FILE || undefined,
+  }
   if (process.argv.includes('--stdio')) await serveMcpOverStdio(options)
   else {
     const server = await startMcpTestServer({ ...options, port: Number(process.env.PORT ?? 4040) })

@@ -174,6 +174,11 @@ export const chat = defineContract({
           result: z.unknown().optional(),
           error: z.string().max(2_000).optional(),
           settle: z.enum(['reconcile', 'operator']).optional(),
+          /**
+           * A running call its receiver made a task of its own (MCP's Tasks extension): the task's id,
+           * so a successor after a crash asks about that task (`tasks/get`) rather than calling again.
+           */
+          task: z.string().min(1).max(256).optional(),
           run: stepRun,
           /**
            * On an attempt's first `awaiting-approval`: what the model call that made its waits cost.

@@ -43,6 +43,31 @@ describe('the configured MCP servers', () => {
     expect(await registry.askCall('notes', 'k-plain')).toBe('unknown')
   })
 
+  it('asks a task another process started by the id its caller recorded (a successor after a crash)', async () => {
+    const task = (await registry.offers()).find((o) => o.modelName === 'notes__deliver_task')!.tool
+    let recorded: string | undefined
+    await registry.call(
+      task,
+      { message: 'before the crash' },
+      {
+        idempotencyKey: 'k-crashed',
+        signal: new AbortController().signal,
+        onTask: (taskId) => void (recorded = taskId),
+      },
+    )
+    // A new registry (the successor's process) has no memory of the task: only the recorded id names it.
+    const successor = mcpRegistry({ notes: { type: 'http', url: server.url } })
+    try {
+      expect(await successor.askCall('notes', 'k-crashed')).toBe('unknown')
+      expect(await successor.askCall('notes', 'k-crashed', recorded)).toEqual({
+        done: true,
+        result: expect.objectContaining({ content: expect.any(Array) }),
+      })
+    } finally {
+      await successor.close()
+    }
+  })
+
   it('names a tool in the characters a model takes, at most 64 of them', () => {
     expect(modelToolName('files', 'read.file/v2')).toBe('files__read_file_v2')
     expect(modelToolName('s', 'x'.repeat(100))).toHaveLength(64)

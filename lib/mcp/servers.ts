@@ -21,10 +21,11 @@ export interface McpRegistry {
   offers(): Promise<McpOffer[]>
   call(tool: McpToolInfo, args: Record<string, unknown>, call: McpCall): Promise<CallToolResult>
   /**
-   * What became of the call under this idempotency key, if it ran as a task this process started
-   * (`tasks/get`); 'unknown' for any other (a plain call cannot be asked about in MCP).
+   * What became of the call under this idempotency key, if it ran as a task (`tasks/get`): one this
+   * process started, or `recordedTask`, the id its caller recorded (a successor after a crash);
+   * 'unknown' for any other (a plain call cannot be asked about in MCP).
    */
-  askCall(server: string, idempotencyKey: string): Promise<TaskVerdict>
+  askCall(server: string, idempotencyKey: string, recordedTask?: string): Promise<TaskVerdict>
   close(): Promise<void>
 }
 
@@ -38,7 +39,7 @@ export function mcpRegistry(
   connect: (name: string, config: McpServerConfig) => Promise<McpConnection> = connectMcp,
 ): McpRegistry {
   const connections = new Map<string, Promise<McpConnection>>()
-  /** The task each call became, by idempotency key: kept in memory, so a successor process cannot ask (it says unknown). */
+  /** The task each call became, by idempotency key, in this process; the caller records it durably too (`onTask`). */
   const tasks = new Map<string, string>()
   const connection = (name: string): Promise<McpConnection> => {
     const config = servers[name]
@@ -96,8 +97,8 @@ export function mcpRegistry(
           await call.onTask?.(taskId)
         },
       }),
-    async askCall(server, idempotencyKey) {
-      const taskId = tasks.get(idempotencyKey)
+    async askCall(server, idempotencyKey, recordedTask) {
+      const taskId = tasks.get(idempotencyKey) ?? recordedTask
       if (!taskId) return 'unknown'
       return withServer(server, (c) => c.askTask(taskId)).catch(() => 'unknown' as const)
     },

@@ -1,7 +1,7 @@
 /**
  * A tool call that needs approval (the MCP test server's destructive `deliver`, by the default
  * policy) waits as an event in the log, holding no worker, and a decision or a Stop ends it:
- * against a real upstream model and the real MCP test server over Streamable HTTP
+ * against a real upstream model and the real MCP test server over Streamable HTTP, and over stdio
  * (scripts/mcp-test-server.ts), on both stores. Pushes go through the chat's admission as the
  * events route makes them. What the server's own log says is the evidence of a dispatch.
  */
@@ -11,8 +11,10 @@ import type { A2Server } from '@/lib/a2/server'
 import { layers } from '@/test/db'
 import { ask, logWhenFinished, useTestStore } from '@/test/chat'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
-import { startMcpTestServer, type McpTestServer } from '@/scripts/mcp-test-server'
+import { startMcpTestServer, type McpLogEntry, type McpTestServer } from '@/scripts/mcp-test-server'
 import { mcpRegistry, type McpRegistry } from '@/lib/mcp/servers'
+import type { McpServerConfig } from '@/lib/mcp/config'
+import { stdioTestServer } from '@/test/mcp-stdio'
 import { MCP_IDEMPOTENCY_META } from '@/lib/mcp/meta'
 import { buildChatServer } from '../server/chat-server'
 import { admitChatPush, referencedIds } from '../server/admission'
@@ -29,7 +31,9 @@ const ASK = `Tell the team [[call test__deliver ${JSON.stringify(ARGS)}]]`
 describe.each(layers)('a call that needs approval, on %s', (kind) => {
   const store = useTestStore(kind)
   let upstream: Upstream
-  let mcp: McpTestServer
+  let mcp: McpTestServer | undefined
+  /** What the MCP server received and wrote: the HTTP server's log in this process, or the stdio child's file. */
+  let log: () => McpLogEntry[]
   let registry: McpRegistry
   let chat: ReturnType<typeof buildChatServer>
 
@@ -40,15 +44,26 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     await chat?.server.stopWorkers({ graceMs: 1000 })
     await registry?.close()
     await mcp?.close()
+    mcp = undefined
   })
   afterAll(async () => {
     await upstream.close()
   })
 
-  async function start(): Promise<A2Server<Chat>> {
-    mcp = await startMcpTestServer({ holdMs: 0 })
+  async function start(transport: 'http' | 'stdio' = 'http'): Promise<A2Server<Chat>> {
+    let config: McpServerConfig
+    if (transport === 'http') {
+      const http = (mcp = await startMcpTestServer({ holdMs: 0 }))
+      config = { type: 'http', url: http.url }
+      log = () => http.log
+    } else {
+      // The registry spawns the server itself, as the app does from `{ command, args }`.
+      const stdio = stdioTestServer()
+      config = stdio.config
+      log = stdio.log
+    }
     // The operator's default policy: a tool not marked read-only waits for approval.
-    registry = mcpRegistry({ test: { type: 'http', url: mcp.url } })
+    registry = mcpRegistry({ test: config })
     chat = buildChatServer(store(), { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, {
       registry,
       offers: await registry.offers(),
@@ -63,7 +78,7 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
   const read = async (server: A2Server<Chat>, id: string, owner: string) => (await server.read(id, owner, { limit: 10_000 })) as ChatEvent[]
   const answerIn = (events: ChatEvent[]) => foldChat(events).turns.find((t): t is AnswerTurn => t.kind === 'assistant')!
   const callIn = (events: ChatEvent[]) => answerIn(events).parts.find((p): p is ToolPart => p.kind === 'tool')!
-  const toolCalls = () => mcp.log.filter((e) => e.type === 'received' && e.message.method === 'tools/call')
+  const toolCalls = () => log().filter((e) => e.type === 'received' && e.message.method === 'tools/call')
   const decision = (call: ToolPart, choice: 'approve' | 'deny', overrides: Record<string, unknown> = {}) => ({
     type: 'tool.decision',
     payload: { of: 'g1', call: call.call, decision: choice, args: argsHash(call.input), cancelVersion: 0, ...overrides },
@@ -97,7 +112,7 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     expect(callIn(events)).toMatchObject({ state: 'done', decided: 'approve' })
     expect(answer.status).toBe('done')
     expect(answer.text.length).toBeGreaterThan(0)
-    const writes = mcp.log.filter((e) => e.type === 'write')
+    const writes = log().filter((e) => e.type === 'write')
     expect(writes).toHaveLength(1)
     expect(toolCalls()).toHaveLength(1)
     const key = (writes[0] as { key: string }).key
@@ -128,7 +143,7 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     // The process that asked goes away (its worker stopped, its MCP connections closed); nothing of the wait was in it.
     await first.stopWorkers({ graceMs: 1000 })
     await registry.close()
-    registry = mcpRegistry({ test: { type: 'http', url: mcp.url } })
+    registry = mcpRegistry({ test: { type: 'http', url: mcp!.url } })
     chat = buildChatServer(store(), { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, {
       registry,
       offers: await registry.offers(),
@@ -137,7 +152,7 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     await push(chat.server, id, 'gus', { id: 'yes1', ...decision(call, 'approve') })
     const events = await logWhenFinished(chat.server, id, 'gus')
     expect(callIn(events).state).toBe('done')
-    expect(mcp.log.filter((e) => e.type === 'write')).toHaveLength(1)
+    expect(log().filter((e) => e.type === 'write')).toHaveLength(1)
   })
 
   it('deny: never dispatched; the model is told it was denied and the answer goes on', async () => {
@@ -205,7 +220,7 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     expect((await push(server, id, 'dot', { id: 'ok1', ...decision(call, 'approve') })).duplicate).toBe(true)
     await expect(push(server, id, 'dot', { id: 'ok2', ...decision(call, 'approve') })).rejects.toMatchObject({ code: 'conflict' })
     expect(await length()).toBe(after)
-    expect(mcp.log.filter((e) => e.type === 'write')).toHaveLength(1)
+    expect(log().filter((e) => e.type === 'write')).toHaveLength(1)
   })
 
   it('expiry: a wait past its time is decided `expired` by the sweep, recorded; never dispatched, and the answer goes on', async () => {
@@ -225,5 +240,34 @@ describe.each(layers)('a call that needs approval, on %s', (kind) => {
     expect(toolCalls()).toHaveLength(0)
     // A user's approval after it is refused.
     await expect(push(server, id, 'fay', { id: 'late', ...decision(call, 'approve') })).rejects.toMatchObject({ code: 'conflict' })
+  })
+  describe('over stdio (the registry spawns the server)', () => {
+    it('approve: the call reaches the stdio server once, with the effect’s key, and is done', async () => {
+      const server = await start('stdio')
+      const { id, call } = await waiting(server, 'hal')
+      await push(server, id, 'hal', { id: 'yes1', ...decision(call, 'approve') })
+      const events = await logWhenFinished(server, id, 'hal')
+      expect(callIn(events)).toMatchObject({ state: 'done', decided: 'approve' })
+      expect(answerIn(events).status).toBe('done')
+      const writes = log().filter((e) => e.type === 'write')
+      expect(writes).toHaveLength(1)
+      expect(toolCalls()).toHaveLength(1)
+      expect((toolCalls()[0] as { message: { params: { _meta: Record<string, unknown> } } }).message.params._meta[MCP_IDEMPOTENCY_META]).toBe(
+        (writes[0] as { key: string }).key,
+      )
+    })
+
+    it('deny: the stdio server never receives the call', async () => {
+      const server = await start('stdio')
+      const { id, call } = await waiting(server, 'ida')
+      await push(server, id, 'ida', { id: 'no1', ...decision(call, 'deny') })
+      const events = await logWhenFinished(server, id, 'ida')
+      expect(callIn(events)).toMatchObject({ state: 'denied', decided: 'deny' })
+      expect(answerIn(events).status).toBe('done')
+      // The server was up and listed its tools (its log has them), but no call reached it.
+      expect(log().some((e) => e.type === 'received' && e.message.method === 'tools/list')).toBe(true)
+      expect(toolCalls()).toHaveLength(0)
+      expect(log().filter((e) => e.type === 'write')).toHaveLength(0)
+    })
   })
 })

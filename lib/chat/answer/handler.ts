@@ -97,7 +97,7 @@ export async function answerHandler(
   )
 
   try {
-    const prompt = await promptOf(ctx, scope, takesFiles, storedFiles)
+    const prompt = await promptOf(ctx, scope, takesFiles, storedFiles, kinds)
     // A successor of an attempt that died once its wait was in the log: the answer waits; nothing more to do.
     if (prompt === 'waiting') return 'waiting'
     const { soFar, instructions, messages } = prompt
@@ -204,6 +204,7 @@ async function promptOf(
   scope: AnswerScope,
   takesFiles: readonly FileKind[],
   storedFiles: FileSource,
+  kinds: readonly ToolKind[],
 ): Promise<{ soFar: string; instructions: string; messages: ModelMessage[] } | 'waiting'> {
   // The conversation before this generation, from the newest checkpoint of the fold: a
   // session of 100k events costs what a short one does (folding them all held the
@@ -214,7 +215,7 @@ async function promptOf(
   let own = continuing ? await readOwnSteps(ctx) : []
   if (ctx.attempt > 1 && own.some((e) => isOwnWait(e, ctx.event.id, scope.run))) return 'waiting'
   // A successor first settles the calls its dead predecessor left running (asked of their receivers), then tells the model of them.
-  if (ctx.attempt > 1 && (await settleInFlight(ctx, own))) own = await readOwnSteps(ctx)
+  if (ctx.attempt > 1 && (await settleInFlight(ctx, own, kinds))) own = await readOwnSteps(ctx)
   const soFar = continuing ? committedAnswer(history, ctx.event, own) : ''
   // The calls the answer shows so far, with what each did: a successor's predecessors' and, for a
   // Continue, the stopped version's as the reader saw them (the fold carries them over), so the

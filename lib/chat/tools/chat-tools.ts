@@ -62,7 +62,8 @@ export function chatTools(run: ToolCallRun, kinds: readonly ToolKind[]): ToolSet
         const result = await runToolCall(
           run,
           { call: toolCallId, tool: kind.name, input },
-          (idempotencyKey, signal) => kind.dispatch(input, { idempotencyKey, signal, sessionId: ctx.sessionId, answer: ctx.event.id }),
+          (idempotencyKey, signal, recordTask) =>
+            kind.dispatch(input, { idempotencyKey, signal, sessionId: ctx.sessionId, answer: ctx.event.id, recordTask }),
           { ask: kind.lookup && ((key) => kind.lookup!(key)), readOnly: kind.readOnly },
         )
         return kind.toModel ? kind.toModel(result, input, ctx) : result
@@ -78,7 +79,8 @@ export async function runApprovedCall(run: ToolCallRun, kind: ToolKind, call: { 
   const result = await runToolCall(
     run,
     { call: call.call, tool: kind.name, input: call.input },
-    (idempotencyKey, signal) => kind.dispatch(call.input, { idempotencyKey, signal, sessionId: ctx.sessionId, answer: ctx.event.id }),
+    (idempotencyKey, signal, recordTask) =>
+      kind.dispatch(call.input, { idempotencyKey, signal, sessionId: ctx.sessionId, answer: ctx.event.id, recordTask }),
     { ask: kind.lookup && ((key) => kind.lookup!(key)), readOnly: kind.readOnly },
   )
   return kind.toModel ? kind.toModel(result, call.input, ctx) : result

@@ -8,12 +8,10 @@
  * server finished anyway → may have happened (UNKNOWN), for an operator.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { waitForRun, waitUntil } from '@/lib/a2/testing'
 import { layers } from '@/test/db'
 import { ask, logWhenFinished, useTestStore } from '@/test/chat'
+import { stdioTestServer } from '@/test/mcp-stdio'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { startMcpTestServer, type McpLogEntry, type McpTestServer } from '@/scripts/mcp-test-server'
 import { mcpRegistry, type McpRegistry } from '@/lib/mcp/servers'
@@ -54,20 +52,9 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
       config = { type: 'http', url: server.url }
       log = () => server.log
     } else {
-      const logFile = join(mkdtempSync(join(tmpdir(), 'a2-mcp-')), 'log.jsonl')
-      config = {
-        type: 'stdio',
-        command: process.execPath,
-        args: ['--import', 'tsx', 'scripts/mcp-test-server.ts', '--stdio'],
-        env: { MCP_HOLD_MS: String(holdMs), MCP_LOG_FILE: logFile },
-      }
-      log = () =>
-        existsSync(logFile)
-          ? readFileSync(logFile, 'utf8')
-              .split('\n')
-              .filter(Boolean)
-              .map((line) => JSON.parse(line) as McpLogEntry)
-          : []
+      const stdio = stdioTestServer(holdMs)
+      config = stdio.config
+      log = stdio.log
     }
     // These calls run at once: the operator set `approval: "never"` (approvals.integration.test.ts has the waits).
     const registry: McpRegistry = mcpRegistry({ test: { ...config, approval: 'never' } })
@@ -95,9 +82,7 @@ describe.each(layers)('MCP tools in an answer on %s', (kind) => {
     it('a tool that needs approval (the default for one not marked read-only) is offered to wait for it (answer/approvals.ts)', async () => {
       const registry = mcpRegistry({
         test:
-          transport === 'http'
-            ? { type: 'http', url: (await startMcpTestServer().then((s) => (open.push(s), s))).url }
-            : { type: 'stdio', command: process.execPath, args: ['--import', 'tsx', 'scripts/mcp-test-server.ts', '--stdio'] },
+          transport === 'http' ? { type: 'http', url: (await startMcpTestServer().then((s) => (open.push(s), s))).url } : stdioTestServer().config,
       })
       open.push(registry)
       const kinds = (await registry.offers()).map((offer) => mcpTool(offer, registry))

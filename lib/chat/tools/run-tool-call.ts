@@ -24,11 +24,12 @@ export interface ToolCallOptions<R> {
 export async function runToolCall<R>(
   run: ToolCallRun,
   call: ToolCall,
-  dispatch: (idempotencyKey: string, signal: AbortSignal) => Promise<R>,
+  /** Runs the call; `recordTask` puts a task the receiver made of it in the log, with its running state. */
+  dispatch: (idempotencyKey: string, signal: AbortSignal, recordTask: (task: string) => Promise<void>) => Promise<R>,
   options: ToolCallOptions<R> = {},
 ): Promise<R> {
   const { ctx } = run
-  const write = ({ state, ...known }: ToolCallOutcome) =>
+  const write = ({ state, ...known }: ToolCallOutcome & { task?: string }) =>
     ctx.append({ type: 'tool.state', payload: { of: ctx.event.id, call: call.call, tool: call.tool, state, input: call.input, ...known } })
   if (!(await run.logCall(call))) {
     await write({ state: 'not-started' })
@@ -42,7 +43,7 @@ export async function runToolCall<R>(
       toolCallKey(call.tool, call.call),
       async (idempotencyKey, signal) => {
         await write({ state: 'running' })
-        return dispatch(idempotencyKey, signal)
+        return dispatch(idempotencyKey, signal, async (task) => void (await write({ state: 'running', task })))
       },
       { overlapSafe: options.readOnly, reconcile },
     )

@@ -18,6 +18,16 @@ export interface ToolDispatch {
   /** The session the answer is in, and the answer (its generate event's id). */
   sessionId: string
   answer: string
+  /**
+   * The receiver made the call a task of its own (MCP Tasks): its id goes into the log with the
+   * call's running state, before the call settles, so `lookup` can be asked about it after a crash.
+   */
+  recordTask(task: string): Promise<void>
+}
+
+/** What the log recorded of a call while it ran, for `lookup` (a successor has nothing else of it). */
+export interface RecordedCall {
+  task?: string
 }
 
 // A list of kinds holds every input and result type at once (ToolKind[]): their defaults are `any` on purpose.
@@ -42,8 +52,11 @@ export interface ToolKind<I = any, R = any> {
   approval?: { server: string }
   /** Runs the call. */
   dispatch(input: I, call: ToolDispatch): Promise<R>
-  /** Asks the receiver whether a call under this idempotency key happened: done (with its result), not done, or 'unknown'. */
-  lookup?(idempotencyKey: string): Promise<Verdict<R>>
+  /**
+   * Asks the receiver whether a call under this idempotency key happened: done (with its result),
+   * not done, or 'unknown'; `recorded` is what the call's running state recorded (its task), when known.
+   */
+  lookup?(idempotencyKey: string, recorded?: RecordedCall): Promise<Verdict<R>>
   /** What the model is told of a done call (default: its result); it may record more in the answer's log first. */
   toModel?(result: R, input: I, run: RunContext<Chat, 'generate'>): Promise<unknown>
 }

@@ -5,7 +5,8 @@
  * `_meta` and the run's signal (a Stop closes its HTTP response stream, or sends
  * `notifications/cancelled` over stdio). Cut off mid-call, a task is asked (`tasks/get`:
  * completed → done with its result; cancelled or failed, the server's own word → did not
- * happen); a plain call cannot be asked in MCP, so it stays "may have happened" for an operator.
+ * happen); its id is in the log (the call's running state), so a successor after a crash asks
+ * too. A plain call cannot be asked in MCP, so it stays "may have happened" for an operator.
  * A result the tool marks `isError` is the tool's own failure: the call failed, in its words.
  * A tool whose calls need approval (lib/mcp/config.ts) waits for the user's yes (answer/approvals.ts).
  */
@@ -22,16 +23,17 @@ export function mcpTool({ modelName, tool, needsApproval }: McpOffer, registry: 
     readOnly: tool.readOnly,
     // A call that needs the user's approval waits for it (answer/approvals.ts); the operator's `approval: "never"` runs it at once.
     approval: needsApproval ? { server: tool.server } : undefined,
-    async dispatch(input, { idempotencyKey, signal }) {
-      const result = await registry.call(tool, input, { idempotencyKey, signal })
+    async dispatch(input, { idempotencyKey, signal, recordTask }) {
+      // A task's id goes into the log as soon as the server made it: a successor asks about it (lookup) after a crash.
+      const result = await registry.call(tool, input, { idempotencyKey, signal, onTask: recordTask })
       if (result.isError) throw new Error(textOf(result) || `${tool.name} reported an error`)
       return result
     },
     // A read changed nothing: a dead attempt's read is simply not done (no lookup: "not done").
     lookup: tool.readOnly
       ? undefined
-      : async (idempotencyKey) => {
-          const verdict = await registry.askCall(tool.server, idempotencyKey)
+      : async (idempotencyKey, recorded) => {
+          const verdict = await registry.askCall(tool.server, idempotencyKey, recorded?.task)
           if (verdict === 'unknown') return 'unknown'
           return verdict.done ? { done: true, result: verdict.result } : { done: false }
         },
