@@ -7,7 +7,8 @@ import { countingStore } from './test-kit/counting-store'
 import { busFor, wakeWorkers, type Hint } from './internal/log/bus'
 import { consumer } from './internal/runtime/consumer'
 import { tail } from './internal/log/tail'
-import { JOBS_CHANNEL, TAIL_CHANNEL } from './internal/core/wire'
+import { decodeHints, JOBS_CHANNEL, TAIL_CHANNEL } from './internal/core/wire'
+import { gate, interceptStore } from './test-kit/runtime'
 
 /** A store on the same database that records the channels its bus LISTENs on (a fresh bus: buses are per store object). */
 function listeningStore(store: Store): Store & { channels: string[] } {
@@ -111,6 +112,61 @@ describe.each(layers)('the bus on %s', (kind) => {
       off()
       await bus.close()
       errors.mockRestore()
+    }
+  })
+
+  it('a chunk batch’s commit notifies no one: its own process’s tails have it at once, others from one notification after the commit', async () => {
+    // The writer's notifying statement (after the commit) is held until released.
+    const notify = gate()
+    let notifying = false
+    const writerStore = interceptStore(store, {
+      before: async (text) => {
+        if (!text.includes('synchronous_commit')) return
+        notifying = true
+        await notify.promise
+      },
+    })
+    const writer = createServer({ contract: testContract, consumers: [], store: writerStore })
+    const otherProcess = listeningStore(store)
+    const heard: string[] = []
+    const unlisten = await store.listen(TAIL_CHANNEL, (payload) => heard.push(payload))
+    const { id } = await writer.sessions.create('u1')
+    const controller = new AbortController()
+    const follow = (tailStore: Store, got: number[]) =>
+      (async () => {
+        for await (const batch of tail(tailStore, id, { after: -1, signal: controller.signal, pollMs: 60_000 }))
+          got.push(...batch.map((e) => e.index))
+      })()
+    const here: number[] = []
+    const there: number[] = []
+    const tails = [follow(writerStore, here), follow(otherProcess, there)]
+    try {
+      await writer.push(id, 'u1', { id: 'm0', type: 'message', payload: { text: 'hi' } }) // notified in its own commit
+      await vi.waitFor(() => expect([here, there]).toEqual([[0], [0]]))
+      heard.length = 0
+      let appended = false
+      const append = writer.append(id, { type: 'chunk', payload: { of: 'm0', delta: 'x' } }).then(() => (appended = true))
+      // Committed and handed to this process's tail, with no notification yet.
+      await vi.waitFor(() => expect(here).toEqual([0, 1]))
+      await store.db.execute(sql`select pg_notify(${TAIL_CHANNEL}, ${JSON.stringify({ s: 'marker', h: 1 })})`)
+      await vi.waitFor(() => expect(heard.some((p) => p.includes('marker'))).toBe(true))
+      expect(heard.filter((p) => p.includes(id))).toEqual([]) // the chunk's commit carried no NOTIFY
+      await vi.waitFor(() => expect(notifying).toBe(true))
+      expect(appended).toBe(false) // an append resolves once its hint is sent: later appends are heard after it
+      expect(there).toEqual([0])
+      notify.open()
+      await append
+      await vi.waitFor(() => expect(there).toEqual([0, 1]))
+      const hints = heard.filter((p) => p.includes(id)).flatMap((p) => decodeHints(p))
+      expect(hints).toHaveLength(1)
+      expect(hints[0]).toMatchObject({ sessionId: id, head: 2, events: [{ index: 1, type: 'chunk', payload: { of: 'm0', delta: 'x' } }] })
+      expect(here).toEqual([0, 1]) // its own notification, come back, is dropped: nothing twice
+    } finally {
+      controller.abort()
+      notify.open()
+      await Promise.all(tails)
+      await unlisten()
+      await Promise.all([busFor(writerStore), busFor(otherProcess)].map(async (bus) => (await bus).close()))
     }
   })
 })

@@ -3,12 +3,16 @@ import type { A2Event } from '@/lib/a2'
 import {
   decodeErrorBody,
   decodeHint,
+  decodeHints,
   decodePushAnswer,
   decodeSseEvent,
   encodeHint,
   encodePushBody,
   encodeSseEvent,
   encodeStepBatch,
+  MAX_NOTIFY_BYTES,
+  packedPrefix,
+  packHints,
   pushedEvents,
   WireError,
 } from './internal/core/wire'
@@ -83,6 +87,23 @@ describe('the wire', () => {
     expect(failure(() => decodeHint('{"s":"a","h":1,"e":[{"i":0,"d":"a","t":"x","p":1,"c":"soon"}]}'))).toBe(
       'a2 wire: NOTIFY hint: e[0].c (created at) is not a timestamp',
     )
+  })
+
+  it('packs many sessions’ hints into payloads under NOTIFY’s limit, carrying events where they fit and heads where not', () => {
+    const small = (s: string, head: number) => ({ sessionId: s, head, events: [{ ...event(head - 1), sessionId: s }] })
+    const big = { sessionId: 'big', head: 1, events: [{ ...event(0, { text: 'x'.repeat(MAX_NOTIFY_BYTES) }), sessionId: 'big' }] }
+    const hints = [...Array.from({ length: 120 }, (_, i) => small(`s${i}`, i + 1)), big]
+    const payloads = packHints('me', hints)
+    expect(payloads.length).toBeGreaterThan(1)
+    for (const p of payloads) {
+      expect(new TextEncoder().encode(p).length).toBeLessThanOrEqual(MAX_NOTIFY_BYTES)
+      expect(p.startsWith(packedPrefix('me'))).toBe(true)
+    }
+    const decoded = payloads.flatMap((p) => decodeHints(p))
+    expect(decoded).toEqual([...hints.slice(0, -1), { sessionId: 'big', head: 1 }])
+    expect(decodeHints(notified({ sessionId: 's1', head: 1 }, [event(0)]))).toEqual([{ sessionId: 's1', head: 1, events: [event(0)] }])
+    expect(failure(() => decodeHints('{"o":"me","m":[{"s":1,"h":1}]}'))).toBe('a2 wire: NOTIFY hint: s (session id) is not a string')
+    expect(failure(() => decodeHints('{"o":"me","m":{}}'))).toBe('a2 wire: NOTIFY hint: m (hints) is not an array')
   })
 
   it('codes a step batch for a2_append_steps_many', () => {

@@ -365,7 +365,7 @@ begin
 end
 $function$;
 
-CREATE OR REPLACE FUNCTION public.a2_append_steps_many(p_batches jsonb, p_channel text)
+CREATE OR REPLACE FUNCTION public.a2_append_steps_many(p_batches jsonb)
  RETURNS TABLE(o_batch integer, o_refused text, o_start integer, o_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -402,14 +402,8 @@ begin
     select b.session, v_start + (o.ord - 1)::integer, o.item ->> 'id', o.item ->> 'type', o.item -> 'payload'
     from jsonb_array_elements(b.events) with ordinality as o(item, ord);
     -- The caller has the events; it needs only where they landed. created_at defaults to
-    -- now(), the transaction's start, so one value states it for every event (and the hint).
+    -- now(), the transaction's start, so one value states it for every event.
     return query select b.ord, null::text, v_start, now();
-    perform a2_notify(
-      p_channel,
-      jsonb_build_object('s', b.session, 'h', v_start + v_count),
-      (select jsonb_agg(jsonb_build_object('i', v_start + o.ord - 1, 'd', o.item ->> 'id', 't', o.item ->> 'type',
-                                           'p', o.item -> 'payload', 'c', now()) order by o.ord)
-       from jsonb_array_elements(b.events) with ordinality as o(item, ord)));
   end loop;
 end
 $function$;

@@ -78,12 +78,75 @@ export function encodeHint(hint: Omit<Hint, 'events'>): string {
 }
 
 /**
- * Decodes a NOTIFY payload. The carried events are decoded only when `wantEvents` says this
- * process tails the session (a process that does not never walks them).
+ * Decodes a NOTIFY payload of one hint (what the SQL functions send). The carried events are
+ * decoded only when `wantEvents` says this process tails the session (a process that does not
+ * never walks them).
  */
 export function decodeHint(text: string, wantEvents: (sessionId: string) => boolean = () => true): Hint {
-  const what = 'NOTIFY hint'
-  const wire = parseObject(text, what)
+  return hintOf(parseObject(text, HINT), wantEvents)
+}
+
+const HINT = 'NOTIFY hint'
+/** NOTIFY's payload limit is 8,000 bytes; 7,900 leaves room for the channel's framing. */
+export const MAX_NOTIFY_BYTES = 7_900
+
+/**
+ * Hints packed into NOTIFY payloads, as a process announces its committed chunk batches (one
+ * notifying transaction for many sessions, log/step-hints.ts): `{"o": origin, "m": [hint, …]}`,
+ * each payload under MAX_NOTIFY_BYTES. A hint carries its events when it fits alone, else its
+ * head only (tails read). `origin` names the store that sent them, which delivered them to its
+ * own tails already and drops them when they come back.
+ */
+export function packHints(origin: string, hints: readonly Hint[]): string[] {
+  const open = `{"o":${JSON.stringify(origin)},"m":[`
+  const payloads: string[] = []
+  let parts: string[] = []
+  const empty = byteLength(open) + 2
+  let bytes = empty
+  for (const hint of hints) {
+    const part = encodeCarrying(hint, MAX_NOTIFY_BYTES - empty)
+    const size = byteLength(part) + 1
+    if (parts.length > 0 && bytes + size > MAX_NOTIFY_BYTES) {
+      payloads.push(`${open}${parts.join(',')}]}`)
+      parts = []
+      bytes = empty
+    }
+    parts.push(part)
+    bytes += size
+  }
+  if (parts.length > 0) payloads.push(`${open}${parts.join(',')}]}`)
+  return payloads
+}
+
+/** The origin a packed payload starts with: a listener drops its own store's hints before parsing them. */
+export function packedPrefix(origin: string): string {
+  return `{"o":${JSON.stringify(origin)},`
+}
+
+/** Every hint a NOTIFY payload holds: one (from SQL) or a packed list (packHints). */
+export function decodeHints(text: string, wantEvents: (sessionId: string) => boolean = () => true): Hint[] {
+  const wire = parseObject(text, HINT)
+  if (wire.m === undefined) return [hintOf(wire, wantEvents)]
+  str(wire.o, HINT, 'o (origin)')
+  return list(wire.m, HINT, 'm (hints)').map((item, k) => hintOf(object(item, HINT, `m[${k}]`), wantEvents))
+}
+
+/** A hint with its events under `e` when that fits in `room` bytes, else without them. */
+function encodeCarrying(hint: Hint, room: number): string {
+  const bare = encodeHint(hint)
+  if (!hint.events || hint.events.length === 0) return bare
+  const events = hint.events.map((e) => ({ i: e.index, d: e.id, t: e.type, p: e.payload, c: e.createdAt }))
+  const carrying = `${bare.slice(0, -1)},"e":${JSON.stringify(events)}}`
+  return byteLength(carrying) > room ? bare : carrying
+}
+
+const utf8 = new TextEncoder()
+function byteLength(text: string): number {
+  return utf8.encode(text).length
+}
+
+function hintOf(wire: Record<string, unknown>, wantEvents: (sessionId: string) => boolean): Hint {
+  const what = HINT
   const hint: Hint = {
     sessionId: str(wire.s, what, 's (session id)'),
     head: int(wire.h, what, 'h (head)'),

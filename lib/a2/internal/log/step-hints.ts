@@ -1,0 +1,83 @@
+/**
+ * How a committed chunk batch is announced (issue 37). Its statement (a2_append_steps_many,
+ * migration 0009) notifies no one: Postgres takes one cluster-wide lock at the commit of every
+ * transaction with a pending NOTIFY and holds it through that commit's WAL flush, so chunk
+ * commits that notified queued with one another and with every Stop's `a2_push`. After the
+ * commit, the process that made it
+ *
+ * - hands the hints to its own tails at once (bus.ts deliverHere): no round trip, and
+ * - sends them to other processes in one notifying transaction per group commit (fewer when
+ *   they pile up: one is in flight per store, and hints that commit meanwhile go together in
+ *   the next), packed many sessions to a payload (wire.ts packHints). That transaction writes
+ *   no row and holds no data lock, and commits without waiting for its WAL flush
+ *   (`synchronous_commit` off for it alone: a hint lost in a crash costs a poll, the data it
+ *   announces is already durable), so the notify lock is held for the queue insert only.
+ *
+ * A caller's append resolves once its hint has been sent, so a consumer that appends again
+ * (its run's terminal event, which notifies in its own commit) is heard in the order it wrote.
+ */
+import { sql } from 'drizzle-orm'
+import { packHints, TAIL_CHANNEL, type Hint } from '../core/wire'
+import { query, type Store } from '../store/store'
+import { deliverHere, originOf } from './bus'
+
+interface Waiting {
+  hints: readonly Hint[]
+  sent: () => void
+}
+
+/** One per store: at most one notifying transaction in flight. */
+class Notifier {
+  private waiting: Waiting[] = []
+  private sending = false
+
+  constructor(private readonly store: Store) {}
+
+  /** Resolves once the hints were sent (or failed to be: a lost hint only slows, the bus's poll finds the heads). */
+  send(hints: readonly Hint[]): Promise<void> {
+    if (hints.length === 0) return Promise.resolve()
+    return new Promise((sent) => {
+      this.waiting.push({ hints, sent })
+      if (!this.sending) void this.drain()
+    })
+  }
+
+  private async drain(): Promise<void> {
+    this.sending = true
+    while (this.waiting.length > 0) {
+      const taken = this.waiting
+      this.waiting = []
+      try {
+        await notify(
+          this.store,
+          packHints(
+            originOf(this.store),
+            taken.flatMap((w) => w.hints),
+          ),
+        )
+      } catch {
+        // The store is unreachable or the queue full: tails find the heads by polling.
+      }
+      for (const w of taken) w.sent()
+    }
+    this.sending = false
+  }
+}
+
+function notify(store: Store, payloads: readonly string[]): Promise<unknown> {
+  return query(
+    store.db,
+    sql`select pg_notify(${TAIL_CHANNEL}, t.p), set_config('synchronous_commit', 'off', true)
+        from jsonb_array_elements_text(${JSON.stringify(payloads)}::jsonb) as t(p)`,
+  )
+}
+
+const notifiers = new WeakMap<Store, Notifier>()
+
+/** Announces one group commit's landed batches: in-process now, to other processes after. */
+export function announceSteps(store: Store, hints: readonly Hint[]): Promise<void> {
+  deliverHere(store, hints)
+  let notifier = notifiers.get(store)
+  if (!notifier) notifiers.set(store, (notifier = new Notifier(store)))
+  return notifier.send(hints)
+}
