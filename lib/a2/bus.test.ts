@@ -9,6 +9,7 @@ import { consumer } from './internal/runtime/consumer'
 import { tail } from './internal/log/tail'
 import { decodeHints, JOBS_CHANNEL, TAIL_CHANNEL } from './internal/core/wire'
 import { gate, interceptStore } from './test-kit/runtime'
+import { sessionHintsSent } from './internal/log/step-hints'
 
 /** A store on the same database that records the channels its bus LISTENs on (a fresh bus: buses are per store object). */
 function listeningStore(store: Store): Store & { channels: string[] } {
@@ -79,6 +80,8 @@ describe.each(layers)('the bus on %s', (kind) => {
       for (let i = 0; i < 10; i++) {
         const [generate] = await server.append(id, { type: 'generate', payload: {} }) // jobs channel
         await server.append(id, { type: 'chunk', payload: { of: generate.id, delta: 'x' } }) // tail channel, step path
+        // Announced after its commit: wait for it as a consumer's own notifying append does (append.ts).
+        await sessionHintsSent(store, id)
         await server.push(id, 'u1', { id: `m${i}`, type: 'message', payload: { text: 'hi' } }) // tail channel, transactional path
       }
       await done
@@ -144,18 +147,21 @@ describe.each(layers)('the bus on %s', (kind) => {
       await writer.push(id, 'u1', { id: 'm0', type: 'message', payload: { text: 'hi' } }) // notified in its own commit
       await vi.waitFor(() => expect([here, there]).toEqual([[0], [0]]))
       heard.length = 0
-      let appended = false
-      const append = writer.append(id, { type: 'chunk', payload: { of: 'm0', delta: 'x' } }).then(() => (appended = true))
+      const append = writer.append(id, { type: 'chunk', payload: { of: 'm0', delta: 'x' } })
       // Committed and handed to this process's tail, with no notification yet.
       await vi.waitFor(() => expect(here).toEqual([0, 1]))
       await store.db.execute(sql`select pg_notify(${TAIL_CHANNEL}, ${JSON.stringify({ s: 'marker', h: 1 })})`)
       await vi.waitFor(() => expect(heard.some((p) => p.includes('marker'))).toBe(true))
       expect(heard.filter((p) => p.includes(id))).toEqual([]) // the chunk's commit carried no NOTIFY
       await vi.waitFor(() => expect(notifying).toBe(true))
-      expect(appended).toBe(false) // an append resolves once its hint is sent: later appends are heard after it
+      await append // at its commit: the consumer's next batch does not wait for the notification
+      let hintSent = false
+      const sent = sessionHintsSent(writerStore, id).then(() => (hintSent = true)) // what a consumer's notifying append waits for
+      await Promise.resolve()
+      expect(hintSent).toBe(false)
       expect(there).toEqual([0])
       notify.open()
-      await append
+      await sent
       await vi.waitFor(() => expect(there).toEqual([0, 1]))
       const hints = heard.filter((p) => p.includes(id)).flatMap((p) => decodeHints(p))
       expect(hints).toHaveLength(1)

@@ -6,6 +6,7 @@ import { countingStore } from './test-kit/counting-store'
 import { waitUntil } from './test-kit/runtime'
 import { isA2Error } from '@/lib/a2'
 import { query } from './internal/store/store'
+import { sessionHintsSent } from './internal/log/step-hints'
 import { sql } from 'drizzle-orm'
 
 describe.each(layers)('the log on %s', (kind) => {
@@ -330,6 +331,7 @@ describe.each(layers)('the log on %s', (kind) => {
       await vi.waitFor(() => expect(t.got).toHaveLength(1))
       for (let i = 0; i < 20; i++) {
         await server.append(id, { type: 'message', payload: { text: `step ${i}` } }) // the step path (a2_append_steps_many)
+        await sessionHintsSent(store, id) // its hint follows its commit; a consumer's notifying append waits for it so (append.ts)
         await server.push(id, 'u1', { id: `push-${i}`, type: 'message', payload: { text: `push ${i}` } }) // the transactional path
       }
       await t.done

@@ -53,13 +53,7 @@ interface Row {
   o_created_at: Date | string | null
 }
 
-/** A landed batch's events, and when its hint has been sent. */
-interface Landed {
-  events: A2Event[]
-  announced: Promise<void>
-}
-
-const committers = new WeakMap<Store, GroupCommit<Batch, Landed>>()
+const committers = new WeakMap<Store, GroupCommit<Batch, A2Event[]>>()
 
 /**
  * Appends one consumer's batch of step events to a session, committed together with other
@@ -77,9 +71,7 @@ export async function appendSteps(
   const items = inputs.map((input) => ({ id: input.id ?? randomUUID(), type: input.type, payload: input.payload ?? null }))
   // Serialised here, so a payload that cannot be fails its own caller only.
   const json = encodeStepBatch({ sessionId, jobId: fence?.jobId ?? null, attempt: fence?.attempt ?? null, runs, events: items, maxEvents })
-  const { events, announced } = await committerFor(store).submit({ sessionId, fence, maxEvents, runs, items, json })
-  await announced
-  return events
+  return committerFor(store).submit({ sessionId, fence, maxEvents, runs, items, json })
 }
 
 /**
@@ -91,10 +83,10 @@ export async function appendSteps(
  * it submitted as one statement. On Postgres the statement runs elsewhere, and batches that
  * arrive meanwhile already wait for the next one.
  */
-function committerFor(store: Store): GroupCommit<Batch, Landed> {
+function committerFor(store: Store): GroupCommit<Batch, A2Event[]> {
   let committer = committers.get(store)
   if (!committer) {
-    committer = new GroupCommit<Batch, Landed>({
+    committer = new GroupCommit<Batch, A2Event[]>({
       maxInFlight: MAX_IN_FLIGHT,
       gatherTurn: store.kind === 'pglite',
       take: oldestWithinBounds,
@@ -102,10 +94,12 @@ function committerFor(store: Store): GroupCommit<Batch, Landed> {
         const rows = await runStatement(store, batches)
         const byBatch = new Map(rows.map((row) => [row.o_batch, row]))
         const outcomes = batches.map((batch, i) => outcomeOf(batch, byBatch.get(i + 1)))
-        // Announced once the statement has committed; the slot is free meanwhile.
-        const hints = outcomes.flatMap((o): Hint[] => ('value' in o && o.value.length > 0 ? [hintOf(o.value)] : []))
-        const announced = announceSteps(store, hints)
-        return outcomes.map((o) => ('value' in o ? { value: { events: o.value, announced } } : o))
+        // Committed: this process's tails have them now, other processes after one notification.
+        void announceSteps(
+          store,
+          outcomes.flatMap((o): Hint[] => ('value' in o && o.value.length > 0 ? [hintOf(o.value)] : [])),
+        )
+        return outcomes
       },
     })
     committers.set(store, committer)

@@ -13,8 +13,12 @@
  *   (`synchronous_commit` off for it alone: a hint lost in a crash costs a poll, the data it
  *   announces is already durable), so the notify lock is held for the queue insert only.
  *
- * A caller's append resolves once its hint has been sent, so a consumer that appends again
- * (its run's terminal event, which notifies in its own commit) is heard in the order it wrote.
+ * A caller's append resolves at its commit, not at its hint: a consumer's next batch of the
+ * session waits for the one before (one in flight per stream), and a notification round trip
+ * in that cycle would lengthen every token's wait. Its next batch's hint cannot overtake this
+ * one's (one notifying transaction in flight, in order); an append that notifies in its own
+ * commit (a fenced admitted append: an event that starts runs) waits for the session's hints
+ * still on their way (sessionHintsSent), so a consumer is heard in the order it wrote.
  */
 import { sql } from 'drizzle-orm'
 import { packHints, TAIL_CHANNEL, type Hint } from '../core/wire'
@@ -30,16 +34,23 @@ interface Waiting {
 class Notifier {
   private waiting: Waiting[] = []
   private sending = false
+  /** Per session, when its latest hint will have been sent (absent: none on its way). */
+  readonly pending = new Map<string, Promise<void>>()
 
   constructor(private readonly store: Store) {}
 
   /** Resolves once the hints were sent (or failed to be: a lost hint only slows, the bus's poll finds the heads). */
   send(hints: readonly Hint[]): Promise<void> {
     if (hints.length === 0) return Promise.resolve()
-    return new Promise((sent) => {
-      this.waiting.push({ hints, sent })
+    const sent = new Promise<void>((resolve) => {
+      this.waiting.push({ hints, sent: resolve })
       if (!this.sending) void this.drain()
     })
+    for (const { sessionId } of hints) this.pending.set(sessionId, sent)
+    void sent.then(() => {
+      for (const { sessionId } of hints) if (this.pending.get(sessionId) === sent) this.pending.delete(sessionId)
+    })
+    return sent
   }
 
   private async drain(): Promise<void> {
@@ -80,4 +91,9 @@ export function announceSteps(store: Store, hints: readonly Hint[]): Promise<voi
   let notifier = notifiers.get(store)
   if (!notifier) notifiers.set(store, (notifier = new Notifier(store)))
   return notifier.send(hints)
+}
+
+/** Resolves once the hints of the session's committed batches have been sent (at once when none is on its way). */
+export function sessionHintsSent(store: Store, sessionId: string): Promise<void> {
+  return notifiers.get(store)?.pending.get(sessionId) ?? Promise.resolve()
 }
