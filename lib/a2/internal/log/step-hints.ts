@@ -9,7 +9,8 @@
  * - sends them to other processes in one notifying transaction per group commit (fewer when
  *   they pile up: one is in flight per store, and hints that commit meanwhile go together in
  *   the next), packed many sessions to a payload (wire.ts packHints). That transaction writes
- *   no row and holds no data lock, and commits without waiting for its WAL flush
+ *   no row and holds no data lock, runs on a connection of its own (Store.announce: never
+ *   queued behind the pool's statements), and commits without waiting for its WAL flush
  *   (`synchronous_commit` off for it alone: a hint lost in a crash costs a poll, the data it
  *   announces is already durable), so the notify lock is held for the queue insert only.
  *
@@ -76,11 +77,9 @@ class Notifier {
 }
 
 function notify(store: Store, payloads: readonly string[]): Promise<unknown> {
-  return query(
-    store.db,
-    sql`select pg_notify(${TAIL_CHANNEL}, t.p), set_config('synchronous_commit', 'off', true)
-        from jsonb_array_elements_text(${JSON.stringify(payloads)}::jsonb) as t(p)`,
-  )
+  const statement = sql`select pg_notify(${TAIL_CHANNEL}, t.p), set_config('synchronous_commit', 'off', true)
+        from jsonb_array_elements_text(${JSON.stringify(payloads)}::jsonb) as t(p)`
+  return store.announce ? store.announce(statement) : query(store.db, statement)
 }
 
 const notifiers = new WeakMap<Store, Notifier>()

@@ -21,6 +21,13 @@ export interface Store {
    */
   listen(channel: string, onPayload: (payload: string) => void, onRelisten?: () => void): Promise<() => Promise<void>>
   /**
+   * Runs the statement that announces committed chunk batches (log/step-hints.ts) on a connection
+   * of its own, so hints never queue behind the pool's statements (at 100 streams ~4 of the
+   * worker's 10 connections sat idle in transaction, waiting on its event loop). Absent (PGlite,
+   * a wrapped test store): the statement goes through `db`.
+   */
+  announce?(statement: SQL): Promise<unknown>
+  /**
    * Liveness (liveness.ts): holds `key` for as long as this process lives, so others can tell
    * from the database that it died. Absent (a wrapped test store): leases alone decide.
    */
@@ -75,9 +82,19 @@ export async function openPostgresStore(url: string, options: { max?: number; on
     backoff: reconnectBackoff,
   })
   const db = drizzle(preparedStatements(client)) as unknown as Db
+  // One connection, opened on the first announcement: a process that writes no chunks never opens it.
+  let announcer: { client: Sql; db: Db } | undefined
+  const announcerDb = () => {
+    if (!announcer) {
+      const one = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, backoff: reconnectBackoff })
+      announcer = { client: one, db: drizzle(preparedStatements(one)) as unknown as Db }
+    }
+    return announcer.db
+  }
   return {
     kind: 'postgres',
     db,
+    announce: (statement) => announcerDb().execute(statement),
     async listen(channel, onPayload, onRelisten) {
       // postgres-js calls onlisten on the first LISTEN and again after each reconnect.
       let listened = false
@@ -106,7 +123,9 @@ export async function openPostgresStore(url: string, options: { max?: number; on
     ownerGone: (ownerKey) =>
       sql`${ownerKey} not in (select objid::bigint from pg_locks
                               where locktype = 'advisory' and classid = ${LIFE_LOCK_CLASS} and objsubid = 2 and granted)`,
-    close: () => client.end({ timeout: 2 }),
+    close: async () => {
+      await Promise.all([client.end({ timeout: 2 }), announcer?.client.end({ timeout: 2 })])
+    },
   }
 }
 
