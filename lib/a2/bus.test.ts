@@ -4,10 +4,10 @@ import { createServer, type Store } from '@/lib/a2/server'
 import { layers, useTestStore } from './test-kit/db'
 import { testContract } from './test-kit/contract'
 import { countingStore } from './test-kit/counting-store'
-import { busFor, wakeWorkers, type Hint } from './internal/log/bus'
+import { busFor, originOf, wakeWorkers, type Hint } from './internal/log/bus'
 import { consumer } from './internal/runtime/consumer'
 import { tail } from './internal/log/tail'
-import { decodeHints, JOBS_CHANNEL, TAIL_CHANNEL } from './internal/core/wire'
+import { decodeHints, JOBS_CHANNEL, packedPrefix, TAIL_CHANNEL } from './internal/core/wire'
 import { gate, interceptStore } from './test-kit/runtime'
 import { sessionHintsSent } from './internal/log/step-hints'
 
@@ -163,6 +163,8 @@ describe.each(layers)('the bus on %s', (kind) => {
       notify.open()
       await sent
       await vi.waitFor(() => expect(there).toEqual([0, 1]))
+      // Sent as packed, under its store's origin (which its own bus drops before parsing).
+      expect(heard.filter((p) => p.includes(id)).every((p) => p.startsWith(packedPrefix(originOf(writerStore))))).toBe(true)
       const hints = heard.filter((p) => p.includes(id)).flatMap((p) => decodeHints(p))
       expect(hints).toHaveLength(1)
       expect(hints[0]).toMatchObject({ sessionId: id, head: 2, events: [{ index: 1, type: 'chunk', payload: { of: 'm0', delta: 'x' } }] })

@@ -101,6 +101,10 @@ describe('the wire', () => {
     }
     const decoded = payloads.flatMap((p) => decodeHints(p))
     expect(decoded).toEqual([...hints.slice(0, -1), { sessionId: 'big', head: 1 }])
+    // Bytes, not characters: '€' is 3 bytes in UTF-8.
+    const euros = (n: number) => [{ sessionId: 'u', head: 1, events: [{ ...event(0, { text: '€'.repeat(n) }), sessionId: 'u' }] }]
+    expect(decodeHints(packHints('me', euros(2_400))[0])[0].events).toHaveLength(1)
+    expect(decodeHints(packHints('me', euros(2_700))[0])[0].events).toBeUndefined()
     expect(decodeHints(notified({ sessionId: 's1', head: 1 }, [event(0)]))).toEqual([{ sessionId: 's1', head: 1, events: [event(0)] }])
     expect(failure(() => decodeHints('{"o":"me","m":[{"s":1,"h":1}]}'))).toBe('a2 wire: NOTIFY hint: s (session id) is not a string')
     expect(failure(() => decodeHints('{"o":"me","m":{}}'))).toBe('a2 wire: NOTIFY hint: m (hints) is not an array')

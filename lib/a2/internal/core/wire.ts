@@ -140,9 +140,17 @@ function encodeCarrying(hint: Hint, room: number): string {
   return byteLength(carrying) > room ? bare : carrying
 }
 
-const utf8 = new TextEncoder()
+/**
+ * Bytes of `text` in UTF-8, at most over (a surrogate pair counts 6 for its 4), without
+ * encoding it: this runs for every hint a busy worker sends.
+ */
 function byteLength(text: string): number {
-  return utf8.encode(text).length
+  let bytes = text.length
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit > 0x7f) bytes += unit > 0x7ff ? 2 : 1
+  }
+  return bytes
 }
 
 function hintOf(wire: Record<string, unknown>, wantEvents: (sessionId: string) => boolean): Hint {

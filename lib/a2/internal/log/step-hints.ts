@@ -77,8 +77,10 @@ class Notifier {
 }
 
 function notify(store: Store, payloads: readonly string[]): Promise<unknown> {
-  const statement = sql`select pg_notify(${TAIL_CHANNEL}, t.p), set_config('synchronous_commit', 'off', true)
-        from jsonb_array_elements_text(${JSON.stringify(payloads)}::jsonb) as t(p)`
+  // The payloads are JSON: sent as one json array (each element's text kept as written), not
+  // as strings inside one, whose every quote would be escaped on the way.
+  const statement = sql`select pg_notify(${TAIL_CHANNEL}, t.p::text), set_config('synchronous_commit', 'off', true)
+        from json_array_elements(${`[${payloads.join(',')}]`}::json) as t(p)`
   return store.announce ? store.announce(statement) : query(store.db, statement)
 }
 
