@@ -78,8 +78,12 @@ export async function curveFigure(
       await runPool(streams, streams, () => fn(rig, { tokens: 5, timeoutMs: options.timeoutMs })).catch(() => undefined)
       await rig.settled().catch(() => undefined)
     }
+    // The Stops loop until the level's last chat through the log has ended (before the level
+    // waits for every run to settle, which Stops still starting runs would hold off).
     let streaming = true
-    const measured = measureStreams(rig, chatThroughLog, level, options.deadline, options.timeoutMs).finally(() => (streaming = false))
+    let ended = 0
+    const counted: typeof chatThroughLog = (r, o) => chatThroughLog(r, o).finally(() => void (++ended === streams && (streaming = false)))
+    const measured = measureStreams(rig, counted, level, options.deadline, options.timeoutMs).finally(() => (streaming = false))
     const [ours, stops] = await Promise.all([measured, stopsWhile(rig, () => streaming, 3)])
     await rig.settled().catch(() => undefined)
     const direct = await measureStreams(rig, chatDirect, level, options.deadline, options.timeoutMs)

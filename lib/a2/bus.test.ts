@@ -124,7 +124,7 @@ describe.each(layers)('the bus on %s', (kind) => {
     let notifying = false
     const writerStore = interceptStore(store, {
       before: async (text) => {
-        if (!text.includes('synchronous_commit')) return
+        if (!text.includes('a2_announce_steps')) return
         notifying = true
         await notify.promise
       },
@@ -175,6 +175,43 @@ describe.each(layers)('the bus on %s', (kind) => {
       await Promise.all(tails)
       await unlisten()
       await Promise.all([busFor(writerStore), busFor(otherProcess)].map(async (bus) => (await bus).close()))
+    }
+  })
+
+  it('announces a statement’s batches packed under NOTIFY’s limit, events where they fit and heads where not', async () => {
+    const heard: string[] = []
+    const unlisten = await store.listen(TAIL_CHANNEL, (payload) => heard.push(payload))
+    try {
+      const sessions = await Promise.all(Array.from({ length: 40 }, () => server.sessions.create('u1')))
+      const { appendSteps } = await import('./internal/log/batched-appends')
+      const big = 'x'.repeat(990) // 9 × ~1 KB: over what one payload carries
+      await Promise.all(
+        sessions.map(({ id }, i) =>
+          appendSteps(
+            store,
+            id,
+            Array.from({ length: i === 0 ? 9 : 1 }, (_, k) => ({ type: 'message', payload: { text: i === 0 ? `${k}${big}` : 'y'.repeat(300) } })),
+          ),
+        ),
+      )
+      await Promise.all(sessions.map(({ id }) => sessionHintsSent(store, id)))
+      const ours = sessions.map(({ id }) => id)
+      await vi.waitFor(() =>
+        expect(new Set(heard.flatMap((p) => decodeHints(p).map((h) => h.sessionId)).filter((s) => ours.includes(s))).size).toBe(40),
+      )
+      const packed = heard.filter((p) => ours.some((id) => p.includes(id)))
+      for (const p of packed) {
+        expect(Buffer.byteLength(p)).toBeLessThanOrEqual(7_900)
+        expect(p.startsWith(packedPrefix(originOf(store)))).toBe(true)
+      }
+      expect(packed.length).toBeGreaterThan(1) // 39 × ~400 bytes do not fit one
+      const hints = packed.flatMap((p) => decodeHints(p)).filter((h) => ours.includes(h.sessionId))
+      expect(hints.find((h) => h.sessionId === ours[0])).toEqual({ sessionId: ours[0], head: 9 }) // too big: its head only
+      for (const h of hints.filter((h) => h.sessionId !== ours[0])) {
+        expect(h).toMatchObject({ head: 1, events: [{ index: 0, type: 'message', payload: { text: 'y'.repeat(300) } }] })
+      }
+    } finally {
+      await unlisten()
     }
   })
 })

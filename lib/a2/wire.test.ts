@@ -10,9 +10,7 @@ import {
   encodePushBody,
   encodeSseEvent,
   encodeStepBatch,
-  MAX_NOTIFY_BYTES,
   packedPrefix,
-  packHints,
   pushedEvents,
   WireError,
 } from './internal/core/wire'
@@ -89,25 +87,16 @@ describe('the wire', () => {
     )
   })
 
-  it('packs many sessions’ hints into payloads under NOTIFY’s limit, carrying events where they fit and heads where not', () => {
-    const small = (s: string, head: number) => ({ sessionId: s, head, events: [{ ...event(head - 1), sessionId: s }] })
-    const big = { sessionId: 'big', head: 1, events: [{ ...event(0, { text: 'x'.repeat(MAX_NOTIFY_BYTES) }), sessionId: 'big' }] }
-    const hints = [...Array.from({ length: 120 }, (_, i) => small(`s${i}`, i + 1)), big]
-    const payloads = packHints('me', hints)
-    expect(payloads.length).toBeGreaterThan(1)
-    for (const p of payloads) {
-      expect(new TextEncoder().encode(p).length).toBeLessThanOrEqual(MAX_NOTIFY_BYTES)
-      expect(p.startsWith(packedPrefix('me'))).toBe(true)
-    }
-    const decoded = payloads.flatMap((p) => decodeHints(p))
-    expect(decoded).toEqual([...hints.slice(0, -1), { sessionId: 'big', head: 1 }])
-    // Bytes, not characters: '€' is 3 bytes in UTF-8.
-    const euros = (n: number) => [{ sessionId: 'u', head: 1, events: [{ ...event(0, { text: '€'.repeat(n) }), sessionId: 'u' }] }]
-    expect(decodeHints(packHints('me', euros(2_400))[0])[0].events).toHaveLength(1)
-    expect(decodeHints(packHints('me', euros(2_700))[0])[0].events).toBeUndefined()
+  it('decodes a packed payload of many sessions’ hints, and a single hint as one', () => {
+    const packed = `${packedPrefix('me')}"m":[${notified({ sessionId: 's1', head: 1 }, [event(0)])},{"s":"s2","h":7}]}`
+    expect(decodeHints(packed)).toEqual([
+      { sessionId: 's1', head: 1, events: [event(0)] },
+      { sessionId: 's2', head: 7 },
+    ])
     expect(decodeHints(notified({ sessionId: 's1', head: 1 }, [event(0)]))).toEqual([{ sessionId: 's1', head: 1, events: [event(0)] }])
     expect(failure(() => decodeHints('{"o":"me","m":[{"s":1,"h":1}]}'))).toBe('a2 wire: NOTIFY hint: s (session id) is not a string')
     expect(failure(() => decodeHints('{"o":"me","m":{}}'))).toBe('a2 wire: NOTIFY hint: m (hints) is not an array')
+    expect(failure(() => decodeHints('{"o":1,"m":[]}'))).toBe('a2 wire: NOTIFY hint: o (origin) is not a string')
   })
 
   it('codes a step batch for a2_append_steps_many', () => {

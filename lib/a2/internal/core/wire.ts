@@ -87,37 +87,12 @@ export function decodeHint(text: string, wantEvents: (sessionId: string) => bool
 }
 
 const HINT = 'NOTIFY hint'
-/** NOTIFY's payload limit is 8,000 bytes; 7,900 leaves room for the channel's framing. */
-export const MAX_NOTIFY_BYTES = 7_900
-
 /**
- * Hints packed into NOTIFY payloads, as a process announces its committed chunk batches (one
- * notifying transaction for many sessions, log/step-hints.ts): `{"o": origin, "m": [hint, …]}`,
- * each payload under MAX_NOTIFY_BYTES. A hint carries its events when it fits alone, else its
- * head only (tails read). `origin` names the store that sent them, which delivered them to its
- * own tails already and drops them when they come back.
+ * Hints packed into one NOTIFY payload (`a2_announce_steps`, migration 0009: a step statement's
+ * batches, announced after its commit): `{"o": origin, "m": [hint, …]}`, each hint carrying its
+ * events when it fits in a payload alone. `origin` names the store that committed them, which
+ * delivered them to its own tails already and drops them when they come back.
  */
-export function packHints(origin: string, hints: readonly Hint[]): string[] {
-  const open = `{"o":${JSON.stringify(origin)},"m":[`
-  const payloads: string[] = []
-  let parts: string[] = []
-  const empty = byteLength(open) + 2
-  let bytes = empty
-  for (const hint of hints) {
-    const part = encodeCarrying(hint, MAX_NOTIFY_BYTES - empty)
-    const size = byteLength(part) + 1
-    if (parts.length > 0 && bytes + size > MAX_NOTIFY_BYTES) {
-      payloads.push(`${open}${parts.join(',')}]}`)
-      parts = []
-      bytes = empty
-    }
-    parts.push(part)
-    bytes += size
-  }
-  if (parts.length > 0) payloads.push(`${open}${parts.join(',')}]}`)
-  return payloads
-}
-
 /** The origin a packed payload starts with: a listener drops its own store's hints before parsing them. */
 export function packedPrefix(origin: string): string {
   return `{"o":${JSON.stringify(origin)},`
@@ -129,28 +104,6 @@ export function decodeHints(text: string, wantEvents: (sessionId: string) => boo
   if (wire.m === undefined) return [hintOf(wire, wantEvents)]
   str(wire.o, HINT, 'o (origin)')
   return list(wire.m, HINT, 'm (hints)').map((item, k) => hintOf(object(item, HINT, `m[${k}]`), wantEvents))
-}
-
-/** A hint with its events under `e` when that fits in `room` bytes, else without them. */
-function encodeCarrying(hint: Hint, room: number): string {
-  const bare = encodeHint(hint)
-  if (!hint.events || hint.events.length === 0) return bare
-  const events = hint.events.map((e) => ({ i: e.index, d: e.id, t: e.type, p: e.payload, c: e.createdAt }))
-  const carrying = `${bare.slice(0, -1)},"e":${JSON.stringify(events)}}`
-  return byteLength(carrying) > room ? bare : carrying
-}
-
-/**
- * Bytes of `text` in UTF-8, at most over (a surrogate pair counts 6 for its 4), without
- * encoding it: this runs for every hint a busy worker sends.
- */
-function byteLength(text: string): number {
-  let bytes = text.length
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i)
-    if (unit > 0x7f) bytes += unit > 0x7ff ? 2 : 1
-  }
-  return bytes
 }
 
 function hintOf(wire: Record<string, unknown>, wantEvents: (sessionId: string) => boolean): Hint {

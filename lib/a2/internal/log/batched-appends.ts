@@ -20,7 +20,7 @@ import type { Fence, ValidInput } from '../core/types'
 import { sessionFull } from './append-checks'
 import { GroupCommit, type Outcome } from '../store/group-commit'
 import { query, type Store } from '../store/store'
-import { announceSteps } from './step-hints'
+import { announcement, announceSteps } from './step-hints'
 
 /**
  * Four statements at once. Throughput needs two (one commits — WAL flush, NOTIFY — while the
@@ -91,14 +91,13 @@ function committerFor(store: Store): GroupCommit<Batch, A2Event[]> {
       gatherTurn: store.kind === 'pglite',
       take: oldestWithinBounds,
       send: async (batches) => {
-        const rows = await runStatement(store, batches)
-        const byBatch = new Map(rows.map((row) => [row.o_batch, row]))
+        const payload = `[${batches.map((b) => b.json).join(',')}]`
+        const { rows, announced } = runStatement(store, payload)
+        const byBatch = new Map((await rows).map((row) => [row.o_batch, row]))
         const outcomes = batches.map((batch, i) => outcomeOf(batch, byBatch.get(i + 1)))
-        // Committed: this process's tails have them now, other processes after one notification.
-        void announceSteps(
-          store,
-          outcomes.flatMap((o): Hint[] => ('value' in o && o.value.length > 0 ? [hintOf(o.value)] : [])),
-        )
+        // Committed: this process's tails have them now, other processes from the announcement.
+        const hints = outcomes.flatMap((o): Hint[] => ('value' in o && o.value.length > 0 ? [hintOf(o.value)] : []))
+        announceSteps(store, hints, payload, announced)
         return outcomes
       },
     })
@@ -119,9 +118,12 @@ function oldestWithinBounds(waiting: readonly Batch[]): { batch: Batch[]; rest: 
   return { batch: waiting.slice(0, n), rest: waiting.slice(n) }
 }
 
-function runStatement(store: Store, batches: readonly Batch[]): Promise<Row[]> {
-  const payload = `[${batches.map((b) => b.json).join(',')}]`
-  return query<Row>(store.db, sql`select * from a2_append_steps_many(${payload}::jsonb)`)
+/** The step statement, and on Postgres its announcement sent right behind it (step-hints.ts). */
+function runStatement(store: Store, payload: string): { rows: Promise<Row[]>; announced?: Promise<unknown> } {
+  const statement = sql`select * from a2_append_steps_many(${payload}::jsonb)`
+  if (!store.inOrder) return { rows: query<Row>(store.db, statement) }
+  const { first, second } = store.inOrder<Row>(statement, announcement(store, payload))
+  return { rows: first, announced: second }
 }
 
 /** What tails learn of a landed batch: the session's new head and the events. */

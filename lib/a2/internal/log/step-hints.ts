@@ -2,108 +2,96 @@
  * How a committed chunk batch is announced (issue 37). Its statement (a2_append_steps_many,
  * migration 0009) notifies no one: Postgres takes one cluster-wide lock at the commit of every
  * transaction with a pending NOTIFY and holds it through that commit's WAL flush, so chunk
- * commits that notified queued with one another and with every Stop's `a2_push`. After the
- * commit, the process that made it
+ * commits that notified queued with one another and with every Stop's `a2_push`. Instead
  *
- * - hands the hints to its own tails at once (bus.ts deliverHere): no round trip, and
- * - sends them to other processes in one notifying transaction per group commit, packed many
- *   sessions to a payload (wire.ts packHints). That transaction writes
- *   no row and holds no data lock, runs on a connection of its own (Store.announce: never
- *   queued behind the pool's statements; pipelined there, in order, one per group commit;
- *   through the pool, PGlite's or a wrapped store's, one in flight and hints that commit
- *   meanwhile go together in the next), and commits without waiting for its WAL flush
- *   (`synchronous_commit` off for it alone: a hint lost in a crash costs a poll, the data it
- *   announces is already durable), so the notify lock is held for the queue insert only.
+ * - the process that committed it hands the hints to its own tails at once (bus.ts
+ *   deliverHere): no round trip, and
+ * - `a2_announce_steps` (migration 0009) notifies other processes in a transaction of its own,
+ *   one per group commit, many sessions a payload: it reads the batches' events back by id,
+ *   writes no row, holds no data lock and commits without waiting for its WAL flush, so it holds
+ *   the notify lock for the queue insert only. On Postgres it is sent right behind the step
+ *   statement on the same connection (Store.inOrder), so it runs the moment the step statement
+ *   has committed: a worker whose event loop is behind (at 100 streams on 2 cores, 100+ ms) does
+ *   not hold the hint. Elsewhere (PGlite, a wrapped store) it follows the step statement's
+ *   answer, one in flight per store so hints keep their order.
  *
  * A caller's append resolves at its commit, not at its hint: a consumer's next batch of the
- * session waits for the one before (one in flight per stream), and a notification round trip
- * in that cycle would lengthen every token's wait. Its next batch's hint cannot overtake this
- * one's (the notifying statements run in the order they were sent); an append that notifies in its own
- * commit (a fenced admitted append: an event that starts runs) waits for the session's hints
- * still on their way (sessionHintsSent), so a consumer is heard in the order it wrote.
+ * session waits for the one before, and a notification in that cycle would lengthen every
+ * token's wait. Its next batch's hint cannot overtake this one's (announcements run in the
+ * order the step statements committed a session's batches, behind each on its connection or
+ * one at a time); an append that notifies in its own commit (a fenced admitted append: an event
+ * that starts runs) waits for the session's hints still on their way (sessionHintsSent), so a
+ * consumer is heard in the order it wrote.
  */
-import { sql } from 'drizzle-orm'
-import { packHints, TAIL_CHANNEL, type Hint } from '../core/wire'
+import { sql, type SQL } from 'drizzle-orm'
+import { TAIL_CHANNEL, type Hint } from '../core/wire'
 import { query, type Store } from '../store/store'
 import { deliverHere, originOf } from './bus'
 
-interface Waiting {
-  hints: readonly Hint[]
-  sent: () => void
+/** The statement that announces a step statement's batches (`batches`: the jsonb it took). */
+export function announcement(store: Store, batches: string): SQL {
+  return sql`select a2_announce_steps(${batches}::jsonb, ${TAIL_CHANNEL}, ${originOf(store)})`
 }
 
 /** A lost hint only slows: the bus's poll finds the heads. */
 const ignore = () => {}
 
-/** One per store: through the pool, one notifying transaction in flight, so hints keep their order. */
-class Notifier {
-  private waiting: Waiting[] = []
+/** One per store: the announcements on their way, and (without Store.inOrder) the queue of those not yet sent. */
+class Announcer {
+  private waiting: Array<{ batches: string; sent: () => void }> = []
   private sending = false
   /** Per session, when its latest hint will have been sent (absent: none on its way). */
   readonly pending = new Map<string, Promise<void>>()
 
   constructor(private readonly store: Store) {}
 
-  /** Resolves once the hints were sent (or failed to be: a lost hint only slows, the bus's poll finds the heads). */
-  send(hints: readonly Hint[]): Promise<void> {
-    if (hints.length === 0) return Promise.resolve()
-    // On a connection of its own the statements run in the order they were sent, pipelined: each
-    // group commit's goes at once. Waiting for the one before cost a round trip and a turn of a
-    // busy worker's event loop (figure 2 @100, 5 runs: append → client p50 151 ms, main's 43).
-    const sent = this.store.announce
-      ? notify(this.store, packHints(originOf(this.store), hints)).then(ignore, ignore)
-      : new Promise<void>((resolve) => {
-          this.waiting.push({ hints, sent: resolve })
-          if (!this.sending) void this.drain()
-        })
+  /** Sends the announcement of `batches` after the ones before; resolves once it ran (or failed). */
+  send(batches: string): Promise<void> {
+    return new Promise((sent) => {
+      this.waiting.push({ batches, sent })
+      if (!this.sending) void this.drain()
+    })
+  }
+
+  track(hints: readonly Hint[], sent: Promise<void>): void {
     for (const { sessionId } of hints) this.pending.set(sessionId, sent)
     void sent.then(() => {
       for (const { sessionId } of hints) if (this.pending.get(sessionId) === sent) this.pending.delete(sessionId)
     })
-    return sent
   }
 
   private async drain(): Promise<void> {
     this.sending = true
     while (this.waiting.length > 0) {
-      const taken = this.waiting
-      this.waiting = []
-      try {
-        await notify(
-          this.store,
-          packHints(
-            originOf(this.store),
-            taken.flatMap((w) => w.hints),
-          ),
-        )
-      } catch {
-        // The store is unreachable or the queue full: tails find the heads by polling.
-      }
-      for (const w of taken) w.sent()
+      const next = this.waiting.shift()!
+      await query(this.store.db, announcement(this.store, next.batches)).then(ignore, ignore)
+      next.sent()
     }
     this.sending = false
   }
 }
 
-function notify(store: Store, payloads: readonly string[]): Promise<unknown> {
-  // The payloads are JSON: sent as one json array (each element's text kept as written), not
-  // as strings inside one, whose every quote would be escaped on the way.
-  const statement = sql`select pg_notify(${TAIL_CHANNEL}, t.p::text), set_config('synchronous_commit', 'off', true)
-        from json_array_elements(${`[${payloads.join(',')}]`}::json) as t(p)`
-  return store.announce ? store.announce(statement) : query(store.db, statement)
+const announcers = new WeakMap<Store, Announcer>()
+
+function announcerFor(store: Store): Announcer {
+  let announcer = announcers.get(store)
+  if (!announcer) announcers.set(store, (announcer = new Announcer(store)))
+  return announcer
 }
 
-const notifiers = new WeakMap<Store, Notifier>()
-
-/** Announces one group commit's landed batches: in-process now, to other processes after. */
-export function announceSteps(store: Store, hints: readonly Hint[]): Promise<void> {
+/**
+ * A step statement committed `hints`: this process's tails have them now; other processes when
+ * `sent` (its announcement, already on its way behind it) has run, or, without one, when the
+ * announcement of `batches` sent now has.
+ */
+export function announceSteps(store: Store, hints: readonly Hint[], batches: string, sent?: Promise<unknown>): void {
+  if (hints.length === 0) return
   deliverHere(store, hints)
-  let notifier = notifiers.get(store)
-  if (!notifier) notifiers.set(store, (notifier = new Notifier(store)))
-  return notifier.send(hints)
+  const announcer = announcerFor(store)
+  announcer.track(hints, sent ? sent.then(ignore, ignore) : announcer.send(batches))
 }
 
 /** Resolves once the hints of the session's committed batches have been sent (at once when none is on its way). */
 export function sessionHintsSent(store: Store, sessionId: string): Promise<void> {
-  return notifiers.get(store)?.pending.get(sessionId) ?? Promise.resolve()
+  return announcers.get(store)?.pending.get(sessionId) ?? Promise.resolve()
 }
