@@ -10,6 +10,8 @@
  *                                 from the browser's send, 10 Postgres restarts, 11 a tool
  *                                 call's request closed after Stop, 12 CPU per reasoning part;
  *                                 7, 9 and 10 are Postgres only; 10 starts a cluster of its own).
+ *   npm run bench -- --only=14    the curve: 25–500 streams beside the direct route, Stop under
+ *                                 each beside the same Stop with nothing streaming (~3 min; only when asked).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --only=13    the pages on a phone (Lighthouse, mobile) beside a bare Next.js
  *                                 page; needs a production build (`npx next build`) first;
@@ -40,6 +42,7 @@ import { fmt, summarize } from './lib/stats'
 import { profileThisProcess, topFunctions, type ProfileSummary } from './lib/profile'
 import { stopFigure, type StopFigure } from './figures/stop'
 import { tokenFigure, type TokenLevel } from './figures/tokens'
+import { curveFigure, curveNotes, curveRows, type CurveFigure } from './figures/curve'
 import { scaleFigure, type ScaleLevel } from './figures/scale'
 import { appendFigure, type AppendFigure } from './figures/append'
 import { claimFigure, type ClaimFigure } from './figures/claim'
@@ -58,6 +61,8 @@ const kind: 'postgres' | 'pglite' = args.includes('--pglite') ? 'pglite' : 'post
 const onlyArg = args.find((a) => a.startsWith('--only='))
 const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Number)) : undefined
 const wants = (figure: number) => !only || only.has(figure)
+// Figure 14 (the curve, ~3 minutes) runs only when asked for: `--only=14`.
+const wantsCurve = only?.has(14) ?? false
 const profile = args.includes('--profile')
 const trace = args.includes('--trace')
 const abArg = args.find((a) => a.startsWith('--ab='))
@@ -92,6 +97,7 @@ interface Results {
   figures: {
     stop?: StopFigure
     tokens?: TokenLevel[]
+    curve?: CurveFigure
     scale?: ScaleLevel[]
     append?: AppendFigure[]
     claim?: ClaimFigure
@@ -187,7 +193,7 @@ async function main(): Promise<number> {
   }
 
   // Figures 1, 2, 6, 8, 12: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(12)) {
+  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(12) || wantsCurve) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -205,6 +211,11 @@ async function main(): Promise<number> {
           Date.now() + 45_000,
           kind === 'postgres' ? 30_000 : 15_000,
         ),
+      )
+    }
+    if (wantsCurve) {
+      results.figures.curve = await phase('14 the curve', () =>
+        curveFigure(rig!, { levels: [25, 50, 100, 200, 500], tokens: 100, idleStops: 20, deadline: Date.now() + 300_000, timeoutMs: 60_000 }),
       )
     }
     if (wants(12)) {
@@ -450,6 +461,7 @@ function rowsOf(r: Results): Row[] {
       }),
     )
   }
+  if (f.curve) out.push(...curveRows(f.curve))
   for (const a of f.append ?? []) {
     out.push(row(`3 append throughput, ${a.store}`, 'events/s', a.ours.median, a.baseline.median, { note: `median of ${a.ours.trials.length}` }))
     // Target: at least half the raw rate, on Postgres (PGlite is reported, not held to it).
@@ -627,6 +639,7 @@ function notesOf(r: Results): string[] {
     if (level.cpu.ours.db) notes.push(...dbText(level.cpu.ours.db))
   }
   if (f.tokens?.length) notes.push('   baseline: an HTTP route piping streamText text deltas straight to the client as SSE.')
+  if (f.curve) notes.push(...curveNotes(f.curve))
   for (const a of f.append ?? []) {
     notes.push(
       `3 ${a.store}: ${a.sessions} sessions, ${a.windowMs} ms windows, trials ours ${a.ours.trials.map((x) => fmt(x)).join(' / ')}, ` +

@@ -6,6 +6,7 @@ import { countingStore } from './test-kit/counting-store'
 import { waitUntil } from './test-kit/runtime'
 import { isA2Error } from '@/lib/a2'
 import { query } from './internal/store/store'
+import { sessionHintsSent } from './internal/log/step-hints'
 import { sql } from 'drizzle-orm'
 
 describe.each(layers)('the log on %s', (kind) => {
@@ -218,7 +219,7 @@ describe.each(layers)('the log on %s', (kind) => {
     }))
     await s.push(plan[7].id, 'u1', { type: 'cancelled', payload: { of: plan[7].of, lastSeenIndex: 0 } })
 
-    const counted = countingStore(store) // the same database, its own committer
+    const counted = countingStore(store, /a2_append_steps_many/) // the same database, its own committer; its step statements
     const { appendSteps } = await import('./internal/log/batched-appends')
     const outcomes = await Promise.all(
       plan.map(({ id, of, jobId, fate }) => {
@@ -262,7 +263,7 @@ describe.each(layers)('the log on %s', (kind) => {
     const { appendSteps } = await import('./internal/log/batched-appends')
     // Postgres: the three that could be serialised each take one of the four statements in
     // flight. PGlite: they go together at the end of the loop turn.
-    const counted = countingStore(store)
+    const counted = countingStore(store, /a2_append_steps_many/)
     const [, , bad, good] = await Promise.allSettled([
       appendSteps(counted, c.id, [{ type: 'message', payload: { text: 'first' } }]),
       appendSteps(counted, d.id, [{ type: 'message', payload: { text: 'second' } }]),
@@ -277,7 +278,7 @@ describe.each(layers)('the log on %s', (kind) => {
 
   it('coalesces concurrent batches into fewer statements than batches when none is refused', async () => {
     const sessions = await Promise.all(Array.from({ length: 40 }, () => server.sessions.create('u1')))
-    const counted = countingStore(store)
+    const counted = countingStore(store, /a2_append_steps_many/)
     const { appendSteps } = await import('./internal/log/batched-appends')
     const results = await Promise.all(sessions.map(({ id }) => appendSteps(counted, id, [{ type: 'message', payload: { text: id } }])))
     expect(results.map((events) => events.map((e) => e.index))).toEqual(sessions.map(() => [0]))
@@ -330,6 +331,7 @@ describe.each(layers)('the log on %s', (kind) => {
       await vi.waitFor(() => expect(t.got).toHaveLength(1))
       for (let i = 0; i < 20; i++) {
         await server.append(id, { type: 'message', payload: { text: `step ${i}` } }) // the step path (a2_append_steps_many)
+        await sessionHintsSent(store, id) // its hint follows its commit; a consumer's notifying append waits for it so (append.ts)
         await server.push(id, 'u1', { id: `push-${i}`, type: 'message', payload: { text: `push ${i}` } }) // the transactional path
       }
       await t.done

@@ -124,16 +124,13 @@ describe.each(layers)('a long session on %s', (kind) => {
       const answers = []
       // Six calls: past the five custom plans plpgsql tries before it may keep a generic one.
       for (let i = 0; i < 6; i++) {
-        const [ok] = await query<{ o_refused: string | null }>(
-          tx,
-          sql`select * from a2_append_steps_many(${batch(RUNNING_RUN, running, 1)}::jsonb, 'a2_plan_test')`,
-        )
+        const [ok] = await query<{ o_refused: string | null }>(tx, sql`select * from a2_append_steps_many(${batch(RUNNING_RUN, running, 1)}::jsonb)`)
         answers.push(ok.o_refused)
         await query(tx, sql`delete from a2_events where session_id = 'long' and id = ${`c-${RUNNING_RUN}`}`)
       }
       const [refused] = await query<{ o_refused: string | null }>(
         tx,
-        sql`select * from a2_append_steps_many(${batch(STOPPED_RUN, null, null)}::jsonb, 'a2_plan_test')`,
+        sql`select * from a2_append_steps_many(${batch(STOPPED_RUN, null, null)}::jsonb)`,
       )
       answers.push(refused.o_refused)
       return { answers, read: (await rowsRead(tx, 'a2_jobs')) - before }

@@ -3,12 +3,14 @@ import type { A2Event } from '@/lib/a2'
 import {
   decodeErrorBody,
   decodeHint,
+  decodeHints,
   decodePushAnswer,
   decodeSseEvent,
   encodeHint,
   encodePushBody,
   encodeSseEvent,
   encodeStepBatch,
+  packedPrefix,
   pushedEvents,
   WireError,
 } from './internal/core/wire'
@@ -83,6 +85,18 @@ describe('the wire', () => {
     expect(failure(() => decodeHint('{"s":"a","h":1,"e":[{"i":0,"d":"a","t":"x","p":1,"c":"soon"}]}'))).toBe(
       'a2 wire: NOTIFY hint: e[0].c (created at) is not a timestamp',
     )
+  })
+
+  it('decodes a packed payload of many sessions’ hints, and a single hint as one', () => {
+    const packed = `${packedPrefix('me')}"m":[${notified({ sessionId: 's1', head: 1 }, [event(0)])},{"s":"s2","h":7}]}`
+    expect(decodeHints(packed)).toEqual([
+      { sessionId: 's1', head: 1, events: [event(0)] },
+      { sessionId: 's2', head: 7 },
+    ])
+    expect(decodeHints(notified({ sessionId: 's1', head: 1 }, [event(0)]))).toEqual([{ sessionId: 's1', head: 1, events: [event(0)] }])
+    expect(failure(() => decodeHints('{"o":"me","m":[{"s":1,"h":1}]}'))).toBe('a2 wire: NOTIFY hint: s (session id) is not a string')
+    expect(failure(() => decodeHints('{"o":"me","m":{}}'))).toBe('a2 wire: NOTIFY hint: m (hints) is not an array')
+    expect(failure(() => decodeHints('{"o":1,"m":[]}'))).toBe('a2 wire: NOTIFY hint: o (origin) is not a string')
   })
 
   it('codes a step batch for a2_append_steps_many', () => {

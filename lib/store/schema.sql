@@ -366,7 +366,44 @@ begin
 end
 $function$;
 
-CREATE OR REPLACE FUNCTION public.a2_append_steps_many(p_batches jsonb, p_channel text)
+CREATE OR REPLACE FUNCTION public.a2_announce_steps(p_batches jsonb, p_channel text, p_origin text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  h record;
+  v_open text := '{"o":' || to_json(p_origin)::text || ',"m":[';
+  v_parts text := '';
+  v_hint text;
+begin
+  perform set_config('synchronous_commit', 'off', true);
+  for h in
+    select e.session_id as session, max(e.index) + 1 as head,
+           json_agg(json_build_object('i', e.index, 'd', e.id, 't', e.type, 'p', e.payload, 'c', e.created_at)
+                    order by e.index) as events
+    from jsonb_array_elements(p_batches) as b(item)
+    cross join lateral jsonb_array_elements(b.item -> 'e') as x(event)
+    join a2_events e on e.session_id = b.item ->> 's' and e.id = x.event ->> 'id'
+    group by e.session_id
+    order by e.session_id
+  loop
+    v_hint := json_build_object('s', h.session, 'h', h.head, 'e', h.events)::text;
+    if octet_length(v_open) + octet_length(v_hint) + 2 > 7900 then
+      v_hint := json_build_object('s', h.session, 'h', h.head)::text;
+    end if;
+    if v_parts <> '' and octet_length(v_open) + octet_length(v_parts) + octet_length(v_hint) + 3 > 7900 then
+      perform pg_notify(p_channel, v_open || v_parts || ']}');
+      v_parts := '';
+    end if;
+    v_parts := case when v_parts = '' then v_hint else v_parts || ',' || v_hint end;
+  end loop;
+  if v_parts <> '' then
+    perform pg_notify(p_channel, v_open || v_parts || ']}');
+  end if;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION public.a2_append_steps_many(p_batches jsonb)
  RETURNS TABLE(o_batch integer, o_refused text, o_start integer, o_created_at timestamp with time zone)
  LANGUAGE plpgsql
 AS $function$
@@ -403,14 +440,8 @@ begin
     select b.session, v_start + (o.ord - 1)::integer, o.item ->> 'id', o.item ->> 'type', o.item -> 'payload'
     from jsonb_array_elements(b.events) with ordinality as o(item, ord);
     -- The caller has the events; it needs only where they landed. created_at defaults to
-    -- now(), the transaction's start, so one value states it for every event (and the hint).
+    -- now(), the transaction's start, so one value states it for every event.
     return query select b.ord, null::text, v_start, now();
-    perform a2_notify(
-      p_channel,
-      jsonb_build_object('s', b.session, 'h', v_start + v_count),
-      (select jsonb_agg(jsonb_build_object('i', v_start + o.ord - 1, 'd', o.item ->> 'id', 't', o.item ->> 'type',
-                                           'p', o.item -> 'payload', 'c', now()) order by o.ord)
-       from jsonb_array_elements(b.events) with ordinality as o(item, ord)));
   end loop;
 end
 $function$;

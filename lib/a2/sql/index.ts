@@ -14,6 +14,7 @@ import pushFunction from './0005_push_function'
 import checkpointPieces from './0006_checkpoint_pieces'
 import effectOverlapSafe from './0007_effect_overlap_safe'
 import onePush from './0008_one_push'
+import quietSteps from './0009_quiet_steps'
 
 export interface Migration {
   id: number
@@ -30,4 +31,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { id: 6, name: 'checkpoint_pieces', sql: checkpointPieces },
   { id: 7, name: 'effect_overlap_safe', sql: effectOverlapSafe },
   { id: 8, name: 'one_push', sql: onePush },
+  { id: 9, name: 'quiet_steps', sql: quietSteps },
 ]

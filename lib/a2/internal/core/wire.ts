@@ -78,12 +78,36 @@ export function encodeHint(hint: Omit<Hint, 'events'>): string {
 }
 
 /**
- * Decodes a NOTIFY payload. The carried events are decoded only when `wantEvents` says this
- * process tails the session (a process that does not never walks them).
+ * Decodes a NOTIFY payload of one hint (what the SQL functions send). The carried events are
+ * decoded only when `wantEvents` says this process tails the session (a process that does not
+ * never walks them).
  */
 export function decodeHint(text: string, wantEvents: (sessionId: string) => boolean = () => true): Hint {
-  const what = 'NOTIFY hint'
-  const wire = parseObject(text, what)
+  return hintOf(parseObject(text, HINT), wantEvents)
+}
+
+const HINT = 'NOTIFY hint'
+/**
+ * Hints packed into one NOTIFY payload (`a2_announce_steps`, migration 0009: a step statement's
+ * batches, announced after its commit): `{"o": origin, "m": [hint, …]}`, each hint carrying its
+ * events when it fits in a payload alone. `origin` names the store that committed them, which
+ * delivered them to its own tails already and drops them when they come back.
+ */
+/** The origin a packed payload starts with: a listener drops its own store's hints before parsing them. */
+export function packedPrefix(origin: string): string {
+  return `{"o":${JSON.stringify(origin)},`
+}
+
+/** Every hint a NOTIFY payload holds: one (from SQL) or a packed list (packHints). */
+export function decodeHints(text: string, wantEvents: (sessionId: string) => boolean = () => true): Hint[] {
+  const wire = parseObject(text, HINT)
+  if (wire.m === undefined) return [hintOf(wire, wantEvents)]
+  str(wire.o, HINT, 'o (origin)')
+  return list(wire.m, HINT, 'm (hints)').map((item, k) => hintOf(object(item, HINT, `m[${k}]`), wantEvents))
+}
+
+function hintOf(wire: Record<string, unknown>, wantEvents: (sessionId: string) => boolean): Hint {
+  const what = HINT
   const hint: Hint = {
     sessionId: str(wire.s, what, 's (session id)'),
     head: int(wire.h, what, 'h (head)'),

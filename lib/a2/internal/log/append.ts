@@ -10,6 +10,7 @@ import { A2Error } from '../core/errors'
 import { EVENT_COLUMNS, eventFromRow, type EventRow } from './event-row'
 import { query, type Executor, type Store } from '../store/store'
 import { appendSteps } from './batched-appends'
+import { sessionHintsSent } from './step-hints'
 import { sameEventsAgain } from './append-checks'
 import { appendAdmitted, type AppendOptions, type AppendResult } from './admitted-append'
 
@@ -44,6 +45,8 @@ export async function append(
     const cap = inputs.some((input) => input.stepOf) ? options.stepCap : undefined
     return { events: await appendSteps(store, sessionId, inputs, options.fence, cap), duplicate: false }
   }
+  // A consumer's own append that notifies in its commit is heard after its steps (step-hints.ts).
+  if (options.fence !== undefined) await sessionHintsSent(store, sessionId)
   return appendAdmitted(store, routing, sessionId, inputs, options)
 }
 

@@ -5,8 +5,9 @@
  * A notification is only a hint — every subscriber also polls on a bounded interval, so a
  * lost NOTIFY slows, never breaks. Payloads are coded in wire.ts (spec: PROTOCOL.md).
  */
+import { randomUUID } from 'node:crypto'
 import { sql } from 'drizzle-orm'
-import { decodeHint, encodeHint, JOBS_CHANNEL, TAIL_CHANNEL, WireError, type Hint } from '../core/wire'
+import { decodeHints, encodeHint, JOBS_CHANNEL, packedPrefix, TAIL_CHANNEL, WireError, type Hint } from '../core/wire'
 import { query, type Executor, type Store } from '../store/store'
 
 export type { Hint } from '../core/wire'
@@ -34,6 +35,29 @@ export interface Bus {
 }
 
 const buses = new WeakMap<Store, Promise<Bus>>()
+/** The subscribers of each store's bus, for hints this process announces itself (deliverHere). */
+const here = new WeakMap<Store, Subscribers>()
+const origins = new WeakMap<Store, string>()
+
+/**
+ * Names a store object in the hints it packs (step-hints.ts), so its bus drops them when they
+ * come back: its own tails had them in-process. Per store object, not per process: two stores
+ * in one process (the tests' "other process") hear each other.
+ */
+export function originOf(store: Store): string {
+  let origin = origins.get(store)
+  if (!origin) origins.set(store, (origin = randomUUID()))
+  return origin
+}
+
+/**
+ * Hands hints of this store's committed chunk batches to the tails this process runs, without a
+ * round trip through Postgres. Nothing happens when the process tails nothing (no bus yet).
+ */
+export function deliverHere(store: Store, hints: readonly Hint[]): void {
+  const subscribers = here.get(store)
+  if (subscribers) for (const hint of hints) subscribers.fanOut(hint, false)
+}
 
 export function busFor(store: Store): Promise<Bus> {
   let bus = buses.get(store)
@@ -110,6 +134,8 @@ function deliver(listener: Listener, hint: Hint): void {
 
 async function createBus(store: Store): Promise<Bus> {
   const subscribers = new Subscribers(() => updatePoll())
+  here.set(store, subscribers)
+  const ownPackets = packedPrefix(originOf(store))
   let polling = false
   const pollHeads = async () => {
     if (polling || subscribers.bySession.size === 0) return
@@ -144,15 +170,16 @@ async function createBus(store: Store): Promise<Bus> {
   // every tail of the session shares them.
   const tailed = (sessionId: string) => subscribers.bySession.has(sessionId)
   const onPayload = (toWorkers: boolean) => (raw: string) => {
-    let hint: Hint
+    if (raw.startsWith(ownPackets)) return // this store's own chunk hints: delivered here already
+    let hints: Hint[]
     try {
-      hint = decodeHint(raw, tailed)
+      hints = decodeHints(raw, tailed)
     } catch (error) {
       // Anyone who can reach the database can NOTIFY: a payload that is not a hint is dropped, loudly.
       console.error('[a2] bus: dropped a notification that is not a hint:', error instanceof WireError ? error.message : error)
       return
     }
-    subscribers.fanOut(hint, toWorkers)
+    for (const hint of hints) subscribers.fanOut(hint, toWorkers)
   }
   // A lost LISTEN connection, taken again: what was notified meanwhile reached nobody here (a
   // Stop's cancel hint, a new job). Workers look again at once — a running attempt rechecks
@@ -180,6 +207,7 @@ async function createBus(store: Store): Promise<Bus> {
       return subscribers.size
     },
     close: async () => {
+      if (here.get(store) === subscribers) here.delete(store)
       clearInterval(poll)
       poll = undefined
       await Promise.all([

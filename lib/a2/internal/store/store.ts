@@ -4,8 +4,10 @@
  * Opening a store creates nothing: `migrate(store)` (migrate.ts) makes a2's tables.
  */
 import { sql, type SQL } from 'drizzle-orm'
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core'
+import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core'
 import type { ParameterOrJSON, Sql, UnsafeQueryOptions } from 'postgres'
+
+const dialect = new PgDialect()
 
 export type Db = PgDatabase<PgQueryResultHKT, Record<string, never>>
 /** A database or a transaction: every statement helper accepts either. */
@@ -20,6 +22,14 @@ export interface Store {
    * again: what was notified meanwhile reached nobody here.
    */
   listen(channel: string, onPayload: (payload: string) => void, onRelisten?: () => void): Promise<() => Promise<void>>
+  /**
+   * Two statements on one connection, the second sent right behind the first without waiting for
+   * its answer (pipelined), each its own transaction: the database runs the second as soon as the
+   * first has committed, whatever this process's event loop is doing. The chunks' group commit
+   * sends its announcement so (log/step-hints.ts). Absent (PGlite, a wrapped test store): the
+   * caller sends the second after the first's answer.
+   */
+  inOrder?<Row>(first: SQL, second: SQL): { first: Promise<Row[]>; second: Promise<unknown> }
   /**
    * Liveness (liveness.ts): holds `key` for as long as this process lives, so others can tell
    * from the database that it died. Absent (a wrapped test store): leases alone decide.
@@ -75,9 +85,23 @@ export async function openPostgresStore(url: string, options: { max?: number; on
     backoff: reconnectBackoff,
   })
   const db = drizzle(preparedStatements(client)) as unknown as Db
+  const raw = (connection: Sql, statement: SQL) => {
+    const { sql: text, params } = dialect.sqlToQuery(statement)
+    // .then starts it: both are queued on the connection before either answers.
+    return connection.unsafe(text, params as ParameterOrJSON<never>[], { prepare: true }).then((rows) => rows)
+  }
   return {
     kind: 'postgres',
     db,
+    inOrder<Row>(first: SQL, second: SQL) {
+      const reserved = client.reserve()
+      const sent = reserved.then((connection) => {
+        const pair = { first: raw(connection, first), second: raw(connection, second) }
+        void Promise.allSettled([pair.first, pair.second]).then(() => connection.release())
+        return pair
+      })
+      return { first: sent.then((pair) => pair.first as unknown as Promise<Row[]>), second: sent.then((pair) => pair.second) }
+    },
     async listen(channel, onPayload, onRelisten) {
       // postgres-js calls onlisten on the first LISTEN and again after each reconnect.
       let listened = false
