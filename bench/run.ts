@@ -16,7 +16,7 @@
  *   npm run bench -- --only=13    the pages on a phone (Lighthouse, mobile) beside a bare Next.js
  *                                 page; needs a production build (`npx next build`) first;
  *                                 --lighthouse-rounds=N runs per page (default 3).
- *   npm run bench -- --only=14    attachments: a 10 MB upload beside a bare Node server's, and
+ *   npm run bench -- --only=15    attachments: a 10 MB upload beside a bare Node server's, and
  *                                 opening a chat of 20 photos beside the same chat without them
  *                                 (Postgres only).
  *   npm run bench -- --profile    also CPU-profile this process and the worker child
@@ -376,8 +376,8 @@ async function main(): Promise<number> {
     if (results.figures.lighthouse?.errors) results.errors.push(`13: ${results.figures.lighthouse.errors}`)
   }
 
-  if (wants(14) && kind === 'postgres') {
-    results.figures.uploads = await phase('14 attachments', () => uploadFigure({ databaseUrl: db!.url, rounds: 7, say }))
+  if (wants(15) && kind === 'postgres') {
+    results.figures.uploads = await phase('15 attachments', () => uploadFigure({ databaseUrl: db!.url, rounds: 7, say }))
   }
 
   report(results)
@@ -730,20 +730,20 @@ function notesOf(r: Results): string[] {
   return notes
 }
 
-/** Figure 14: an upload beside a bare server's (target ≤ 1.3×), and a chat of photos opened beside the same chat without them. */
+/** Figure 15: an upload beside a bare server's (target ≤ 1.3×), and a chat of photos opened beside the same chat without them. */
 function uploadRows(u: UploadFigure): Row[] {
   const { withThumbs, withOriginals, without } = u.chat
   const size = `${(u.uploadBytes / 1e6).toFixed(1)} MB`
   return [
-    row(`14 upload of a ${size} PNG, send → 201, p50`, 'ms', u.ours.p50, u.bare.p50, {
+    row(`15 upload of a ${size} PNG, send → 201, p50`, 'ms', u.ours.p50, u.bare.p50, {
       target: { op: '<=', value: 1.3 * u.bare.p50 },
       note: 'baseline: a bare node:http server reading the body',
     }),
-    row(`14 open a chat of ${u.chat.photos} photos: bytes (thumbnails)`, 'KiB', withThumbs.bytes / 1024, without.bytes / 1024, {
+    row(`15 open a chat of ${u.chat.photos} photos: bytes (thumbnails)`, 'KiB', withThumbs.bytes / 1024, without.bytes / 1024, {
       baselineLabel: 'without photos',
       note: `the originals would be ${fmt(withOriginals.bytes / 1024 / 1024)} MiB`,
     }),
-    row(`14 open a chat of ${u.chat.photos} photos: time p50 (thumbnails)`, 'ms', withThumbs.ms.p50, without.ms.p50, {
+    row(`15 open a chat of ${u.chat.photos} photos: time p50 (thumbnails)`, 'ms', withThumbs.ms.p50, without.ms.p50, {
       baselineLabel: 'without photos',
       note: `with the originals: ${fmt(withOriginals.ms.p50)} ms`,
     }),
