@@ -9,7 +9,10 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterAll, describe, expect, it } from 'vitest'
 import postgres from 'postgres'
+import { sql as drizzleSql } from 'drizzle-orm'
 import { POSTGRES_URL } from './test-kit/db'
+import { openPostgresStore } from './internal/store/store'
+import { waitUntil } from './test-kit/runtime'
 
 describe.runIf(POSTGRES_URL)('the Postgres driver', () => {
   const servers: net.Server[] = []
@@ -67,6 +70,31 @@ describe.runIf(POSTGRES_URL)('the Postgres driver', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled)
       await sql.end({ timeout: 1 })
+    }
+  })
+
+  it('a pair of statements sent in order whose connection dies: the caller that stops at the first failure leaves no unhandled rejection', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    const store = await openPostgresStore(POSTGRES_URL)
+    const admin = postgres(POSTGRES_URL, { max: 1, onnotice: () => {} })
+    const tag = `inorder_${process.pid}_${Date.now()}`
+    try {
+      // The step statement's caller awaits the first and, when it fails, never looks at the second (batched-appends.ts).
+      const { first } = store.inOrder!(drizzleSql.raw(`select pg_sleep(5), '${tag}' as tag`), drizzleSql`select 1 as second`)
+      await waitUntil(
+        async () => (await admin`select 1 from pg_stat_activity where query like ${`%${tag}%`} and pid <> pg_backend_pid()`).length > 0 || undefined,
+        'the first statement to run',
+      )
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity where query like ${`%${tag}%`} and pid <> pg_backend_pid()`
+      await expect(first).rejects.toMatchObject({ code: 'CONNECTION_CLOSED' })
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(unhandled.map(String)).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+      await admin.end({ timeout: 1 })
+      await store.close()
     }
   })
 })

@@ -100,7 +100,11 @@ export async function openPostgresStore(url: string, options: { max?: number; on
         void Promise.allSettled([pair.first, pair.second]).then(() => connection.release())
         return pair
       })
-      return { first: sent.then((pair) => pair.first as unknown as Promise<Row[]>), second: sent.then((pair) => pair.second) }
+      const after = sent.then((pair) => pair.second)
+      // A dead connection rejects both with one error; a caller that stops at the first's failure
+      // never looks at the second (batched-appends.ts), and Node would end the process on it.
+      after.catch(() => {})
+      return { first: sent.then((pair) => pair.first as unknown as Promise<Row[]>), second: after }
     },
     async listen(channel, onPayload, onRelisten) {
       // postgres-js calls onlisten on the first LISTEN and again after each reconnect.
