@@ -278,7 +278,7 @@ async function main(): Promise<number> {
 
   // Figure 11: a rig of its own with the webhook tool configured (the other figures' answers are sent no sendWebhook).
   if (wants(11)) {
-    rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, webhook: true })
+    rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, webhook: true, mcp: true })
     results.figures.toolStop = await phase("11 a tool call's request closed after Stop", () =>
       toolStopFigure(rig!, { stops: 100, concurrency: 5, deadline: Date.now() + 60_000 }),
     )
@@ -431,6 +431,20 @@ function rowsOf(r: Results): Row[] {
         target: { op: '<=', value: 2 * t.baseline.p99 },
       }),
     )
+    // The MCP rows: the server has the cancellation within 2× of the model's request closing (issue 36's target).
+    for (const transport of ['http', 'stdio'] as const) {
+      const m = t.mcp?.[transport]
+      if (!m) continue
+      const has = transport === 'http' ? 'its response stream closed' : 'notifications/cancelled received'
+      for (const p of ['p50', 'p99'] as const)
+        out.push(
+          row(`11 Stop mid-MCP-call over ${transport}, accepted → ${has} ${p}`, 'ms', m[p], t.baseline[p], {
+            ...model,
+            target: { op: '<=', value: 2 * t.baseline[p] },
+            ...(p === 'p50' ? { note: `${m.n} stops` } : {}),
+          }),
+        )
+    }
   }
   if (f.reasoningCpu) {
     const c = f.reasoningCpu

@@ -13,6 +13,8 @@
 import { sql } from 'drizzle-orm'
 import { openPostgresStore, createServer, type Store } from '@/lib/a2/server'
 import { buildChatServer } from '@/lib/chat/server/chat-server'
+import { openMcpTools } from '@/lib/chat/tools/mcp'
+import type { McpServers } from '@/lib/mcp/config'
 import { serveParent, tellParent } from './lib/children'
 import { wallNow } from './lib/time'
 import { bareClaim, benchContract, noopConsumers } from './lib/wake-contract'
@@ -32,11 +34,14 @@ let bare: { end(): Promise<void> } | undefined
 if (mode === 'chat') {
   const upstreamUrl = process.env.BENCH_UPSTREAM_URL
   if (!upstreamUrl) throw new Error('chat mode needs BENCH_UPSTREAM_URL')
+  // The parent's MCP servers (figure 11), as A2_MCP_SERVERS would give them.
+  const mcp = process.env.BENCH_MCP_SERVERS ? await openMcpTools(JSON.parse(process.env.BENCH_MCP_SERVERS) as McpServers) : undefined
   const { server } = buildChatServer(
     store,
     { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstreamUrl, OPENAI_MODEL: 'bench' },
     // '' (none) when the parent configured no webhook: unset would fall back to A2_WEBHOOK_URL.
     process.env.BENCH_WEBHOOK_URL ?? '',
+    mcp,
   )
   await server.startWorker({ concurrency })
   stopWorkers = () => server.stopWorkers({ graceMs: 500 })

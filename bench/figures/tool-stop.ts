@@ -11,6 +11,10 @@
  * reaches the tool through the run's signal (ctx.effect passes it to the tool's fetch), so the
  * POST's socket closes; the tool asks the receiver, which has no delivery, and the call ends
  * `cancelled`. The notes count the runs that ended CANCELLED and the calls whose state says so.
+ *
+ * With the rig's MCP servers, two more rows take their turns in the same pool: a Stop while the
+ * model's call of an MCP tool (`deliver`, held by the server) is in flight, over Streamable HTTP
+ * and over stdio, until the server has the cancellation (../lib/mcp.ts).
  */
 import { sql } from 'drizzle-orm'
 import type { ChatRig, CpuSample } from '../lib/rig'
@@ -36,10 +40,26 @@ export function stopMidToolCall(rig: ChatRig, pointMs: () => number): Promise<St
   })
 }
 
+/** One Stop while the answer's MCP call (`deliver`, held by the server) is in flight: accepted → the server has the cancellation. */
+export function stopMidMcpCall(rig: ChatRig, pointMs: () => number, transport: 'http' | 'stdio'): Promise<StopSample> {
+  const tag = `mcp${transport}${process.pid}x${++seq}`
+  return stopMidway(rig, {
+    text: `${prompt(tag, 5)} [[call ${transport}__deliver {"message":"${tag}"}]]`,
+    inFlight: () => rig.mcp![transport].wait(tag, 20_000),
+    pointMs,
+    what: `MCP call over ${transport}`,
+  })
+}
+
 export interface ToolStopFigure {
   /** Stop accepted → the receiver saw the tool's POST close. */
   ours: Summary
   oursFromCalled: Summary
+  /**
+   * Stop accepted → the MCP server has the cancellation: over Streamable HTTP the call's response
+   * stream closed, over stdio `notifications/cancelled` naming its request id (the rig's `mcp`).
+   */
+  mcp?: { http: Summary; stdio: Summary }
   /** Figure 1's measurement, in the same pool: Stop accepted → the upstream saw the model's request close. */
   baseline: Summary
   runsCancelled: { cancelled: number; total: number }
@@ -54,20 +74,27 @@ export async function toolStopFigure(rig: ChatRig, options: { stops: number; con
   const point = () => randomBetween(0, 60)
   // Warm-up (JIT, pools, the tool path's first calls): not counted.
   await runPool(4, 4, (i) => (i % 2 ? stopMidToolCall(rig, point) : stopThroughLog(rig, point)))
+  if (rig.mcp) await runPool(4, 4, (i) => stopMidMcpCall(rig, point, i % 2 ? 'http' : 'stdio'))
   await rig.settled()
   const before = await countGenerateRuns(rig)
   const statesBefore = await toolStates(rig)
 
   await rig.cpu()
-  // Even tasks the tool call, odd ones the model's request: the two alternate under one load.
+  // The webhook's call, the model's request and (with the rig's MCP servers) an MCP call over each
+  // transport take turns: all alternate under one load.
   const tool: StopSample[] = []
   const model: StopSample[] = []
+  const mcp = { http: [] as StopSample[], stdio: [] as StopSample[] }
+  const kinds = rig.mcp ? 4 : 2
   const run = await runPool(
-    options.stops * 2,
+    options.stops * kinds,
     options.concurrency,
     async (i) => {
-      if (i % 2 === 0) tool.push(await stopMidToolCall(rig, point))
-      else model.push(await stopThroughLog(rig, point))
+      const kind = i % kinds
+      if (kind === 0) tool.push(await stopMidToolCall(rig, point))
+      else if (kind === 1) model.push(await stopThroughLog(rig, point))
+      else if (kind === 2) mcp.http.push(await stopMidMcpCall(rig, point, 'http'))
+      else mcp.stdio.push(await stopMidMcpCall(rig, point, 'stdio'))
     },
     { deadline: options.deadline },
   )
@@ -80,6 +107,7 @@ export async function toolStopFigure(rig: ChatRig, options: { stops: number; con
     ours: summarize(tool.map((s) => s.fromAccepted)),
     oursFromCalled: summarize(tool.map((s) => s.fromCalled)),
     baseline: summarize(model.map((s) => s.fromAccepted)),
+    ...(rig.mcp && { mcp: { http: summarize(mcp.http.map((s) => s.fromAccepted)), stdio: summarize(mcp.stdio.map((s) => s.fromAccepted)) } }),
     runsCancelled: { cancelled: after.cancelled - before.cancelled, total: after.total - before.total },
     toolStates: Object.fromEntries(Object.entries(statesAfter).map(([state, n]) => [state, n - (statesBefore[state] ?? 0)])),
     concurrency: options.concurrency,

@@ -21,6 +21,8 @@ import { postgresPids, rows } from './db'
 import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
 import { sampleDatabase, type DbSample } from './db-sampler'
 import { startBenchWebhook, type BenchWebhook } from './webhook'
+import { startBenchMcpHttp, startBenchMcpStdio, type BenchMcp } from './mcp'
+import { openMcpTools } from '@/lib/chat/tools/mcp'
 
 export interface CpuSample {
   machineBusyPct?: number
@@ -42,6 +44,8 @@ export interface ChatRig {
   byTag: ReturnType<typeof requestsByTag>
   /** The sendWebhook tool's receiver (A2_WEBHOOK_URL of the chat server and the worker), with `webhook: true`: figure 11. */
   webhook?: BenchWebhook
+  /** MCP servers over Streamable HTTP and stdio (A2_MCP_SERVERS of whoever runs answers), with `mcp: true`: figure 11. */
+  mcp?: { http: BenchMcp; stdio: BenchMcp }
   http: BenchHttp
   /** The same upstream through the AI SDK directly: the baselines' model. */
   model: LanguageModel
@@ -72,6 +76,8 @@ export async function openChatRig(options: {
    * answer's request carries its tools, and the SDK converts every tool's schema per request.
    */
   webhook?: boolean
+  /** Configure two MCP servers (`http__*` and `stdio__*` tools), no approval asked. */
+  mcp?: boolean
 }): Promise<ChatRig> {
   const upstream = await startBenchUpstream(options.tokenMs)
   // Figure 8 answers in a session of 100k events, past the app's default cap (50,000), which
@@ -81,10 +87,16 @@ export async function openChatRig(options: {
   const webhook = options.webhook ? await startBenchWebhook() : undefined
   // No webhook: '' (unset would fall back to the process's A2_WEBHOOK_URL).
   const webhookUrl = webhook?.url ?? ''
+  const mcp = options.mcp ? { http: await startBenchMcpHttp(), stdio: await startBenchMcpStdio() } : undefined
+  // No approval asked: the figure times a Stop mid-call, not a decision.
+  const mcpServers = mcp && { http: { ...mcp.http.config, approval: 'never' as const }, stdio: { ...mcp.stdio.config, approval: 'never' as const } }
+  // Only the process that runs answers connects (a second stdio server would write to the same log).
+  const mcpTools = options.kind === 'pglite' && mcpServers ? await openMcpTools(mcpServers) : undefined
   const { server: chat } = buildChatServer(
     options.store,
     { OPENAI_API_KEY: 'bench', OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'bench' },
     webhookUrl,
+    mcpTools,
   )
   const model = createOpenAI({ apiKey: 'bench', baseURL: upstream.url }).chat('bench')
   // The snapshot route's answer as the app makes it (lib/chat/server/snapshot.ts), for figure 8's opens from a client.
@@ -98,6 +110,7 @@ export async function openChatRig(options: {
         BENCH_DB_URL: options.dbUrl!,
         BENCH_UPSTREAM_URL: upstream.url,
         BENCH_WEBHOOK_URL: webhookUrl,
+        BENCH_MCP_SERVERS: mcpServers ? JSON.stringify(mcpServers) : '',
         BENCH_WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
         PGAPPNAME: 'a2-bench-worker',
       },
@@ -122,6 +135,7 @@ export async function openChatRig(options: {
     upstream,
     byTag: requestsByTag(upstream),
     webhook,
+    mcp,
     http,
     model,
     worker,
@@ -165,6 +179,9 @@ export async function openChatRig(options: {
       await http.close()
       await upstream.close()
       await webhook?.close()
+      await mcpTools?.registry.close()
+      await mcp?.http.close()
+      await mcp?.stdio.close()
     },
   }
 }
