@@ -431,6 +431,14 @@ function rowsOf(r: Results): Row[] {
         target: { op: '<=', value: 2 * t.baseline.p99 },
       }),
     )
+    if (t.approval)
+      for (const p of ['p50', 'p99'] as const)
+        out.push(
+          row(`11 approval pushed → the MCP server has the call ${p}`, 'ms', t.approval[p], t.baseline[p], {
+            baselineLabel: '(a Stop: model request closed)',
+            ...(p === 'p50' ? { note: `${t.approval.n} approvals` } : {}),
+          }),
+        )
     // The MCP rows: the server has the cancellation within 2× of the model's request closing (issue 36's target).
     for (const transport of ['http', 'stdio'] as const) {
       const m = t.mcp?.[transport]

@@ -21,10 +21,13 @@ import type { ChatRig, CpuSample } from '../lib/rig'
 import { prompt } from '../lib/upstream'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
-import { randomBetween } from '../lib/time'
+import { randomBetween, sleep } from '../lib/time'
 import { stopMidway, type StopSample } from '../lib/stop-midway'
 import { rows } from '../lib/db'
 import { countGenerateRuns, stopThroughLog } from './stop'
+import { OWNER } from '../lib/http'
+import { argsHash } from '@/lib/chat/tools/approval-args'
+import type { ChatEvent } from '@/lib/chat/contract'
 
 let seq = 0
 
@@ -51,6 +54,45 @@ export function stopMidMcpCall(rig: ChatRig, pointMs: () => number, transport: '
   })
 }
 
+/**
+ * One approval's round trip: a call of `gated__deliver` waits for approval (its `tool.state` in
+ * the log), the user's `tool.decision` is pushed, and the time runs until the MCP server has the
+ * call (the approvals consumer's run dispatched it). The call is then stopped, as a user would.
+ */
+export async function approvalRoundTrip(rig: ChatRig): Promise<number> {
+  const tag = `approve${process.pid}x${++seq}`
+  const { id } = await rig.chat.sessions.create(OWNER)
+  await rig.chat.push(id, OWNER, {
+    events: [
+      { id: 'm', type: 'message', payload: { text: `${prompt(tag, 5)} [[call gated__deliver {"message":"${tag}"}]]` } },
+      { id: 'g', type: 'generate', payload: { for: 'm' } },
+    ],
+  })
+  const waiting = await until(async () => {
+    const events = (await rig.chat.read(id, OWNER, { limit: 1_000 })) as ChatEvent[]
+    return events.find((e) => e.type === 'tool.state' && e.payload.state === 'awaiting-approval')
+  }, 20_000)
+  if (waiting?.type !== 'tool.state') throw new Error(`the call ${tag} never waited for approval`)
+  const arrived = rig.mcp!.http.wait(tag, 20_000)
+  const decided = performance.now()
+  const { call, input } = waiting.payload
+  await rig.chat.push(id, OWNER, { type: 'tool.decision', payload: { of: 'g', call, decision: 'approve', args: argsHash(input), cancelVersion: 0 } })
+  await arrived
+  const ms = performance.now() - decided
+  await rig.chat.push(id, OWNER, { type: 'cancelled', payload: { of: 'g', lastSeenIndex: 1 } })
+  return ms
+}
+
+/** Polls `probe` every 10 ms until it gives something, or `ms` pass. */
+async function until<T>(probe: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
+  const end = performance.now() + ms
+  for (let found = await probe(); performance.now() < end; found = await probe()) {
+    if (found !== undefined) return found
+    await sleep(10)
+  }
+  return undefined
+}
+
 export interface ToolStopFigure {
   /** Stop accepted → the receiver saw the tool's POST close. */
   ours: Summary
@@ -60,6 +102,8 @@ export interface ToolStopFigure {
    * stream closed, over stdio `notifications/cancelled` naming its request id (the rig's `mcp`).
    */
   mcp?: { http: Summary; stdio: Summary }
+  /** The user's approval pushed → the MCP server has the call (the rig's `gated` server), in the same pool. */
+  approval?: Summary
   /** Figure 1's measurement, in the same pool: Stop accepted → the upstream saw the model's request close. */
   baseline: Summary
   runsCancelled: { cancelled: number; total: number }
@@ -74,7 +118,8 @@ export async function toolStopFigure(rig: ChatRig, options: { stops: number; con
   const point = () => randomBetween(0, 60)
   // Warm-up (JIT, pools, the tool path's first calls): not counted.
   await runPool(4, 4, (i) => (i % 2 ? stopMidToolCall(rig, point) : stopThroughLog(rig, point)))
-  if (rig.mcp) await runPool(4, 4, (i) => stopMidMcpCall(rig, point, i % 2 ? 'http' : 'stdio'))
+  if (rig.mcp)
+    await runPool(6, 3, async (i) => void (i % 3 === 2 ? await approvalRoundTrip(rig) : await stopMidMcpCall(rig, point, i % 3 ? 'http' : 'stdio')))
   await rig.settled()
   const before = await countGenerateRuns(rig)
   const statesBefore = await toolStates(rig)
@@ -85,7 +130,8 @@ export async function toolStopFigure(rig: ChatRig, options: { stops: number; con
   const tool: StopSample[] = []
   const model: StopSample[] = []
   const mcp = { http: [] as StopSample[], stdio: [] as StopSample[] }
-  const kinds = rig.mcp ? 4 : 2
+  const approvals: number[] = []
+  const kinds = rig.mcp ? 5 : 2
   const run = await runPool(
     options.stops * kinds,
     options.concurrency,
@@ -94,7 +140,8 @@ export async function toolStopFigure(rig: ChatRig, options: { stops: number; con
       if (kind === 0) tool.push(await stopMidToolCall(rig, point))
       else if (kind === 1) model.push(await stopThroughLog(rig, point))
       else if (kind === 2) mcp.http.push(await stopMidMcpCall(rig, point, 'http'))
-      else mcp.stdio.push(await stopMidMcpCall(rig, point, 'stdio'))
+      else if (kind === 3) mcp.stdio.push(await stopMidMcpCall(rig, point, 'stdio'))
+      else approvals.push(await approvalRoundTrip(rig))
     },
     { deadline: options.deadline },
   )
@@ -107,7 +154,10 @@ export async function toolStopFigure(rig: ChatRig, options: { stops: number; con
     ours: summarize(tool.map((s) => s.fromAccepted)),
     oursFromCalled: summarize(tool.map((s) => s.fromCalled)),
     baseline: summarize(model.map((s) => s.fromAccepted)),
-    ...(rig.mcp && { mcp: { http: summarize(mcp.http.map((s) => s.fromAccepted)), stdio: summarize(mcp.stdio.map((s) => s.fromAccepted)) } }),
+    ...(rig.mcp && {
+      mcp: { http: summarize(mcp.http.map((s) => s.fromAccepted)), stdio: summarize(mcp.stdio.map((s) => s.fromAccepted)) },
+      approval: summarize(approvals),
+    }),
     runsCancelled: { cancelled: after.cancelled - before.cancelled, total: after.total - before.total },
     toolStates: Object.fromEntries(Object.entries(statesAfter).map(([state, n]) => [state, n - (statesBefore[state] ?? 0)])),
     concurrency: options.concurrency,

@@ -89,7 +89,12 @@ export async function openChatRig(options: {
   const webhookUrl = webhook?.url ?? ''
   const mcp = options.mcp ? { http: await startBenchMcpHttp(), stdio: await startBenchMcpStdio() } : undefined
   // No approval asked: the figure times a Stop mid-call, not a decision.
-  const mcpServers = mcp && { http: { ...mcp.http.config, approval: 'never' as const }, stdio: { ...mcp.stdio.config, approval: 'never' as const } }
+  // `gated` is the HTTP server again, its every call waiting for approval: figure 11's approval round trip.
+  const mcpServers = mcp && {
+    http: { ...mcp.http.config, approval: 'never' as const },
+    stdio: { ...mcp.stdio.config, approval: 'never' as const },
+    gated: { ...mcp.http.config, approval: 'always' as const },
+  }
   // Only the process that runs answers connects (a second stdio server would write to the same log).
   const mcpTools = options.kind === 'pglite' && mcpServers ? await openMcpTools(mcpServers) : undefined
   const { server: chat } = buildChatServer(
