@@ -6,6 +6,7 @@
  */
 import { sql } from 'drizzle-orm'
 import type { Executor } from '@/lib/a2/server'
+import { rowsOf } from '@/lib/store/rows'
 
 export type StorageKind = 'db' | 's3'
 
@@ -20,7 +21,7 @@ export interface BlobStore {
   list(db: Executor): Promise<string[]>
 }
 
-export const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
+export { rowsOf }
 
 export const databaseBlobs: BlobStore = {
   kind: 'db',

@@ -27,7 +27,8 @@ export async function serveFile(request: Request, file: StoredFile | undefined, 
 const THUMB_TYPE = 'image/webp'
 
 function fileResponse(file: StoredFile, bytes: Uint8Array, options: { download?: boolean } = {}): Response {
-  const inline = (isImage(file.mediaType) || file.mediaType === THUMB_TYPE) && !options.download
+  // A thumbnail is WebP: an image too.
+  const inline = isImage(file.mediaType) && !options.download
   const body = new Uint8Array(bytes) // its own ArrayBuffer: a Response body, whichever driver read it
   return new Response(body, {
     headers: {

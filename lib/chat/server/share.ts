@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import type { Executor } from '@/lib/a2/server'
 import { getStore } from '@/lib/store'
+import { rowsOf } from '@/lib/store/rows'
 
 /** How often an open shared tail asks whether its link still holds: a revoke closes it within this. */
 export const REVOKE_CHECK_MS = 500
@@ -16,7 +17,6 @@ export const REVOKE_CHECK_MS = 500
 const TOKEN = /^[A-Za-z0-9_-]{43}$/
 
 const hash = (token: string) => createHash('sha256').update(token).digest('base64url')
-const rowsOf = <T>(result: unknown): T[] => (Array.isArray(result) ? result : (result as { rows: T[] }).rows) as T[]
 
 export interface SharedChat {
   sessionId: string

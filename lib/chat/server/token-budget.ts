@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm'
 import type { Executor } from '@/lib/a2/server'
 import { env } from '@/lib/env'
 import { rateLimited } from '@/lib/http/limits'
+import { rowsOf } from '@/lib/store/rows'
 
 /**
  * The events that carry what a model call cost (`usage`): each answer's `finished`, and the first
@@ -15,10 +16,6 @@ import { rateLimited } from '@/lib/http/limits'
 const SPENDS = sql`(e.type = 'finished' or (e.type = 'tool.state' and e.payload ? 'usage'))`
 
 const TOKENS = sql`(coalesce((e.payload->'usage'->>'inputTokens')::bigint, 0) + coalesce((e.payload->'usage'->>'outputTokens')::bigint, 0))`
-
-function rowsOf<T>(result: unknown): T[] {
-  return (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as T[]
-}
 
 /** What `owner` spent over the last 24 hours, and in how many ms the oldest of it stops counting (none spent: undefined). */
 export async function tokensSpentToday(db: Executor, owner: string): Promise<{ used: number; oldestMsLeft?: number }> {
