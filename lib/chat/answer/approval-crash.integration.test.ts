@@ -6,12 +6,10 @@
  * Streamable HTTP (its log is the evidence of a dispatch); on Postgres and on PGlite (a directory
  * the next process opens, as after a crash).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPgliteStore, type A2Server, type Store } from '@/lib/a2/server'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { storeForChild } from '@/test/child-store'
+import type { A2Server } from '@/lib/a2/server'
+import { layers } from '@/test/db'
 import { logWhenFinished } from '@/test/chat'
 import { spawnChatWorker } from '@/test/chat-worker-process'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
@@ -36,17 +34,12 @@ describe.each(layers)('a worker killed while a call waits for approval, on %s', 
 
   it('the wait survives; approved with no worker alive, a successor runs the call exactly once and the answer ends', async () => {
     const mcp: McpTestServer = await startMcpTestServer({ holdMs: 0 })
-    let testDb: TestDb | undefined
-    let dir: string | undefined
-    let store: Store | undefined
+    const place = await storeForChild(kind, 'a2-approval-crash-')
     let registry: McpRegistry | undefined
     let server: A2Server<Chat> | undefined
     try {
-      // Postgres is migrated here, before the child opens it; a PGlite directory by the child, its one process.
-      if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
-      else dir = mkdtempSync(path.join(tmpdir(), 'a2-approval-crash-'))
       const child = spawnChatWorker({
-        store: testDb ? testDb.url! : `pglite:${dir}`,
+        store: place.location,
         upstream: upstream.url,
         webhook: '',
         ask: `Tell the team [[call test__deliver ${JSON.stringify(ARGS)}]]`,
@@ -58,7 +51,7 @@ describe.each(layers)('a worker killed while a call waits for approval, on %s', 
       const { sessionId } = await child.report('waiting')
       await child.kill()
 
-      store ??= await openPgliteStore({ dataDir: dir })
+      const store = await place.open()
       registry = mcpRegistry({ test: { type: 'http', url: mcp.url } })
       const chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, {
         registry,
@@ -91,10 +84,8 @@ describe.each(layers)('a worker killed while a call waits for approval, on %s', 
     } finally {
       await server?.stopWorkers({ graceMs: 1000 })
       await registry?.close()
-      if (testDb) await testDb.drop()
-      else await store?.close()
+      await place.close()
       await mcp.close()
-      if (dir) rmSync(dir, { recursive: true, force: true })
     }
   }, 90_000)
 })

@@ -6,13 +6,11 @@
  * A real child process, a real upstream, the real MCP test server over Streamable HTTP (its log
  * is the evidence); on Postgres and on PGlite (a directory the next process opens).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPgliteStore, type A2Server, type Store } from '@/lib/a2/server'
+import { storeForChild } from '@/test/child-store'
+import type { A2Server } from '@/lib/a2/server'
 import { waitUntil } from '@/lib/a2/testing'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers } from '@/test/db'
 import { logWhenFinished } from '@/test/chat'
 import { spawnChatWorker } from '@/test/chat-worker-process'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
@@ -44,16 +42,12 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
       // The task's work takes 2 s: it completes after the kill, before the successor's lease lapses.
       const mcp: McpTestServer = await startMcpTestServer({ holdMs: 2_000 })
       const received = (method: string) => mcp.log.filter((e) => e.type === 'received' && e.message.method === method)
-      let testDb: TestDb | undefined
-      let dir: string | undefined
-      let store: Store | undefined
+      const place = await storeForChild(kind, 'a2-task-crash-')
       let registry: McpRegistry | undefined
       let server: A2Server<Chat> | undefined
       try {
-        if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
-        else dir = mkdtempSync(path.join(tmpdir(), 'a2-task-crash-'))
         const child = spawnChatWorker({
-          store: testDb ? testDb.url! : `pglite:${dir}`,
+          store: place.location,
           upstream: upstream.url,
           webhook: '',
           ask: 'Tell the team [[call test__deliver_task {"message":"deploy done"}]]',
@@ -67,7 +61,7 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
         await child.kill()
         const polledBefore = received('tasks/get').length
 
-        store ??= await openPgliteStore({ dataDir: dir })
+        const store = await place.open()
         registry = mcpRegistry({ test: { type: 'http', url: mcp.url, approval } })
         const chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, undefined, {
           registry,
@@ -96,10 +90,8 @@ describe.each(layers)('a worker killed while its MCP call runs as a task, on %s'
       } finally {
         await server?.stopWorkers({ graceMs: 1000 })
         await registry?.close()
-        if (testDb) await testDb.drop()
-        else await store?.close()
+        await place.close()
         await mcp.close()
-        if (dir) rmSync(dir, { recursive: true, force: true })
       }
     },
     LEASE_MS + 90_000,

@@ -5,13 +5,10 @@
  * happened" for a call that was settled. A real child process, a real webhook receiver, a real
  * upstream; on Postgres and on PGlite (a directory the next process opens, as after a crash).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPgliteStore, type Store } from '@/lib/a2/server'
+import { storeForChild } from '@/test/child-store'
 import { waitUntil } from '@/lib/a2/testing'
-import { createTestDb, layers, type TestDb } from '@/test/db'
+import { layers } from '@/test/db'
 import { spawnChatWorker } from '@/test/chat-worker-process'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
 import { startWebhookReceiver, type WebhookReceiver, type WebhookReceiverOptions } from '@/scripts/webhook-receiver'
@@ -46,16 +43,11 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
     }) => Promise<void>,
   ): Promise<void> {
     const receiver = await startWebhookReceiver(receiverOptions)
-    let testDb: TestDb | undefined
-    let dir: string | undefined
-    let store: Store | undefined
+    const place = await storeForChild(kind, 'a2-tool-crash-')
     let chat: ReturnType<typeof buildChatServer> | undefined
     try {
-      // Postgres is migrated here, before the child opens it; a PGlite directory by the child, its one process.
-      if (kind === 'postgres') store = await (testDb = await createTestDb('postgres')).open()
-      else dir = mkdtempSync(path.join(tmpdir(), 'a2-tool-crash-'))
       const child = spawnChatWorker({
-        store: testDb ? testDb.url! : `pglite:${dir}`,
+        store: place.location,
         upstream: upstream.url,
         webhook: receiver.url,
         ask: 'Tell the team [[call sendWebhook {"message":"deploy done"}]]',
@@ -65,16 +57,14 @@ describe.each(layers)('a worker killed mid-tool-call on %s', (kind) => {
       // The POST is in flight (it reached the receiver): the worker dies holding the call.
       await waitUntil(() => receiver.arrived >= 1, 'the webhook POST to reach the receiver', 20_000)
       await child.kill()
-      store ??= await openPgliteStore({ dataDir: dir })
+      const store = await place.open()
       const opened = (chat = buildChatServer(store, { OPENAI_BASE_URL: upstream.url, OPENAI_MODEL: 'upstream' }, receiver.url))
       const read = async () => (await opened.server.read(sessionId, 'kim', { limit: 10_000 })) as ChatEvent[]
       await then({ sessionId, receiver, chat: opened, read })
     } finally {
       await chat?.server.stopWorkers({ graceMs: 1000 })
-      if (testDb) await testDb.drop()
-      else await store?.close()
+      await place.close()
       await receiver.close()
-      if (dir) rmSync(dir, { recursive: true, force: true })
     }
   }
 
