@@ -1,7 +1,7 @@
 'use client'
 import { useRouter } from 'next/navigation'
 import { useCallback, useEffect, useRef, useState } from 'react'
-import { ErrorAlert } from './chat/chat'
+import { ErrorAlert } from './chat/error-alert'
 import { handOffFirstFiles } from './chat/attachments'
 import type { FileRef } from '@/lib/chat/contract'
 import { Composer, type ComposerHandle } from './chat/composer'

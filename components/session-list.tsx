@@ -465,6 +465,7 @@ function SessionLink({
   return (
     <Link
       href={`/c/${encodeURIComponent(session.id)}`}
+      prefetch={false}
       data-testid="session-item"
       data-session-id={session.id}
       aria-current={active ? 'page' : undefined}

@@ -1,13 +1,14 @@
 'use client'
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
+import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore } from 'react'
 import dynamic from 'next/dynamic'
 import { useChat } from '@/lib/chat/browser/use-chat'
 import { ApprovalProvider } from './approval'
 import { titleFrom } from '@/lib/chat/server/title'
 import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { ChatState } from '@/lib/chat/fold/reducer'
+import type { FirstScreen } from '@/lib/chat/fold/first-screen'
 import type { PushError } from '@/lib/a2/react'
-import { AlertIcon, RefreshIcon, XIcon } from '../icons'
+import { ErrorAlert } from './error-alert'
 import { takeFirstFiles } from './attachments'
 import type { FileRef } from '@/lib/chat/contract'
 import { meansNoSuchChat, chatListStore, sessionTitle, takeFirstMessage, useChatList } from '../chat-list-store'
@@ -20,8 +21,11 @@ import { chosenModel, useModels } from '../models'
 /** "This chat isn't available": loaded only when a chat is not there (it asks better-auth's client, ~50 KB, whether to offer signing in). */
 const NotFoundView = dynamic(() => import('../not-found').then((m) => m.NotFoundView))
 
-/** One chat session. Mount with `key={sessionId}`: the session store lives as long as the component. */
-export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?: string }) {
+/**
+ * One chat session. Mount with `key={sessionId}`: the session store lives as long as the component.
+ * `firstScreen`: the chat as the page's server read it for its owner, rendered in the page's HTML.
+ */
+export function Chat({ sessionId, revealTurn, firstScreen }: { sessionId: string; revealTurn?: string; firstScreen?: FirstScreen }) {
   const {
     state,
     active,
@@ -41,7 +45,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
     loadOlder,
     loadBelow,
     decide,
-  } = useChat(sessionId)
+  } = useChat(sessionId, firstScreen)
   // The picker's model answers what this page asks next: read at each ask, so the "/" page's pick reaches the first message.
   const { models } = useModels()
   const { sessions, missing } = useChatList()
@@ -74,6 +78,7 @@ export function Chat({ sessionId, revealTurn }: { sessionId: string; revealTurn?
   }, [error])
 
   useEscapeStops(activeId, stop)
+  useShowWhenHydrated()
   const { onSend, onStop, onRegenerate, onContinue, onEdit } = useTurnActions({
     sessionId,
     chat: { send, stop, regenerate, continueAnswer, edit, store },
@@ -174,6 +179,24 @@ function useListRefreshes(events: readonly { type: string }[], state: ChatState,
     if (endedAnswers > previousEnded.current) void chatListStore.refresh()
     previousEnded.current = endedAnswers
   }, [endedAnswers])
+}
+
+const noSubscription = () => () => {}
+
+/**
+ * A page held out of sight for a Stop this browser has not delivered (hold-if-pending.tsx) shows
+ * once hydrated: React hydrates the server's markup, then renders the store as this browser has
+ * it (its outbox applied) in the same pass that turns `hydrated` true; the effect runs after it.
+ */
+function useShowWhenHydrated(): void {
+  const hydrated = useSyncExternalStore(
+    noSubscription,
+    () => true,
+    () => false,
+  )
+  useEffect(() => {
+    if (hydrated) document.documentElement.removeAttribute('data-held')
+  }, [hydrated])
 }
 
 /** Escape stops the answer being written, from anywhere on the page. */
@@ -332,109 +355,10 @@ function ChatFooter({
   )
 }
 
-export function ErrorAlert({
-  error,
-  lost,
-  onRetry,
-  onDismiss,
-}: {
-  error: Pick<PushError, 'code' | 'message'> & { inputs?: PushError['inputs']; status?: number; retryAfterS?: number }
-  /** What the failure held back, when the error carries no pushed events to tell (a new chat's first message). */
-  lost?: 'message'
-  onRetry?: () => void
-  onDismiss: () => void
-}) {
-  const types = new Set(error.inputs?.map((i) => i.type))
-  if (lost) types.add(lost)
-  const what = types.has('message')
-    ? 'Your message wasn’t sent.'
-    : types.has('cancelled')
-      ? 'Stop didn’t reach the server.'
-      : types.has('generate')
-        ? 'The answer couldn’t be requested.'
-        : 'Something went wrong.'
-  const limited = error.code === 'rate_limited' || error.status === 429
-  const wait = useCountdown(limited ? retryAfterSeconds(error) : undefined, error)
-  return (
-    <div
-      role="alert"
-      data-testid="error-alert"
-      data-code={error.code}
-      className="mb-2 flex items-start gap-3 rounded-2xl border border-red-200 bg-red-50 px-3.5 py-2.5 text-sm text-red-800 dark:border-red-900/60 dark:bg-red-950/50 dark:text-red-200"
-    >
-      <AlertIcon className="mt-0.5 size-4 shrink-0" />
-      <div className="min-w-0 flex-1">
-        <p className="font-medium">{what}</p>
-        <p className="break-words text-red-700/90 dark:text-red-300/90">
-          {error.message}
-          {/* The server's words say which limit; when they do not say when, the wait is added. */}
-          {limited &&
-            !namesSeconds(error.message) &&
-            (wait > 0 ? ` — try again in ${wait} ${wait === 1 ? 'second' : 'seconds'}.` : ' — you can try again now.')}
-        </p>
-      </div>
-      {onRetry && (
-        <button
-          type="button"
-          onClick={onRetry}
-          disabled={wait > 0}
-          className="inline-flex shrink-0 items-center gap-1.5 rounded-lg border border-red-300 bg-white px-2.5 py-1 font-medium text-red-800 tabular-nums hover:bg-red-100 disabled:cursor-not-allowed disabled:opacity-60 dark:border-red-800 dark:bg-red-950 dark:text-red-100 dark:hover:bg-red-900/60"
-        >
-          <RefreshIcon className="size-3.5" />
-          {wait > 0 ? `Retry in ${wait} s` : 'Retry'}
-        </button>
-      )}
-      <button
-        type="button"
-        onClick={onDismiss}
-        aria-label="Dismiss"
-        className="inline-flex size-7 shrink-0 items-center justify-center rounded-lg text-red-700 hover:bg-red-100 dark:text-red-300 dark:hover:bg-red-900/60"
-      >
-        <XIcon className="size-4" />
-      </button>
-    </div>
-  )
-}
-
 /** The text of the message a failed push held, if it held one. */
 function unsentText(error: PushError): string | undefined {
   const message = error.inputs.find((i) => i.type === 'message')?.payload as { text?: string } | undefined
   return message?.text || undefined
-}
-
-/**
- * Seconds until a rate-limited request may be tried again: the server's Retry-After (carried
- * as `retryAfterS` where the client read the header), else the seconds its message names.
- */
-function retryAfterSeconds(error: { message: string; retryAfterS?: number }): number {
-  if (typeof error.retryAfterS === 'number' && Number.isFinite(error.retryAfterS)) return Math.max(0, Math.ceil(error.retryAfterS))
-  const named = NAMED_SECONDS.exec(error.message)
-  return named ? Number(named[1]) : 0
-}
-
-/** "try again in 12 s" — how the server's 429 messages name the wait. */
-const NAMED_SECONDS = /(\d+)\s*(?:s|sec|seconds?)\b/i
-
-function namesSeconds(message: string): boolean {
-  return NAMED_SECONDS.test(message)
-}
-
-/** Counts down from `seconds` to 0, once a second; starts again for each new error (`of`). */
-function useCountdown(seconds: number | undefined, of: unknown): number {
-  const [now, setNow] = useState(() => Date.now())
-  const [started, setStarted] = useState(() => ({ of, until: seconds ? now + seconds * 1000 : 0 }))
-  if (started.of !== of) {
-    const at = Date.now()
-    setNow(at)
-    setStarted({ of, until: seconds ? at + seconds * 1000 : 0 })
-  }
-  const until = started.of === of ? started.until : 0
-  useEffect(() => {
-    if (!until || now >= until) return
-    const timer = setTimeout(() => setNow(Date.now()), Math.min(1000, until - now))
-    return () => clearTimeout(timer)
-  }, [until, now])
-  return until ? Math.max(0, Math.ceil((until - now) / 1000)) : 0
 }
 
 function EmptyChat() {
@@ -448,7 +372,7 @@ function EmptyChat() {
 
 function HistorySkeleton() {
   return (
-    <div className="space-y-8" aria-busy="true" aria-label="Loading the conversation">
+    <div className="space-y-8" role="status" aria-busy="true" aria-label="Loading the conversation">
       <div className="flex justify-end">
         <div className="h-10 w-2/5 animate-pulse rounded-3xl bg-neutral-100 dark:bg-neutral-800" />
       </div>

@@ -95,7 +95,7 @@ export function Messages({
         // A gutter on both edges keeps the column centred (under the composer) with or without a scrollbar.
         className="min-h-0 flex-1 overflow-y-auto [scrollbar-gutter:stable_both-edges]"
       >
-        <div ref={contentRef} className="mx-auto w-full max-w-3xl px-4 pt-6 pb-10 sm:px-6">
+        <div ref={contentRef} data-conversation className="mx-auto w-full max-w-3xl px-4 pt-6 pb-10 sm:px-6">
           {turns.length === 0 ? (
             empty
           ) : (

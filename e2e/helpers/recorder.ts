@@ -24,6 +24,8 @@ function recorderScript() {
   window.__a2rec = rec
   const scan = () => {
     for (const el of document.querySelectorAll('[data-testid="message-assistant"]')) {
+      // Out of sight (a page held until it hydrates: hold-if-pending.tsx) is not something the user saw.
+      if (!el.checkVisibility({ visibilityProperty: true })) continue
       const id = el.getAttribute('data-answer-id') ?? '?'
       const textEl = el.querySelector('[data-testid="answer-text"]') as HTMLElement | null
       const text = (textEl?.innerText ?? '').trim()

@@ -73,6 +73,7 @@ const DOORS_TODAY: Record<string, string[]> = {
     'errorStatus: value',
     'httpErrorOf: function',
     'isA2Error: function',
+    'outboxKeyOf: function',
   ],
   'server.ts': [
     'A2Error: class',
@@ -137,6 +138,7 @@ const DOORS_TODAY: Record<string, string[]> = {
     'migrate: function',
     'openPgliteStore: function',
     'openPostgresStore: function',
+    'outboxKeyOf: function',
     'readAll: function',
     'readJsonBody: function',
     'readPages: function',

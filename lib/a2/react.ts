@@ -27,7 +27,7 @@ export function useSession<S>(
     store.connect()
     return () => store.close()
   }, [store])
-  const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot, store.getSnapshot)
+  const snapshot = useSyncExternalStore(store.subscribe, store.getSnapshot, store.getServerSnapshot)
   return { ...snapshot, push: store.push, store }
 }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { A2HttpError, createSessionStore, PushError, startOutboxCourier } from '@/lib/a2/react'
-import { httpErrorOf, type A2Event } from '@/lib/a2'
+import { httpErrorOf, outboxKeyOf, type A2Event } from '@/lib/a2'
 
 type State = string[]
 const reducer = (state: State, event: A2Event) => [...state, `${event.type}:${(event.payload as { v: string }).v}`]
@@ -264,6 +264,22 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     await until(() => after.getSnapshot().outbox.length === 0, 'the acknowledgement', [after.subscribe])
     expect(after.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [], lastSeenIndex: 0 })
     expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
+  })
+
+  it('a page rendered on the server hydrates against the store as made: the outbox shows right after, and its key names the session', async () => {
+    const storage = memoryStorage()
+    const made = { sessionId: 's/1', reducer, initial: ['message:hi'], after: 4, fetch: offline().fn, durableTypes: ['note'], storage }
+    const first = createSessionStore<State>(made)
+    void first.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
+    first.close()
+    // The outbox's key is what a server-rendered page checks before painting (outboxKeyOf).
+    expect([...storage.items.keys()]).toEqual([outboxKeyOf('s/1')])
+
+    const reloaded = createSessionStore<State>(made)
+    expect(reloaded.getSnapshot().state).toEqual(['message:hi', 'note:stop'])
+    expect(reloaded.getServerSnapshot()).toMatchObject({ state: ['message:hi'], pending: [], outbox: [], lastSeenIndex: 4, loaded: true })
+    // The same object each time (useSyncExternalStore compares by identity).
+    expect(reloaded.getServerSnapshot()).toBe(reloaded.getServerSnapshot())
   })
 
   it('treats a 4xx as final (except 408 and 429): one send, dropped from the outbox, reported', async () => {

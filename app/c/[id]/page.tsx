@@ -1,6 +1,9 @@
+import { headers } from 'next/headers'
 import { notFound } from 'next/navigation'
 import { Chat } from '@/components/chat/chat'
+import { HoldIfPending } from '@/components/chat/hold-if-pending'
 import { isSessionId } from '@/components/session-id'
+import { pageFirstScreen } from '@/lib/chat/server/page-first-screen'
 
 export default async function ChatPage({
   params,
@@ -14,6 +17,15 @@ export default async function ChatPage({
   const { turn } = await searchParams
   // A malformed id cannot be a chat: a 404 now, not a skeleton and an error that cannot clear.
   if (!isSessionId(id)) notFound()
-  // A new store per session: switching chats remounts the chat.
-  return <Chat key={id} sessionId={id} revealTurn={typeof turn === 'string' ? turn : undefined} />
+  // The owner's chat comes in the HTML; anyone else's page asks the snapshot route and says what it answers.
+  const firstScreen = await pageFirstScreen(id)
+  // The CSP's nonce for this response (proxy.ts): the inline script must carry it.
+  const nonce = (await headers()).get('x-nonce') ?? undefined
+  return (
+    <>
+      {firstScreen && <HoldIfPending sessionId={id} nonce={nonce} />}
+      {/* A new store per session: switching chats remounts the chat. */}
+      <Chat key={id} sessionId={id} revealTurn={typeof turn === 'string' ? turn : undefined} firstScreen={firstScreen} />
+    </>
+  )
 }

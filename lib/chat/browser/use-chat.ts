@@ -10,7 +10,7 @@ import { useSession, clientEventId, httpErrorOf } from '@/lib/a2/react'
 import type { A2Event } from '@/lib/a2'
 import type { ChatEvent, FileRef } from '../contract'
 import { activeAnswer, initialChatState, reduceChat, type ChatState } from '../fold/reducer'
-import { joinWindow, type TurnsWindow } from '../fold/first-screen'
+import { joinWindow, type FirstScreen, type TurnsWindow } from '../fold/first-screen'
 import { answerCancelVersion, waitingCalls } from '../fold/waits'
 
 const reducer = (state: ChatState, event: A2Event) => reduceChat(state, event as ChatEvent)
@@ -34,20 +34,27 @@ async function getJson<T>(url: string, what: string): Promise<T> {
 const snapshotUrl = (sessionId: string) => `/api/sessions/${encodeURIComponent(sessionId)}/snapshot`
 
 /** The chat's first screen (lib/chat/fold/first-screen.ts): its newest turns, the head the tail continues after, and the cursors. */
-async function loadFirstScreen(sessionId: string): Promise<{ state: ChatState; lastSeenIndex: number } & Pick<TurnsWindow, 'older' | 'continues'>> {
+async function loadFirstScreen(sessionId: string): Promise<FirstScreen> {
   return getJson(snapshotUrl(sessionId), 'could not load the session')
 }
 
-export function useChat(sessionId: string) {
-  const [history, setHistory] = useState<History>({ older: null, continues: new Set() })
+/**
+ * `served`: the first screen the page came with (lib/chat/server/page-first-screen.ts), already
+ * on screen; without it the browser loads it from the snapshot route before the tail opens.
+ */
+export function useChat(sessionId: string, served?: FirstScreen) {
+  const [history, setHistory] = useState<History>(() => ({ older: served?.older ?? null, continues: new Set(served?.continues) }))
   const session = useSession<ChatState>(sessionId, {
     reducer,
-    initial: initialChatState,
-    snapshot: async () => {
-      const screen = await loadFirstScreen(sessionId)
-      setHistory({ older: screen.older, continues: new Set(screen.continues) })
-      return screen
-    },
+    initial: served?.state ?? initialChatState,
+    after: served?.lastSeenIndex,
+    snapshot: served
+      ? undefined
+      : async () => {
+          const screen = await loadFirstScreen(sessionId)
+          setHistory({ older: screen.older, continues: new Set(screen.continues) })
+          return screen
+        },
     durableTypes: DURABLE_TYPES,
   })
   const { push, store, outbox } = session

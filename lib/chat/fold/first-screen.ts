@@ -32,6 +32,12 @@ export interface TurnsWindow {
   continues: string[]
 }
 
+/** Opening a chat: its first window, folded into a state, and the last index folded (the tail starts after it). */
+export interface FirstScreen extends Pick<TurnsWindow, 'older' | 'continues'> {
+  state: ChatState
+  lastSeenIndex: number
+}
+
 /**
  * At most this many versions of one slot go with a window: the newest, and the one on the
  * branch. A log of 50k bare messages (no answers) is one slot of 50k versions, 3.9 MiB of

@@ -157,6 +157,20 @@ export function keptForItsIdentity(event: A2Event, code: string, now = Date.now(
 /** The prefix of every session's outbox key in storage (`a2.outbox:<the session's events URL>`). */
 export const OUTBOX_PREFIX = 'a2.outbox:'
 
+/** A session's events URL under the routes' `base`: where its pushes go, and what names its outbox. */
+export function eventsUrlOf(sessionId: string, base = '/api'): string {
+  return `${base}/sessions/${encodeURIComponent(sessionId)}/events`
+}
+
+/**
+ * The storage key of a session's outbox, present exactly while it holds an intent not yet
+ * acknowledged (an empty outbox removes its key). A page rendered on the server from the
+ * confirmed log checks it before painting: this browser's pending Stop cuts what it may show.
+ */
+export function outboxKeyOf(sessionId: string, base = '/api'): string {
+  return `${OUTBOX_PREFIX}${eventsUrlOf(sessionId, base)}`
+}
+
 /** Outbox keys whose session store is connected in this page (it delivers them; the courier leaves them alone). */
 const claims = new Map<string, number>()
 /** Told when a key is no longer claimed: what is left in it is the courier's to send now. */

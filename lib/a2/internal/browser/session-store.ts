@@ -21,7 +21,8 @@ import {
   claimOutbox,
   createOutbox,
   defaultOutboxStorage,
-  OUTBOX_PREFIX,
+  eventsUrlOf,
+  outboxKeyOf,
   UNSEEN_REFERENCE_HOLD_MS,
   type OutboxEntry,
   type OutboxStorage,
@@ -89,6 +90,13 @@ export interface SessionStoreOptions<S> {
 
 export interface SessionStore<S> {
   getSnapshot(): SessionSnapshot<S>
+  /**
+   * The store as it was made, before this browser's outbox and tail: what a server renders,
+   * and what React hydrates that markup against (useSyncExternalStore's third argument). A
+   * reloaded page's pending Stop then shows in the render right after hydration, not as a
+   * mismatch that throws the server's markup away.
+   */
+  getServerSnapshot(): SessionSnapshot<S>
   subscribe(listener: () => void): () => void
   /** Appends optimistically and pushes; resolves with the confirmed events, rejects with a PushError. */
   push(inputs: PushInput | PushInput[]): Promise<A2Event[]>
@@ -163,10 +171,10 @@ interface StoreParts<S> {
 
 export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionStore<S> {
   const base = options.base ?? '/api'
-  const url = `${base}/sessions/${encodeURIComponent(options.sessionId)}/events`
+  const url = eventsUrlOf(options.sessionId, base)
   const doFetch = options.fetch ?? ((...args: Parameters<typeof fetch>) => fetch(...args))
   const retryDelays = options.retryDelaysMs ?? [250, 1000, 3000]
-  const outboxKey = `${OUTBOX_PREFIX}${url}`
+  const outboxKey = outboxKeyOf(options.sessionId, base)
   const outbox = createOutbox(outboxKey, options.storage === null ? undefined : (options.storage ?? defaultOutboxStorage()), (events) =>
     adopt(parts, events),
   )
@@ -257,6 +265,15 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
 /** The store's face to its hook and to tests: snapshots, subscriptions, pushes and the tail's lifecycle. */
 function storeApi<S>(parts: StoreParts<S>, listeners: Set<() => void>): SessionStore<S> {
   const { s, options, outbox, emit } = parts
+  const serverSnapshot: SessionSnapshot<S> = {
+    state: options.initial,
+    events: [...(options.events ?? [])],
+    lastSeenIndex: options.after ?? -1,
+    pending: [],
+    connection: 'closed',
+    loaded: !options.snapshot,
+    outbox: [],
+  }
   return {
     getSnapshot() {
       s.snapshot ??= {
@@ -271,6 +288,7 @@ function storeApi<S>(parts: StoreParts<S>, listeners: Set<() => void>): SessionS
       }
       return s.snapshot
     },
+    getServerSnapshot: () => serverSnapshot,
     subscribe(listener) {
       listeners.add(listener)
       return () => listeners.delete(listener)

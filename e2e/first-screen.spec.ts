@@ -1,0 +1,111 @@
+/**
+ * The chat page carries its owner's conversation in its HTML (lib/chat/server/page-first-screen.ts):
+ * shown before any script runs, hydrated without a mismatch, and then live (the tail opens after
+ * the index the server folded). Nobody else's page carries it. A browser holding a Stop the
+ * server has not acknowledged keeps the server's markup out of sight until it has applied the
+ * Stop (components/chat/hold-if-pending.tsx): the first thing it shows is the cut.
+ */
+import { expect, test, type ConsoleMessage, type Page } from '@playwright/test'
+import { ChatPage } from './pages/chat'
+import { installRecorder, recordedFor } from './helpers/recorder'
+import { nonce } from './helpers/upstream'
+
+/** React's own complaints (a hydration mismatch is reported as a recoverable error), kept as they come. */
+function reactErrors(page: Page): string[] {
+  const seen: string[] = []
+  const keep = (text: string) => {
+    if (/hydrat|react error|minified react/i.test(text)) seen.push(text)
+  }
+  page.on('console', (m: ConsoleMessage) => keep(m.text()))
+  page.on('pageerror', (e) => keep(String(e)))
+  return seen
+}
+
+test('the owner’s chat is in the page’s HTML, hydrates without a mismatch and stays live; another browser’s page has none of it', async ({
+  page,
+  browser,
+}) => {
+  const errors = reactErrors(page)
+  const chat = new ChatPage(page)
+  const prompt = nonce('first-screen')
+  await chat.goto('/')
+  await chat.send(prompt)
+  await chat.waitForStreaming(40)
+  const shown = await chat.stopAndReadShown()
+  const answerId = await chat.lastAnswerId()
+  await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
+  const path = `/c/${chat.sessionId()}`
+
+  // Before any script: the same browser (its cookies) with JavaScript off sees the conversation.
+  const noScript = await browser.newContext({ javaScriptEnabled: false, storageState: await page.context().storageState() })
+  try {
+    const bare = new ChatPage(await noScript.newPage())
+    await bare.page.goto(path)
+    await expect(bare.userTexts).toHaveText([prompt])
+    await expect(bare.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+    expect(await bare.answerText(answerId)).toBe(shown)
+  } finally {
+    await noScript.close()
+  }
+
+  // With scripts: hydrated without a mismatch, showing the same, and live: a follow-up streams into it.
+  await page.reload()
+  await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+  expect(await chat.answerText(answerId)).toBe(shown)
+  const next = nonce('after-first-screen')
+  await chat.send(next)
+  await chat.waitForStreaming(20)
+  await expect(chat.answers).toHaveCount(2)
+  await chat.stop()
+  await chat.waitForStatus('stopped')
+  expect(errors).toEqual([])
+
+  // Another browser (an identity of its own) gets the page without the chat in it, and "not available".
+  const stranger = await browser.newContext()
+  try {
+    const other = new ChatPage(await stranger.newPage())
+    await other.goto('/')
+    await other.waitForIdentity()
+    const html = await (await other.page.request.get(path)).text()
+    expect(html).not.toContain(prompt)
+    expect(html).not.toContain(shown)
+    await other.page.goto(path)
+    await expect(other.notFound).toBeVisible()
+  } finally {
+    await stranger.close()
+  }
+})
+
+test('a Stop this browser has not delivered keeps the server’s markup out of sight across a reload: the first answer shown is the cut', async ({
+  page,
+}) => {
+  const errors = reactErrors(page)
+  await installRecorder(page)
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('held'))
+  await chat.waitForStreaming(40)
+  const answerId = await chat.lastAnswerId()
+
+  // Pushes fail from here: the Stop stays in the browser's outbox while the server goes on writing.
+  await page.route('**/api/sessions/*/events', (route) => (route.request().method() === 'POST' ? route.abort() : route.continue()))
+  const shown = await chat.stopAndReadShown()
+  await expect.poll(() => page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('a2.outbox:')).length)).toBe(1)
+  // The server's answer is longer than the cut by now: what its HTML would paint.
+  await expect.poll(async () => (await (await page.request.get(page.url())).text()).includes('data-status="streaming"')).toBe(true)
+
+  await page.reload()
+  await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+  expect(await chat.answerText(answerId)).toBe(shown)
+  await expect(page.locator('html[data-held]')).toHaveCount(0)
+  // From the first paint after the reload, the answer showed the cut and nothing else.
+  const history = await recordedFor(page, answerId)
+  expect(history.texts).toEqual([shown])
+  expect(history.statuses).toEqual(['stopped'])
+  expect(errors).toEqual([])
+
+  // Pushes get through again: the Stop is delivered, and the cut holds.
+  await page.unroute('**/api/sessions/*/events')
+  await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled', { timeout: 30_000 })
+  expect(await chat.answerText(answerId)).toBe(shown)
+})
