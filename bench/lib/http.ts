@@ -117,15 +117,22 @@ export interface SseClient {
   close(): void
 }
 
-/** One SSE connection on its own socket (`headers`: e.g. a browser's cookie); `onEvent` gets each parsed event with its arrival time. */
-export function openSse(url: string, onEvent: (event: SseEvent) => void, options: { headers?: Record<string, string> } = {}): SseClient {
+/**
+ * One SSE connection on its own socket (`headers`: e.g. a browser's cookie; `method`: POST for a
+ * chat route that answers with its stream); `onEvent` gets each parsed event with its arrival time.
+ */
+export function openSse(
+  url: string,
+  onEvent: (event: SseEvent) => void,
+  options: { headers?: Record<string, string>; method?: 'GET' | 'POST' } = {},
+): SseClient {
   let markOpened!: () => void
   let failOpened!: (e: Error) => void
   let markEnded!: () => void
   const opened = new Promise<void>((resolve, reject) => ((markOpened = resolve), (failOpened = reject)))
   const ended = new Promise<void>((resolve) => (markEnded = resolve))
   opened.catch(() => {})
-  const req = http.get(url, { agent: false, headers: options.headers }, (res) => {
+  const req = http.request(url, { method: options.method ?? 'GET', agent: false, headers: options.headers }, (res) => {
     if (res.statusCode !== 200) {
       failOpened(new Error(`SSE ${url} answered ${res.statusCode}`))
       res.resume()
@@ -147,7 +154,8 @@ export function openSse(url: string, onEvent: (event: SseEvent) => void, options
           if (line.startsWith('data: ')) data += line.slice(6)
           else if (line.startsWith('id: ')) id = line.slice(4)
         }
-        if (data) onEvent({ id, data: JSON.parse(data), at })
+        // The AI SDK's UI message stream ends with `data: [DONE]`, which is not JSON.
+        if (data && data !== '[DONE]') onEvent({ id, data: JSON.parse(data), at })
       }
     })
     res.on('end', markEnded)
@@ -157,6 +165,7 @@ export function openSse(url: string, onEvent: (event: SseEvent) => void, options
     failOpened(error)
     markEnded()
   })
+  req.end()
   return {
     opened,
     ended,

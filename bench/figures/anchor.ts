@@ -1,0 +1,225 @@
+/**
+ * Figure 16 — beside the anchor people use for resumable chat streams: vercel's
+ * `resumable-stream` on Redis (`anchor-child.ts`, the AI SDK's recipe), fed by the same upstream
+ * at 100 streams, in the same run as ours (through the log, figure 2's chat) and the direct
+ * route (figure 2's baseline): token latency (upstream writes a token → the SSE client has it)
+ * and CPU per token of every process.
+ *
+ * The anchor is read two ways. Its POST's own reader gets the answer from the producer's memory
+ * (the library's common case: Redis sees one SUBSCRIBE and two SETs a stream, no chunk); a reader
+ * that resumes (`GET …/stream`, opened when the POST's first token arrives, the POST closed when
+ * the resume's first event does) gets the rest through Redis pub/sub, a PUBLISH a chunk.
+ *
+ * The four sides take turns, one round of `streams` chats each, the order rotated each round;
+ * every side's CPU counts the same processes (this one, the worker child, the bench database's
+ * Postgres, the anchor server and redis-server).
+ */
+import type { ChatRig } from '../lib/rig'
+import type { Child } from '../lib/children'
+import { openSse } from '../lib/http'
+import { firstError, runPool } from '../lib/pool'
+import { row, type Row } from '../lib/report'
+import { fmt, summarize, type Summary } from '../lib/stats'
+import { within } from '../lib/time'
+import { pidsCpu } from '../lib/machine'
+import { chatDirect, chatThroughLog, timedTokens, tokensOf, type ChatOutcome } from './chats'
+import { measureStreams, type StreamsMeasured } from './tokens'
+
+export const SIDES = ['ours', 'direct', 'anchor', 'resumed'] as const
+export type Side = (typeof SIDES)[number]
+
+const LABELS: Record<Side, string> = {
+  ours: 'ours (the log)',
+  direct: 'the direct route',
+  anchor: 'resumable-stream, the POST read',
+  resumed: 'resumable-stream, resumed through Redis pub/sub',
+}
+
+export interface AnchorFigure {
+  streams: number
+  tokensPerStream: number
+  rounds: number
+  redis: string
+  sides: Record<
+    Side,
+    {
+      latency: Summary
+      cpuPerToken: number[]
+      cpu: StreamsMeasured['cpu'][]
+      /** redis-server's share of `cpu[i].othersPct` (% of one core). */
+      redisPct: number[]
+      failed: number
+      lost: number
+    }
+  >
+  /** The resumed side: GETs per chat (p50, max; a 204 until the producer is in Redis), share of tokens first received through Redis. */
+  resumes?: { asked: Summary; viaRedis: number }
+  errors?: string
+}
+
+let seq = 0
+
+export interface AnchorOutcome extends ChatOutcome {
+  /** Resumed chats: GETs sent (one more for each 204), tokens first received on the resumed stream. */
+  resume?: { asked: number; tokens: number }
+}
+
+/** One chat on the anchor: POSTed, read as the response's SSE, or resumed through Redis after its first token. */
+export async function chatAnchor(
+  rig: ChatRig,
+  anchorUrl: string,
+  options: { tokens: number; timeoutMs: number; resume: boolean },
+): Promise<AnchorOutcome> {
+  const tag = `anc${process.pid}x${++seq}`
+  const received = new Map<string, number>()
+  let markFinished!: () => void
+  const finished = new Promise<void>((resolve) => (markFinished = resolve))
+  let done = false
+  let resumed: ReturnType<typeof openSse> | undefined
+  let asked = 0
+  let viaResume = 0
+  const onEvent = ({ data, at }: { data: any; at: number }, onResume = false) => {
+    if (data.type === 'text-delta') {
+      // A token already seen on the POST comes again in the resume's catch-up: the first receipt counts.
+      for (const token of tokensOf(data.delta)) {
+        if (received.has(token)) continue
+        received.set(token, at)
+        if (onResume) viaResume++
+      }
+    } else if (data.type === 'finish') markFinished()
+  }
+  const resume = () => {
+    asked++
+    resumed = openSse(`${anchorUrl}/chat/${tag}/stream`, (event) => (post.close(), onEvent(event, true)))
+    // 204 until the producer is in Redis (`consumeSseStream` runs beside the response, not before it): ask again.
+    resumed.opened.catch(() => void (!done && setTimeout(resume, 10)))
+  }
+  const post = openSse(
+    `${anchorUrl}/chat/${tag}?tokens=${options.tokens}`,
+    (event) => {
+      onEvent(event)
+      if (options.resume && !resumed && event.data.type === 'text-delta') resume()
+    },
+    { method: 'POST' },
+  )
+  try {
+    await within(post.opened, options.timeoutMs, 'the anchor POST to answer')
+    await within(finished, options.timeoutMs, 'the anchor stream to finish')
+    return { ...timedTokens(rig, tag, received, options.tokens), resume: options.resume ? { asked, tokens: viaResume } : undefined }
+  } finally {
+    done = true
+    post.close()
+    resumed?.close()
+  }
+}
+
+export async function anchorFigure(
+  rig: ChatRig,
+  anchor: { child: Child; redisPid: number; redis: string },
+  options: { streams: number; tokens: number; rounds: number; deadline: number; timeoutMs: number },
+): Promise<AnchorFigure> {
+  const url: string = anchor.child.ready.url
+  const chats: Record<Side, (r: ChatRig, o: { tokens: number; timeoutMs: number }) => Promise<ChatOutcome>> = {
+    ours: chatThroughLog,
+    direct: chatDirect,
+    anchor: (r, o) => chatAnchor(r, url, { ...o, resume: false }),
+    resumed: (r, o) => chatAnchor(r, url, { ...o, resume: true }),
+  }
+  const outside = {
+    others: async () => [anchor.child.process.pid!, anchor.redisPid],
+    settled: async () => void (await anchor.child.call({ cmd: 'settled' })),
+  }
+  const level = { streams: options.streams, tokens: options.tokens, rounds: 1 }
+  // Unmeasured rounds at the level's concurrency, each side (figure 2's reason: pools and connections open).
+  for (const side of SIDES) {
+    await runPool(options.streams, options.streams, () => chats[side](rig, { tokens: 5, timeoutMs: options.timeoutMs })).catch(() => undefined)
+    await rig.settled().catch(() => undefined)
+    await outside.settled().catch(() => undefined)
+  }
+  const measured = Object.fromEntries(SIDES.map((s) => [s, [] as StreamsMeasured[]])) as Record<Side, StreamsMeasured[]>
+  const redisPct = Object.fromEntries(SIDES.map((s) => [s, [] as number[]])) as Record<Side, number[]>
+  for (let round = 0; round < options.rounds && (round === 0 || Date.now() < options.deadline); round++) {
+    // Rotated: each side runs first, second… in turn, so drift in the machine's load spreads over all.
+    const order = SIDES.map((_, i) => SIDES[(i + round) % SIDES.length])
+    for (const side of order) {
+      const redis = await pidsCpu(async () => [anchor.redisPid])
+      measured[side].push(await measureStreams(rig, chats[side], level, options.deadline, options.timeoutMs, outside))
+      redisPct[side].push(await redis.stop())
+    }
+  }
+  const sides = Object.fromEntries(
+    SIDES.map((side) => {
+      const m = measured[side]
+      const outcomes = m.flatMap((x) => x.outcomes)
+      return [
+        side,
+        {
+          latency: summarize(outcomes.flatMap((o) => o.latencies)),
+          cpuPerToken: m.map((x) => x.cpuPerToken),
+          cpu: m.map((x) => x.cpu),
+          redisPct: redisPct[side],
+          failed: m.reduce((a, x) => a + x.failed, 0),
+          lost: outcomes.reduce((a, o) => a + o.lost, 0),
+        },
+      ]
+    }),
+  ) as AnchorFigure['sides']
+  const resumed = measured.resumed.flatMap((x) => x.outcomes as AnchorOutcome[]).flatMap((o) => (o.resume ? [o.resume] : []))
+  const received = resumed.length ? sides.resumed.latency.n : 0
+  return {
+    resumes: { asked: summarize(resumed.map((r) => r.asked)), viaRedis: received && resumed.reduce((a, r) => a + r.tokens, 0) / received },
+    streams: options.streams,
+    tokensPerStream: options.tokens,
+    rounds: measured.ours.length,
+    redis: anchor.redis,
+    sides,
+    errors: firstError(SIDES.flatMap((s) => measured[s].flatMap((x) => x.errors))),
+  }
+}
+
+const median = (xs: number[]) => summarize(xs).p50
+
+/** Issue 37's target: ours ≤ 1.5× the anchor, token latency and CPU per token, against either reading of it. */
+export function anchorRows(a: AnchorFigure | { skipped: string }): Row[] {
+  if ('skipped' in a) return []
+  const out: Row[] = []
+  const s = `@${a.streams} streams`
+  const ours = a.sides.ours
+  for (const side of ['anchor', 'resumed', 'direct'] as const) {
+    const base = a.sides[side]
+    const extra = (value: number) => ({
+      baselineLabel: `(${side === 'direct' ? 'direct' : side === 'anchor' ? 'rs POST' : 'rs resumed'})`,
+      ...(side === 'direct' ? {} : { target: { op: '<=' as const, value: 1.5 * value } }),
+    })
+    out.push(row(`16 token latency p50 ${s}, ours vs ${LABELS[side]}`, 'ms', ours.latency.p50, base.latency.p50, extra(base.latency.p50)))
+    out.push(row(`16 token latency p99 ${s}, ours vs ${LABELS[side]}`, 'ms', ours.latency.p99, base.latency.p99, extra(base.latency.p99)))
+    const cpu = median(base.cpuPerToken)
+    out.push(row(`16 CPU per token, all processes ${s}, ours vs ${LABELS[side]}`, 'µs', median(ours.cpuPerToken), cpu, extra(cpu)))
+  }
+  return out
+}
+
+export function anchorNotes(a: AnchorFigure | { skipped: string }, cpuText: (c: StreamsMeasured['cpu']) => string): string[] {
+  if ('skipped' in a) return [`16: skipped, ${a.skipped}`]
+  const notes = [
+    `16: ${a.rounds} rounds of ${a.streams} streams × ${a.tokensPerStream} tokens at 50 tokens/s a side, sides rotated each round; ${a.redis}, ` +
+      'defaults (no config file: RDB save 3600 1 300 100 60 10000, no AOF), a temp dir' +
+      (a.errors ? `; ${a.errors}` : ''),
+  ]
+  for (const side of SIDES) {
+    const x = a.sides[side]
+    const failed = x.failed || x.lost ? `; failed ${x.failed}, lost tokens ${x.lost}` : ''
+    notes.push(
+      `   ${LABELS[side]}: ${x.latency.n} tokens, p50 ${fmt(x.latency.p50)} / p99 ${fmt(x.latency.p99)} ms; CPU µs/token by round ${x.cpuPerToken.map((c) => fmt(c)).join(' / ')}${failed}`,
+    )
+    notes.push(`      CPU (last round) ${cpuText(x.cpu[x.cpu.length - 1])}, of which redis-server ${x.redisPct[x.redisPct.length - 1]}%`)
+  }
+  if (a.resumes)
+    notes.push(
+      `   resumed: ${fmt(100 * a.resumes.viaRedis)}% of tokens first received through Redis; GETs a chat p50 ${fmt(a.resumes.asked.p50)}, max ${fmt(a.resumes.asked.max)} (204 until the producer is in Redis)`,
+    )
+  notes.push(
+    '   CPU per token: the median of the rounds; every side counts this process, the worker child, Postgres, the anchor server and redis-server.',
+  )
+  return notes
+}
