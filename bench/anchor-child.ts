@@ -5,9 +5,8 @@
  *   POST /chat/:tag?tokens=N   `streamText` against the bench upstream, answered as the AI SDK's
  *                              UI message stream (SSE); `consumeSseStream` hands a copy to
  *                              `createNewResumableStream`, which keeps reading it to the end
- *                              whoever reads the response, and serves it to resumers.
- *   GET  /chat/:tag/stream     `resumeExistingStream`: the rest of the answer through Redis
- *                              pub/sub (204 when there is none).
+ *                              whoever reads the response, and would serve it to a resumer
+ *                              (`resumeExistingStream`, through Redis pub/sub).
  *
  * `createResumableStreamContext` opens its own two clients from REDIS_URL, as in production;
  * `waitUntil` is what Next's `after` is to it: the producer's end is awaited (the `settled`
@@ -47,7 +46,7 @@ function send(response: Response, res: http.ServerResponse) {
 
 const server = http.createServer(async (req, res) => {
   const url = new URL(req.url ?? '/', 'http://127.0.0.1')
-  const [route, tag, resume] = url.pathname.split('/').filter(Boolean)
+  const [route, tag] = url.pathname.split('/').filter(Boolean)
   try {
     if (route === 'chat' && tag && req.method === 'POST') {
       const result = streamText({
@@ -63,11 +62,6 @@ const server = http.createServer(async (req, res) => {
         }),
         res,
       )
-    }
-    if (route === 'chat' && tag && resume === 'stream' && req.method === 'GET') {
-      const stream = await context.resumeExistingStream(tag)
-      if (!stream) return void res.writeHead(204).end()
-      return send(new Response(stream, { headers: { 'content-type': 'text/event-stream' } }), res)
     }
     res.writeHead(404).end()
   } catch (error) {

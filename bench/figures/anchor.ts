@@ -5,12 +5,11 @@
  * route (figure 2's baseline): token latency (upstream writes a token → the SSE client has it)
  * and CPU per token of every process.
  *
- * The anchor is read two ways. Its POST's own reader gets the answer from the producer's memory
- * (the library's common case: Redis sees one SUBSCRIBE and two SETs a stream, no chunk); a reader
- * that resumes (`GET …/stream`, opened when the POST's first token arrives, the POST closed when
- * the resume's first event does) gets the rest through Redis pub/sub, a PUBLISH a chunk.
+ * The anchor's reader is its POST's, as `useChat` reads it: the answer comes from the producer's
+ * memory, and Redis sees one SUBSCRIBE and two SETs a stream, no chunk (the library's common
+ * case; chunks go through Redis pub/sub only to a reader that resumes, `resumeExistingStream`).
  *
- * The four sides take turns, one round of `streams` chats each, the order rotated each round;
+ * The three sides take turns, one round of `streams` chats each, the order rotated each round;
  * every side's CPU counts the same processes (this one, the worker child, the bench database's
  * Postgres, the anchor server and redis-server).
  */
@@ -25,14 +24,13 @@ import { pidsCpu } from '../lib/machine'
 import { chatDirect, chatThroughLog, timedTokens, tokensOf, type ChatOutcome } from './chats'
 import { measureStreams, type StreamsMeasured } from './tokens'
 
-export const SIDES = ['ours', 'direct', 'anchor', 'resumed'] as const
+export const SIDES = ['ours', 'direct', 'anchor'] as const
 export type Side = (typeof SIDES)[number]
 
 const LABELS: Record<Side, string> = {
   ours: 'ours (the log)',
   direct: 'the direct route',
-  anchor: 'resumable-stream, the POST read',
-  resumed: 'resumable-stream, resumed through Redis pub/sub',
+  anchor: 'resumable-stream on Redis',
 }
 
 export interface AnchorFigure {
@@ -52,64 +50,31 @@ export interface AnchorFigure {
       lost: number
     }
   >
-  /** The resumed side: GETs per chat (p50, max; a 204 until the producer is in Redis), share of tokens first received through Redis. */
-  resumes?: { asked: Summary; viaRedis: number }
   errors?: string
 }
 
 let seq = 0
 
-export interface AnchorOutcome extends ChatOutcome {
-  /** Resumed chats: GETs sent (one more for each 204), tokens first received on the resumed stream. */
-  resume?: { asked: number; tokens: number }
-}
-
-/** One chat on the anchor: POSTed, read as the response's SSE, or resumed through Redis after its first token. */
-export async function chatAnchor(
-  rig: ChatRig,
-  anchorUrl: string,
-  options: { tokens: number; timeoutMs: number; resume: boolean },
-): Promise<AnchorOutcome> {
+/** One chat on the anchor: POSTed, its answer read from the response as SSE. */
+export async function chatAnchor(rig: ChatRig, anchorUrl: string, options: { tokens: number; timeoutMs: number }): Promise<ChatOutcome> {
   const tag = `anc${process.pid}x${++seq}`
   const received = new Map<string, number>()
   let markFinished!: () => void
   const finished = new Promise<void>((resolve) => (markFinished = resolve))
-  let done = false
-  let resumed: ReturnType<typeof openSse> | undefined
-  let asked = 0
-  let viaResume = 0
-  const onEvent = ({ data, at }: { data: any; at: number }, onResume = false) => {
-    if (data.type === 'text-delta') {
-      // A token already seen on the POST comes again in the resume's catch-up: the first receipt counts.
-      for (const token of tokensOf(data.delta)) {
-        if (received.has(token)) continue
-        received.set(token, at)
-        if (onResume) viaResume++
-      }
-    } else if (data.type === 'finish') markFinished()
-  }
-  const resume = () => {
-    asked++
-    resumed = openSse(`${anchorUrl}/chat/${tag}/stream`, (event) => (post.close(), onEvent(event, true)))
-    // 204 until the producer is in Redis (`consumeSseStream` runs beside the response, not before it): ask again.
-    resumed.opened.catch(() => void (!done && setTimeout(resume, 10)))
-  }
-  const post = openSse(
+  const client = openSse(
     `${anchorUrl}/chat/${tag}?tokens=${options.tokens}`,
-    (event) => {
-      onEvent(event)
-      if (options.resume && !resumed && event.data.type === 'text-delta') resume()
+    ({ data, at }) => {
+      if (data.type === 'text-delta') for (const token of tokensOf(data.delta)) received.set(token, at)
+      else if (data.type === 'finish') markFinished()
     },
     { method: 'POST' },
   )
   try {
-    await within(post.opened, options.timeoutMs, 'the anchor POST to answer')
+    await within(client.opened, options.timeoutMs, 'the anchor POST to answer')
     await within(finished, options.timeoutMs, 'the anchor stream to finish')
-    return { ...timedTokens(rig, tag, received, options.tokens), resume: options.resume ? { asked, tokens: viaResume } : undefined }
+    return timedTokens(rig, tag, received, options.tokens)
   } finally {
-    done = true
-    post.close()
-    resumed?.close()
+    client.close()
   }
 }
 
@@ -122,8 +87,7 @@ export async function anchorFigure(
   const chats: Record<Side, (r: ChatRig, o: { tokens: number; timeoutMs: number }) => Promise<ChatOutcome>> = {
     ours: chatThroughLog,
     direct: chatDirect,
-    anchor: (r, o) => chatAnchor(r, url, { ...o, resume: false }),
-    resumed: (r, o) => chatAnchor(r, url, { ...o, resume: true }),
+    anchor: (r, o) => chatAnchor(r, url, o),
   }
   const outside = {
     others: async () => [anchor.child.process.pid!, anchor.redisPid],
@@ -164,10 +128,7 @@ export async function anchorFigure(
       ]
     }),
   ) as AnchorFigure['sides']
-  const resumed = measured.resumed.flatMap((x) => x.outcomes as AnchorOutcome[]).flatMap((o) => (o.resume ? [o.resume] : []))
-  const received = resumed.length ? sides.resumed.latency.n : 0
   return {
-    resumes: { asked: summarize(resumed.map((r) => r.asked)), viaRedis: received && resumed.reduce((a, r) => a + r.tokens, 0) / received },
     streams: options.streams,
     tokensPerStream: options.tokens,
     rounds: measured.ours.length,
@@ -179,18 +140,16 @@ export async function anchorFigure(
 
 const median = (xs: number[]) => summarize(xs).p50
 
-/** Issue 37's target: ours ≤ 1.5× the anchor, token latency and CPU per token, against either reading of it. */
+/** Issue 37's target: ours ≤ 1.5× the anchor, token latency and CPU per token; the direct route beside them. */
 export function anchorRows(a: AnchorFigure | { skipped: string }): Row[] {
   if ('skipped' in a) return []
   const out: Row[] = []
   const s = `@${a.streams} streams`
   const ours = a.sides.ours
-  for (const side of ['anchor', 'resumed', 'direct'] as const) {
+  for (const side of ['anchor', 'direct'] as const) {
     const base = a.sides[side]
-    const extra = (value: number) => ({
-      baselineLabel: `(${side === 'direct' ? 'direct' : side === 'anchor' ? 'rs POST' : 'rs resumed'})`,
-      ...(side === 'direct' ? {} : { target: { op: '<=' as const, value: 1.5 * value } }),
-    })
+    const extra = (value: number) =>
+      side === 'anchor' ? { baselineLabel: '(resumable-stream)', target: { op: '<=' as const, value: 1.5 * value } } : { baselineLabel: '(direct)' }
     out.push(row(`16 token latency p50 ${s}, ours vs ${LABELS[side]}`, 'ms', ours.latency.p50, base.latency.p50, extra(base.latency.p50)))
     out.push(row(`16 token latency p99 ${s}, ours vs ${LABELS[side]}`, 'ms', ours.latency.p99, base.latency.p99, extra(base.latency.p99)))
     const cpu = median(base.cpuPerToken)
@@ -214,10 +173,6 @@ export function anchorNotes(a: AnchorFigure | { skipped: string }, cpuText: (c: 
     )
     notes.push(`      CPU (last round) ${cpuText(x.cpu[x.cpu.length - 1])}, of which redis-server ${x.redisPct[x.redisPct.length - 1]}%`)
   }
-  if (a.resumes)
-    notes.push(
-      `   resumed: ${fmt(100 * a.resumes.viaRedis)}% of tokens first received through Redis; GETs a chat p50 ${fmt(a.resumes.asked.p50)}, max ${fmt(a.resumes.asked.max)} (204 until the producer is in Redis)`,
-    )
   notes.push(
     '   CPU per token: the median of the rounds; every side counts this process, the worker child, Postgres, the anchor server and redis-server.',
   )
