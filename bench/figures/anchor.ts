@@ -21,7 +21,7 @@ import { row, type Row } from '../lib/report'
 import { fmt, summarize, type Summary } from '../lib/stats'
 import { within } from '../lib/time'
 import { pidsCpu } from '../lib/machine'
-import { chatDirect, chatThroughLog, timedTokens, tokensOf, type ChatOutcome } from './chats'
+import { chatDirect, chatThroughLog, summarizeLogPath, timedTokens, tokensOf, type ChatOutcome, type LogPath } from './chats'
 import { measureStreams, type StreamsMeasured } from './tokens'
 
 export const SIDES = ['ours', 'direct', 'anchor'] as const
@@ -50,6 +50,8 @@ export interface AnchorFigure {
       lost: number
     }
   >
+  /** Where ours' token latency went: split where its append began (figure 2's split). */
+  logPath: LogPath
   errors?: string
 }
 
@@ -134,6 +136,7 @@ export async function anchorFigure(
     rounds: measured.ours.length,
     redis: anchor.redis,
     sides,
+    logPath: summarizeLogPath(measured.ours.flatMap((x) => x.outcomes)),
     errors: firstError(SIDES.flatMap((s) => measured[s].flatMap((x) => x.errors))),
   }
 }
@@ -173,6 +176,11 @@ export function anchorNotes(a: AnchorFigure | { skipped: string }, cpuText: (c: 
     )
     notes.push(`      CPU (last round) ${cpuText(x.cpu[x.cpu.length - 1])}, of which redis-server ${x.redisPct[x.redisPct.length - 1]}%`)
   }
+  const { toAppend, toClient } = a.logPath.split
+  notes.push(
+    `   ours split where the append began: upstream → append began p50 ${fmt(toAppend.p50)} / p99 ${fmt(toAppend.p99)} ms, ` +
+      `append began → client p50 ${fmt(toClient.p50)} / p99 ${fmt(toClient.p99)} ms; tokens per append p50 ${fmt(a.logPath.batch.p50)}`,
+  )
   notes.push(
     '   CPU per token: the median of the rounds; every side counts this process, the worker child, Postgres, the anchor server and redis-server.',
   )
