@@ -15,12 +15,12 @@
  * Env: BENCH_UPSTREAM_URL, REDIS_URL. Driven by the parent over IPC (bench/lib/children.ts).
  */
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { Readable } from 'node:stream'
 import { createOpenAI } from '@ai-sdk/openai'
 import { streamText } from 'ai'
 import { createResumableStreamContext } from 'resumable-stream'
 import { serveParent, tellParent } from './lib/children'
+import { listenForStreams } from './lib/http'
 import { prompt } from './lib/upstream'
 
 const upstreamUrl = process.env.BENCH_UPSTREAM_URL
@@ -69,9 +69,7 @@ const server = http.createServer(async (req, res) => {
     res.end(String(error))
   }
 })
-server.keepAliveTimeout = 600_000
-server.requestTimeout = 0
-await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+const listening = await listenForStreams(server)
 
 serveParent(
   {
@@ -86,4 +84,4 @@ serveParent(
     await Promise.allSettled([...producing])
   },
 )
-tellParent({ type: 'ready', pid: process.pid, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })
+tellParent({ type: 'ready', pid: process.pid, url: listening })

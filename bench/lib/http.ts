@@ -84,15 +84,9 @@ export async function serveBench(options: {
       res.end(String(error))
     }
   })
-  // SSE connections stay open for the whole figure; idle keep-alives too (memory baseline).
-  server.keepAliveTimeout = 600_000
-  server.headersTimeout = 60_000
-  server.requestTimeout = 0
   server.maxConnections = 10_000
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: await listenForStreams(server),
     server,
     close: () =>
       new Promise<void>((resolve) => {
@@ -100,6 +94,15 @@ export async function serveBench(options: {
         server.closeAllConnections()
       }),
   }
+}
+
+/** Listens on a free loopback port, its SSE connections (and idle keep-alives: the memory baseline) open for a whole figure; resolves with its URL. */
+export async function listenForStreams(server: http.Server): Promise<string> {
+  server.keepAliveTimeout = 600_000
+  server.headersTimeout = 60_000
+  server.requestTimeout = 0
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
 export interface SseEvent {
