@@ -43,6 +43,8 @@ export interface AnchorFigure {
     {
       latency: Summary
       cpuPerToken: number[]
+      /** Each round's length (100 tokens at 50/s are 2 s, the streams started within 500 ms): how much they overlapped. */
+      wallMs: number[]
       cpu: StreamsMeasured['cpu'][]
       /** redis-server's share of `cpu[i].othersPct` (% of one core). */
       redisPct: number[]
@@ -122,6 +124,7 @@ export async function anchorFigure(
         {
           latency: summarize(outcomes.flatMap((o) => o.latencies)),
           cpuPerToken: m.map((x) => x.cpuPerToken),
+          wallMs: m.map((x) => x.wallMs),
           cpu: m.map((x) => x.cpu),
           redisPct: redisPct[side],
           failed: m.reduce((a, x) => a + x.failed, 0),
@@ -172,7 +175,7 @@ export function anchorNotes(a: AnchorFigure | { skipped: string }, cpuText: (c: 
     const x = a.sides[side]
     const failed = x.failed || x.lost ? `; failed ${x.failed}, lost tokens ${x.lost}` : ''
     notes.push(
-      `   ${LABELS[side]}: ${x.latency.n} tokens, p50 ${fmt(x.latency.p50)} / p99 ${fmt(x.latency.p99)} ms; CPU µs/token by round ${x.cpuPerToken.map((c) => fmt(c)).join(' / ')}${failed}`,
+      `   ${LABELS[side]}: ${x.latency.n} tokens, p50 ${fmt(x.latency.p50)} / p99 ${fmt(x.latency.p99)} ms; CPU µs/token by round ${x.cpuPerToken.map((c) => fmt(c)).join(' / ')}, rounds took ${x.wallMs.map((w) => fmt(w / 1000)).join(' / ')} s${failed}`,
     )
     notes.push(`      CPU (last round) ${cpuText(x.cpu[x.cpu.length - 1])}, of which redis-server ${x.redisPct[x.redisPct.length - 1]}%`)
   }

@@ -78,6 +78,8 @@ export interface StreamsMeasured {
   cpu: CpuSample
   /** CPU time per token received, all processes together (as TokenLevel.cpuPerToken), µs. */
   cpuPerToken: number
+  /** How long the rounds took, first chat started → last run settled (ms). */
+  wallMs: number
 }
 
 /**
@@ -118,7 +120,7 @@ export async function measureStreams(
   const tokens = sum(outcomes.map((o) => o.latencies.length))
   // pct is % of one core over the phase: pct/100 × wall ms × 1000 = µs of CPU.
   const busyPct = cpu.parentPct + (cpu.workerPct ?? 0) + (cpu.postgresPct ?? 0) + (cpu.othersPct ?? 0)
-  return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN }
+  return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN, wallMs }
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
