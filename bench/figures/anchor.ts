@@ -24,8 +24,8 @@ import { pidsCpu } from '../lib/machine'
 import { chatDirect, chatThroughLog, summarizeLogPath, timedTokens, tokensOf, type ChatOutcome, type LogPath } from './chats'
 import { measureStreams, type StreamsMeasured } from './tokens'
 
-export const SIDES = ['ours', 'direct', 'anchor'] as const
-export type Side = (typeof SIDES)[number]
+const SIDES = ['ours', 'direct', 'anchor'] as const
+type Side = (typeof SIDES)[number]
 
 const LABELS: Record<Side, string> = {
   ours: 'ours (the log)',
