@@ -12,6 +12,9 @@
  *                                 7, 9 and 10 are Postgres only; 10 starts a cluster of its own).
  *   npm run bench -- --only=14    the curve: 25–500 streams beside the direct route, Stop under
  *                                 each beside the same Stop with nothing streaming (~3 min; only when asked).
+ *   npm run bench -- --only=16    beside vercel's resumable-stream on a redis-server of its own, at 100
+ *                                 streams with the direct route (~2 min; only when asked; skipped,
+ *                                 said so, without redis-server).
  *   npm run bench -- --takeovers=N  samples per part of figure 7 (default 20).
  *   npm run bench -- --only=13    the pages on a phone (Lighthouse, mobile) beside a bare Next.js
  *                                 page; needs a production build (`npx next build`) first;
@@ -35,7 +38,6 @@ import path from 'node:path'
 import type { Store } from '@/lib/a2/server'
 import { machine, cpuMeter, processCpu, type Machine } from './lib/machine'
 import { createBenchDb, openBenchStore, serverVersion, ADMIN_URL, type BenchDb } from './lib/db'
-import { killChildren } from './lib/children'
 import { openChatRig, WORKER_CONCURRENCY, type ChatRig } from './lib/rig'
 import { row, table, meets, type Row } from './lib/report'
 import { fmt, summarize } from './lib/stats'
@@ -43,6 +45,9 @@ import { profileThisProcess, topFunctions, type ProfileSummary } from './lib/pro
 import { stopFigure, type StopFigure } from './figures/stop'
 import { tokenFigure, type TokenLevel } from './figures/tokens'
 import { curveFigure, curveNotes, curveRows, type CurveFigure } from './figures/curve'
+import { anchorFigure, anchorNotes, anchorRows, type AnchorFigure } from './figures/anchor'
+import { redisVersion, startRedis } from './lib/redis'
+import { killChildren, spawnChild } from './lib/children'
 import { scaleFigure, type ScaleLevel } from './figures/scale'
 import { appendFigure, type AppendFigure } from './figures/append'
 import { claimFigure, type ClaimFigure } from './figures/claim'
@@ -63,6 +68,8 @@ const only = onlyArg ? new Set(onlyArg.slice('--only='.length).split(',').map(Nu
 const wants = (figure: number) => !only || only.has(figure)
 // Figure 14 (the curve, ~3 minutes) runs only when asked for: `--only=14`.
 const wantsCurve = only?.has(14) ?? false
+// Figure 16 (beside resumable-stream on Redis, ~2 minutes) too: `--only=16`.
+const wantsAnchor = only?.has(16) ?? false
 const profile = args.includes('--profile')
 const trace = args.includes('--trace')
 const abArg = args.find((a) => a.startsWith('--ab='))
@@ -98,6 +105,7 @@ interface Results {
     stop?: StopFigure
     tokens?: TokenLevel[]
     curve?: CurveFigure
+    anchor?: AnchorFigure | { skipped: string }
     scale?: ScaleLevel[]
     append?: AppendFigure[]
     claim?: ClaimFigure
@@ -193,7 +201,7 @@ async function main(): Promise<number> {
   }
 
   // Figures 1, 2, 6, 8, 12: the chat rig (upstream + HTTP here, the generate worker on another process).
-  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(12) || wantsCurve) {
+  if (wants(1) || wants(2) || wants(6) || wants(8) || wants(12) || wantsCurve || wantsAnchor) {
     if (profile) rmSync(PROFILES, { recursive: true, force: true })
     const parentProfile = profile ? await profileThisProcess() : undefined
     rig = await openChatRig({ kind, store, dbUrl: db?.url, tokenMs: TOKEN_MS, profileDir: profile ? PROFILES : undefined, sampleDb: profile })
@@ -217,6 +225,29 @@ async function main(): Promise<number> {
       results.figures.curve = await phase('14 the curve', () =>
         curveFigure(rig!, { levels: [25, 50, 100, 200, 500], tokens: 100, idleStops: 20, deadline: Date.now() + 300_000, timeoutMs: 60_000 }),
       )
+    }
+    if (wantsAnchor) {
+      const version = redisVersion()
+      if (!version) {
+        results.figures.anchor = { skipped: 'no redis-server on this machine (Debian: apt-get install redis-server)' }
+        say(`16 skipped: ${results.figures.anchor.skipped}`)
+      } else
+        results.figures.anchor = await phase('16 beside resumable-stream on Redis', async () => {
+          const redis = await startRedis()
+          const child = await spawnChild('anchor-child.ts', [], { env: { BENCH_UPSTREAM_URL: rig!.upstream.url, REDIS_URL: redis.url } }).catch(
+            async (error) => (await redis.stop(), Promise.reject(error)),
+          )
+          try {
+            return await anchorFigure(
+              rig!,
+              { child, redisPid: redis.pid, redis: version },
+              { streams: 100, tokens: 100, rounds: 3, deadline: Date.now() + 150_000, timeoutMs: 60_000 },
+            )
+          } finally {
+            await child.stop()
+            await redis.stop()
+          }
+        })
     }
     if (wants(12)) {
       results.figures.reasoningCpu = await phase('12 CPU per part, reasoning vs text', () =>
@@ -484,6 +515,7 @@ function rowsOf(r: Results): Row[] {
     )
   }
   if (f.curve) out.push(...curveRows(f.curve))
+  if (f.anchor) out.push(...anchorRows(f.anchor))
   for (const a of f.append ?? []) {
     out.push(row(`3 append throughput, ${a.store}`, 'events/s', a.ours.median, a.baseline.median, { note: `median of ${a.ours.trials.length}` }))
     // Target: at least half the raw rate, on Postgres (PGlite is reported, not held to it).
@@ -662,6 +694,7 @@ function notesOf(r: Results): string[] {
   }
   if (f.tokens?.length) notes.push('   baseline: an HTTP route piping streamText text deltas straight to the client as SSE.')
   if (f.curve) notes.push(...curveNotes(f.curve))
+  if (f.anchor) notes.push(...anchorNotes(f.anchor, cpuText))
   for (const a of f.append ?? []) {
     notes.push(
       `3 ${a.store}: ${a.sessions} sessions, ${a.windowMs} ms windows, trials ours ${a.ours.trials.map((x) => fmt(x)).join(' / ')}, ` +
@@ -860,7 +893,8 @@ function cpuText(c: import('./lib/rig').CpuSample): string {
   return (
     `machine ${c.machineBusyPct ?? '?'}% / this process ${c.parentPct}% (loop delay p99 ${fmt(c.parentLag.p99)} ms)` +
     (c.workerPct !== undefined ? ` / worker ${c.workerPct}% (loop delay p99 ${fmt(c.workerLag?.p99)} ms)` : '') +
-    (c.postgresPct !== undefined ? ` / postgres ${c.postgresPct}%` : '')
+    (c.postgresPct !== undefined ? ` / postgres ${c.postgresPct}%` : '') +
+    (c.othersPct !== undefined ? ` / anchor server + redis-server ${c.othersPct}%` : '')
   )
 }
 

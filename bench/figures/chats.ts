@@ -33,7 +33,7 @@ export interface ChatOutcome {
 let seq = 0
 
 /** The upstream's tokens in a chunk's delta (each is a word and its trailing space: bench/lib/upstream.ts). */
-const tokensOf = (delta: string): string[] => delta.match(/\S+\s*/g) ?? []
+export const tokensOf = (delta: string): string[] => delta.match(/\S+\s*/g) ?? []
 
 /**
  * `reasoning`: the answer's parts are all reasoning deltas (`reasoning` events, timed as chunks
@@ -104,7 +104,7 @@ export async function chatThroughLog(
       split.toClient.push(performance.timeOrigin + at - began)
     }
     return {
-      ...match(rig, tag, received, options.stopAfter ? undefined : options.tokens),
+      ...timedTokens(rig, tag, received, options.stopAfter ? undefined : options.tokens),
       stopMs,
       closedEarly,
       split,
@@ -149,13 +149,14 @@ export async function chatDirect(rig: ChatRig, options: { tokens: number; stopAf
     } else {
       await within(finished, timeoutMs, 'the direct stream to finish')
     }
-    return { ...match(rig, tag, received, options.stopAfter ? undefined : options.tokens), stopMs, closedEarly }
+    return { ...timedTokens(rig, tag, received, options.stopAfter ? undefined : options.tokens), stopMs, closedEarly }
   } finally {
     client.close()
   }
 }
 
-function match(rig: ChatRig, tag: string, received: Map<string, number>, expected?: number): { latencies: number[]; lost: number } {
+/** Each received token's latency from the upstream writing it (matched by its text), and how many of `expected` never came. */
+export function timedTokens(rig: ChatRig, tag: string, received: Map<string, number>, expected?: number): { latencies: number[]; lost: number } {
   const request = rig.byTag.get(tag)
   if (!request) throw new Error(`no upstream request for ${tag}`)
   const times = tokenTimes(request, tag)

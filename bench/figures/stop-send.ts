@@ -32,7 +32,7 @@ import { prompt } from '../lib/upstream'
 import { openSse } from '../lib/http'
 import { spawnChild, type Child } from '../lib/children'
 import { postgresPids, rows } from '../lib/db'
-import { cpuMeter, loopDelay, postgresCpu, processCpu } from '../lib/machine'
+import { cpuMeter, loopDelay, pidsCpu, processCpu } from '../lib/machine'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep, until, wallNow, within } from '../lib/time'
@@ -300,7 +300,7 @@ export async function stopSendFigure(options: {
     const clientCpu = processCpu()
     const clientLag = loopDelay()
     const machineCpu = cpuMeter()
-    const postgres = await postgresCpu(postgresPids(options.store))
+    const postgres = await pidsCpu(postgresPids(options.store))
     const sampler = options.profileDir ? sampleDatabase(options.databaseUrl) : undefined
     const both = await runPool(appB ? 2 * options.stops : options.stops, options.chats, stopOnEither, { deadline: options.deadline })
     const ours = { ...both, results: both.results.filter((s) => !s.onB) }

@@ -6,6 +6,7 @@
  */
 import { performance } from 'node:perf_hooks'
 import type { ChatRig, CpuSample } from '../lib/rig'
+import { pidsCpu } from '../lib/machine'
 import { runPool, firstError } from '../lib/pool'
 import { summarize, type Summary } from '../lib/stats'
 import { randomBetween, sleep } from '../lib/time'
@@ -77,11 +78,16 @@ export interface StreamsMeasured {
   cpu: CpuSample
   /** CPU time per token received, all processes together (as TokenLevel.cpuPerToken), µs. */
   cpuPerToken: number
+  /** How long the rounds took, first chat started → last run settled (ms). */
+  wallMs: number
 }
 
 /**
  * `level.rounds` rounds of `level.streams` chats at once, `level.tokens` parts each, with the CPU
  * of every process over them: figure 2's measurement, and figure 12's (reasoning parts).
+ * `others`: the pids of processes outside the rig that serve these chats (figure 16's anchor
+ * server and its redis-server), counted with the rig's; `settled`: what ends a round besides the
+ * rig's runs (the anchor's producers).
  */
 export async function measureStreams(
   rig: ChatRig,
@@ -89,10 +95,12 @@ export async function measureStreams(
   level: { streams: number; tokens: number; rounds: number },
   deadline: number,
   timeoutMs: number,
+  outside: { others?: () => Promise<number[]>; settled?: () => Promise<void> } = {},
 ): Promise<StreamsMeasured> {
   const outcomes: ChatOutcome[] = []
   const errors: unknown[] = []
   await rig.cpu()
+  const othersMeter = outside.others && (await pidsCpu(outside.others))
   const started = performance.now()
   // Once a level has started, both sides run at least one round: ours always has its baseline.
   for (let round = 0; round < level.rounds && (round === 0 || Date.now() < deadline); round++) {
@@ -104,13 +112,15 @@ export async function measureStreams(
     outcomes.push(...r.results)
     errors.push(...r.errors)
     await rig.settled().catch((error) => errors.push(error))
+    await outside.settled?.().catch((error) => errors.push(error))
   }
   const cpu = await rig.cpu()
+  if (othersMeter) cpu.othersPct = await othersMeter.stop()
   const wallMs = performance.now() - started
   const tokens = sum(outcomes.map((o) => o.latencies.length))
   // pct is % of one core over the phase: pct/100 × wall ms × 1000 = µs of CPU.
-  const busyPct = cpu.parentPct + (cpu.workerPct ?? 0) + (cpu.postgresPct ?? 0)
-  return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN }
+  const busyPct = cpu.parentPct + (cpu.workerPct ?? 0) + (cpu.postgresPct ?? 0) + (cpu.othersPct ?? 0)
+  return { outcomes, errors, failed: errors.length, cpu, cpuPerToken: tokens ? ((busyPct / 100) * wallMs * 1_000) / tokens : NaN, wallMs }
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)

@@ -112,7 +112,7 @@ export async function rows<Row = Record<string, any>>(store: Store, statement: i
 }
 
 /**
- * The Postgres processes whose CPU a figure counts (machine.ts postgresCpu): the bench
+ * The Postgres processes whose CPU a figure counts (machine.ts pidsCpu): the bench
  * database's backends and the server's background processes, not other databases' backends.
  */
 export function postgresPids(store: Store): () => Promise<number[]> {

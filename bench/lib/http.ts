@@ -84,15 +84,9 @@ export async function serveBench(options: {
       res.end(String(error))
     }
   })
-  // SSE connections stay open for the whole figure; idle keep-alives too (memory baseline).
-  server.keepAliveTimeout = 600_000
-  server.headersTimeout = 60_000
-  server.requestTimeout = 0
   server.maxConnections = 10_000
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: await listenForStreams(server),
     server,
     close: () =>
       new Promise<void>((resolve) => {
@@ -100,6 +94,15 @@ export async function serveBench(options: {
         server.closeAllConnections()
       }),
   }
+}
+
+/** Listens on a free loopback port, its SSE connections (and idle keep-alives: the memory baseline) open for a whole figure; resolves with its URL. */
+export async function listenForStreams(server: http.Server): Promise<string> {
+  server.keepAliveTimeout = 600_000
+  server.headersTimeout = 60_000
+  server.requestTimeout = 0
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
 export interface SseEvent {
@@ -117,15 +120,22 @@ export interface SseClient {
   close(): void
 }
 
-/** One SSE connection on its own socket (`headers`: e.g. a browser's cookie); `onEvent` gets each parsed event with its arrival time. */
-export function openSse(url: string, onEvent: (event: SseEvent) => void, options: { headers?: Record<string, string> } = {}): SseClient {
+/**
+ * One SSE connection on its own socket (`headers`: e.g. a browser's cookie; `method`: POST for a
+ * chat route that answers with its stream); `onEvent` gets each parsed event with its arrival time.
+ */
+export function openSse(
+  url: string,
+  onEvent: (event: SseEvent) => void,
+  options: { headers?: Record<string, string>; method?: 'GET' | 'POST' } = {},
+): SseClient {
   let markOpened!: () => void
   let failOpened!: (e: Error) => void
   let markEnded!: () => void
   const opened = new Promise<void>((resolve, reject) => ((markOpened = resolve), (failOpened = reject)))
   const ended = new Promise<void>((resolve) => (markEnded = resolve))
   opened.catch(() => {})
-  const req = http.get(url, { agent: false, headers: options.headers }, (res) => {
+  const req = http.request(url, { method: options.method ?? 'GET', agent: false, headers: options.headers }, (res) => {
     if (res.statusCode !== 200) {
       failOpened(new Error(`SSE ${url} answered ${res.statusCode}`))
       res.resume()
@@ -147,7 +157,8 @@ export function openSse(url: string, onEvent: (event: SseEvent) => void, options
           if (line.startsWith('data: ')) data += line.slice(6)
           else if (line.startsWith('id: ')) id = line.slice(4)
         }
-        if (data) onEvent({ id, data: JSON.parse(data), at })
+        // The AI SDK's UI message stream ends with `data: [DONE]`, which is not JSON.
+        if (data && data !== '[DONE]') onEvent({ id, data: JSON.parse(data), at })
       }
     })
     res.on('end', markEnded)
@@ -157,6 +168,7 @@ export function openSse(url: string, onEvent: (event: SseEvent) => void, options
     failOpened(error)
     markEnded()
   })
+  req.end()
   return {
     opened,
     ended,

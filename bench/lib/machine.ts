@@ -68,13 +68,14 @@ export function processCpu(): { stop(): number } {
 }
 
 /**
- * CPU used between the call and `stop()` by the Postgres processes `pids` names, in % of one
- * core: the rig passes the bench database's backends and the server's background processes
+ * CPU used between the call and `stop()` by the processes `pids` names, in % of one core. The
+ * rig passes the bench database's Postgres backends and the server's background processes
  * (WAL writer, checkpointer…), so other databases' backends on a shared server (other
- * benches and tests: they took this figure from 0 to 59% between alternated runs) stay out.
- * A process that exits during the phase takes its ticks with it.
+ * benches and tests: they took this figure from 0 to 59% between alternated runs) stay out;
+ * figure 16 its anchor server and redis-server. A process that exits during the phase takes
+ * its ticks with it.
  */
-export async function postgresCpu(pids: () => Promise<number[]>): Promise<{ stop(): Promise<number> }> {
+export async function pidsCpu(pids: () => Promise<number[]>): Promise<{ stop(): Promise<number> }> {
   const t0 = Date.now()
   const start = new Map<number, number>()
   for (const pid of await pids()) start.set(pid, ticksOfPid(pid) ?? 0)

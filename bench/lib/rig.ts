@@ -18,7 +18,7 @@ import { requestsByTag, startBenchUpstream, type Upstream } from './upstream'
 import { spawnChild, type Child } from './children'
 import { until } from './time'
 import { postgresPids, rows } from './db'
-import { cpuMeter, loopDelay, postgresCpu, processCpu } from './machine'
+import { cpuMeter, loopDelay, pidsCpu, processCpu } from './machine'
 import { sampleDatabase, type DbSample } from './db-sampler'
 import { startBenchWebhook, type BenchWebhook } from './webhook'
 import { startBenchMcpHttp, startBenchMcpStdio, type BenchMcp } from './mcp'
@@ -29,6 +29,8 @@ export interface CpuSample {
   parentPct: number
   workerPct?: number
   postgresPct?: number
+  /** Processes outside the rig that served the phase's chats (figure 16: the anchor server and redis-server). */
+  othersPct?: number
   /** Event-loop delay (ms) of this process and of the worker child. */
   parentLag: { p50: number; p99: number; max: number }
   workerLag?: { p50: number; p99: number; max: number }
@@ -129,7 +131,7 @@ export async function openChatRig(options: {
   let parentMeter = processCpu()
   let parentDelay = loopDelay()
   const pids = postgresPids(options.store)
-  let postgresMeter = options.kind === 'postgres' ? await postgresCpu(pids) : undefined
+  let postgresMeter = options.kind === 'postgres' ? await pidsCpu(pids) : undefined
   const startSampler = () => (options.sampleDb && options.dbUrl ? sampleDatabase(options.dbUrl) : undefined)
   let sampler = startSampler()
   if (worker !== 'in-process') await worker.call({ cmd: 'cpu' })
@@ -157,7 +159,7 @@ export async function openChatRig(options: {
       }
       sample.db = await sampler?.stop()
       sampler = startSampler()
-      postgresMeter = options.kind === 'postgres' ? await postgresCpu(pids) : undefined
+      postgresMeter = options.kind === 'postgres' ? await pidsCpu(pids) : undefined
       machineMeter = cpuMeter()
       parentMeter = processCpu()
       parentDelay = loopDelay()
