@@ -15,7 +15,7 @@
  * the yardstick, not the absolute score (the issue's targets: within 5 points of it, TBT ≤ 1.5×).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { startUpstream, type Upstream } from '@/scripts/upstream-server'
@@ -23,6 +23,8 @@ import { track } from '../lib/children'
 import { until } from '../lib/time'
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
+/** Where each run's whole Lighthouse result is kept (its trace-derived audits: long tasks, bootup time), when set. */
+const REPORTS_DIR = process.env.BENCH_LIGHTHOUSE_REPORTS
 const ROOT = process.cwd()
 const BARE_DIR = path.join(ROOT, 'bench', 'bare-page')
 const NEXT_BIN = path.join(ROOT, 'node_modules', 'next', 'dist', 'bin', 'next')
@@ -117,6 +119,7 @@ export async function lighthouseFigure(opts: {
         for (let attempt = 1; attempt <= 2; attempt++) {
           try {
             const { lhr, run } = await lighthouseRun(target.url, target.cookie)
+            if (REPORTS_DIR) writeFileSync(path.join(REPORTS_DIR, `${target.name}-${round + 1}.json`), JSON.stringify(lhr))
             version = lhr.lighthouseVersion
             chromium = lhr.environment.hostUserAgent.match(/Chrome\/[\d.]+/)?.[0] ?? lhr.environment.hostUserAgent
             pages[target.name].push(run)
@@ -238,7 +241,7 @@ function medianRun(runs: PageRun[]): LighthouseFigure['medians'][PageName] {
 
 // --- the servers ------------------------------------------------------------------------------
 
-function appEnv(upstream: Upstream, dataDir: string): Record<string, string> {
+export function appEnv(upstream: Upstream, dataDir: string): Record<string, string> {
   return {
     A2_DATA_DIR: dataDir,
     A2_MODELS: JSON.stringify([
@@ -254,7 +257,7 @@ function appEnv(upstream: Upstream, dataDir: string): Record<string, string> {
 }
 
 // From the repository's root, as the app runs (its migrations are read from there).
-function startNext(dir: string, port: number, env: Record<string, string>): ChildProcess {
+export function startNext(dir: string, port: number, env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, [NEXT_BIN, 'start', dir, '-p', String(port), '-H', '127.0.0.1'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: '', NEXT_TELEMETRY_DISABLED: '1', NEXT_MANUAL_SIG_HANDLE: 'true', ...env },
@@ -264,7 +267,7 @@ function startNext(dir: string, port: number, env: Record<string, string>): Chil
   return child
 }
 
-async function serving(url: string): Promise<void> {
+export async function serving(url: string): Promise<void> {
   await until(
     async () => {
       try {
@@ -328,7 +331,7 @@ function answerText(): string {
   ].join('\n')
 }
 
-async function newIdentity(app: string): Promise<string> {
+export async function newIdentity(app: string): Promise<string> {
   const response = await fetch(`${app}/api/sessions`, { headers: { 'sec-fetch-site': 'same-origin' } })
   const setCookie = response.headers.get('set-cookie')
   await response.arrayBuffer()
@@ -337,7 +340,12 @@ async function newIdentity(app: string): Promise<string> {
 }
 
 /** A chat of `questions` answered questions, asked one after the other; returns its id. */
-async function seedChat(app: string, cookie: string, questions: number, shape: (i: number) => { reasons: boolean; tool: boolean }): Promise<string> {
+export async function seedChat(
+  app: string,
+  cookie: string,
+  questions: number,
+  shape: (i: number) => { reasons: boolean; tool: boolean },
+): Promise<string> {
   const headers = { origin: app, 'sec-fetch-site': 'same-origin', cookie, 'content-type': 'application/json' }
   const created = await fetch(`${app}/api/sessions`, { method: 'POST', headers, body: '{}' })
   if (created.status !== 201) throw new Error(`creating a chat answered ${created.status}: ${await created.text()}`)
