@@ -19,6 +19,19 @@ export interface BlobStore {
   delete(db: Executor, ids: readonly string[]): Promise<void>
   /** Every id that holds bytes (the tests' "no byte remains" check). */
   list(db: Executor): Promise<string[]>
+  /**
+   * Starts storing file `id`'s `size` bytes while they arrive, so the write ends with the body
+   * (a back end outside the database's transaction only; the database's go in with the row, at `put`).
+   */
+  open?(id: string, size: number): BlobWriter
+}
+
+export interface BlobWriter {
+  write(chunk: Uint8Array): void
+  /** Resolves once every byte is stored. */
+  done(): Promise<void>
+  /** Stops the write and removes whatever of it was stored. */
+  abort(): Promise<void>
 }
 
 export { rowsOf }
