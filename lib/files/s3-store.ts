@@ -61,7 +61,7 @@ export function s3Blobs(settings: S3Settings): BlobStore {
     },
     open(id, size) {
       // One PutObject whose body is the upload's, streamed as it arrives: the object is whole
-      // when the body is (figure 15: a 10 MB put after the body took 93-259 ms more).
+      // when the body is (bench/README.md, figure 15: a 10 MB put after the body took 93-321 ms more).
       const body = new PassThrough()
       const cut = new AbortController()
       const sent = connect().then(({ client, s3 }) =>

@@ -263,7 +263,7 @@ export async function openPgliteStore(options: { dataDir?: string } = {}): Promi
   if (options.dataDir) (await import('node:fs')).mkdirSync(options.dataDir, { recursive: true })
   const { types } = await import('@electric-sql/pglite')
   // PGlite's own bytea serializer and parser go through a JS string per byte: a 10 MB file's
-  // insert took 5.0-7.3 s. Buffer's hex codec does each in one call (bench/README.md, figure 15).
+  // upload took 5.7-7.3 s, 1.8-3.0 s with Buffer's hex codec (bench/README.md, figure 15).
   const pg = await PGlite.create(options.dataDir, {
     serializers: { [types.BYTEA]: (x: Uint8Array) => `\\x${Buffer.from(x.buffer, x.byteOffset, x.byteLength).toString('hex')}` },
     parsers: { [types.BYTEA]: (x: string) => Buffer.from(x.slice(2), 'hex') },
