@@ -4,7 +4,7 @@
  * reads them uses `schema` from @/lib/a2/server.
  */
 import { sql } from 'drizzle-orm'
-import { bigint, bigserial, boolean, customType, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, bigserial, boolean, customType, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
 
 /** Raw bytes (drizzle has no bytea of its own): a Buffer from postgres.js, a Uint8Array from PGlite. */
 const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({ dataType: () => 'bytea' })
@@ -240,10 +240,18 @@ export const files = pgTable(
 )
 export type FileRow = typeof files.$inferSelect
 
-/** Bytes of the files kept in the database (the default back end): deleted with their row. */
-export const fileBytes = pgTable('file_bytes', {
-  fileId: text('file_id')
-    .primaryKey()
-    .references(() => files.id, { onDelete: 'cascade' }),
-  bytes: bytea('bytes').notNull(),
-})
+/**
+ * Bytes of the files kept in the database (the default back end), in parts of at most 1 MiB in
+ * `seq` order (lib/files/blob-store.ts says why): deleted with their row.
+ */
+export const fileBytes = pgTable(
+  'file_bytes',
+  {
+    fileId: text('file_id')
+      .notNull()
+      .references(() => files.id, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull().default(0),
+    bytes: bytea('bytes').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.fileId, t.seq] })],
+)

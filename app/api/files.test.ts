@@ -50,6 +50,8 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
 
   function upload(cookie: string, bytes: Uint8Array | ReadableStream<Uint8Array>, name: string | null, rawName?: string) {
     const headers: Record<string, string> = { 'content-type': 'application/octet-stream' }
+    // A browser's upload declares its length (a File or Blob body): the S3 back end stores it as it arrives.
+    if (bytes instanceof Uint8Array) headers['content-length'] = String(bytes.length)
     if (rawName !== undefined) headers['x-file-name'] = rawName
     else if (name !== null) headers['x-file-name'] = encodeURIComponent(name)
     return routes.call('POST', '/api/files', { cookie, body: bytes, headers })
@@ -351,6 +353,30 @@ describe.each(cases)('attachments on %s, bytes in %s', (kind, backend) => {
     const cut = await upload(owner.cookie, abandoned, 'half.png')
     expect(cut.status).toBe(422)
     expect(((await cut.json()) as { error: { code: string } }).error.code).toBe('truncated_file')
+    // The same with its length declared, as a browser's: what had arrived was already being stored, and goes.
+    const declared = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(half.slice(0, 100))
+        controller.error(new Error('the tab closed'))
+      },
+    })
+    const headers = { 'content-type': 'application/octet-stream', 'x-file-name': 'half.png', 'content-length': String(half.length) }
+    const cutDeclared = await routes.call('POST', '/api/files', { cookie: owner.cookie, body: declared, headers })
+    expect(cutDeclared.status).toBe(422)
+    // A body that ends short of its Content-Length was cut off too, even when what came is a whole file.
+    const short = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(half)
+        controller.close()
+      },
+    })
+    const cutShort = await routes.call('POST', '/api/files', {
+      cookie: owner.cookie,
+      body: short,
+      headers: { ...headers, 'content-length': String(half.length + 10) },
+    })
+    expect(cutShort.status).toBe(422)
+    expect(((await cutShort.json()) as { error: { code: string } }).error.code).toBe('truncated_file')
     const after = await (await files()).census()
     expect(after.rows).toBe(before.rows)
     expect(after.blobs.sort()).toEqual(before.blobs.sort())

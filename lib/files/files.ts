@@ -10,7 +10,7 @@ import type { Db } from '@/lib/a2/server'
 import { rowsOf, type BlobStore, type StorageKind } from './blob-store'
 import { checkFileName } from './names'
 import { FileRefused } from './refused'
-import { sniffMediaType } from './sniff'
+import { isImage, sniffMediaType } from './sniff'
 import { thumbnailOf } from './thumbnail'
 
 /** What a message's event names of a file (the log's reference: never bytes). */
@@ -47,8 +47,16 @@ export type Files = ReturnType<typeof createFiles>
  * `blobs` is where new uploads go; `blobsOf` finds the store a row names (both, when the
  * deployment moved to S3 with files still in the database).
  */
-export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLimits; blobsOf?: (kind: StorageKind) => BlobStore | undefined }) {
+export function createFiles(options: {
+  db: Db
+  blobs: BlobStore
+  limits: FileLimits
+  blobsOf?: (kind: StorageKind) => BlobStore | undefined
+  /** What makes a thumbnail (the tests count and hold it). */
+  makeThumbnail?: typeof thumbnailOf
+}) {
   const { db, blobs, limits } = options
+  const thumbnails = thumbnailMaker(db, options.makeThumbnail ?? thumbnailOf)
   const blobsOf = options.blobsOf ?? ((kind: StorageKind) => (kind === blobs.kind ? blobs : undefined))
 
   async function select(where: ReturnType<typeof sql>): Promise<StoredFile[]> {
@@ -93,18 +101,34 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
     limits,
 
     /**
-     * Stores an upload whose bytes have arrived whole: the name checked, the type sniffed, the
-     * quota held under the owner's lock. Any refusal (FileRefused) stores nothing.
+     * Stores an upload as its body arrives: `read` reads the body, handing each chunk to `write`
+     * as it comes (hashed then; an S3 back end stores it then too), and returns the whole bytes,
+     * which are checked before anything is kept: the name, the size (and the declared size
+     * matched), the type sniffed, the quota held under the owner's lock. Any refusal (FileRefused),
+     * or a body that fails to arrive, leaves nothing stored. An image's thumbnail is made after,
+     * off the upload's path (thumbOf).
      */
-    async upload(owner: string, rawName: string, bytes: Uint8Array, { guest = false }: { guest?: boolean } = {}): Promise<FileRef> {
+    async receive(
+      owner: string,
+      rawName: string,
+      read: (write: (chunk: Uint8Array) => void) => Promise<Uint8Array>,
+      { guest = false, declaredBytes }: { guest?: boolean; declaredBytes?: number } = {},
+    ): Promise<FileRef> {
       const quota = guest ? limits.quotaBytesPerGuest : limits.quotaBytesPerUser
       const name = checkFileName(rawName)
-      if (bytes.byteLength > limits.maxFileBytes) throw new FileRefused('file_too_large', `a file may have at most ${limits.maxFileBytes} bytes`)
-      const mediaType = await sniffMediaType(bytes)
-      const ref: FileRef = { id: randomUUID(), name, mediaType, size: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') }
-      const thumb = await thumbnailOf(bytes, mediaType)
+      const id = randomUUID()
+      const hash = createHash('sha256')
+      const early = declaredBytes && blobs.open ? blobs.open(id, declaredBytes) : undefined
       let put = false
       try {
+        const bytes = await read((chunk) => {
+          hash.update(chunk)
+          early?.write(chunk)
+        })
+        if (bytes.byteLength > limits.maxFileBytes) throw new FileRefused('file_too_large', `a file may have at most ${limits.maxFileBytes} bytes`)
+        const mediaType = await sniffMediaType(bytes)
+        const ref: FileRef = { id, name, mediaType, size: bytes.byteLength, sha256: hash.digest('hex') }
+        await early?.done()
         await db.transaction(async (tx) => {
           await tx.execute(sql`select pg_advisory_xact_lock(${QUOTA_LOCK_CLASS}, hashtext(${owner}))`)
           const [{ used }] = rowsOf<{ used: string }>(
@@ -114,17 +138,32 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
             const room = guest ? 'sign up for more room, or delete a chat with files' : 'delete a chat with files to make room'
             throw new FileRefused('quota_exceeded', `your files would pass your ${quota}-byte quota: ${room}`)
           }
-          await tx.execute(sql`insert into files (id, owner, name, media_type, size, sha256, storage, thumb)
-            values (${ref.id}, ${owner}, ${ref.name}, ${ref.mediaType}, ${ref.size}, ${ref.sha256}, ${blobs.kind}, ${thumb ? Buffer.from(thumb) : null})`)
-          await blobs.put(tx, ref.id, bytes)
+          await tx.execute(sql`insert into files (id, owner, name, media_type, size, sha256, storage)
+            values (${ref.id}, ${owner}, ${ref.name}, ${ref.mediaType}, ${ref.size}, ${ref.sha256}, ${blobs.kind})`)
+          if (!early) await blobs.put(tx, ref.id, bytes)
           put = true
         })
+        if (isImage(mediaType)) void thumbnails.make(ref, async () => bytes).catch((error) => console.error('[a2] thumbnail failed', error))
+        return ref
       } catch (error) {
         // The object store is no part of the transaction: an object written before a failed commit goes.
-        if (put && blobs.kind !== 'db') await blobs.delete(db, [ref.id]).catch(() => {})
+        if (early) await early.abort().catch(() => {})
+        else if (put && blobs.kind !== 'db') await blobs.delete(db, [id]).catch(() => {})
         throw error
       }
-      return ref
+    },
+
+    /** Stores an upload whose bytes are already whole (receive, with nothing left to arrive). */
+    upload(owner: string, rawName: string, bytes: Uint8Array, options: { guest?: boolean } = {}): Promise<FileRef> {
+      return this.receive(
+        owner,
+        rawName,
+        async (write) => {
+          write(bytes)
+          return bytes
+        },
+        options,
+      )
     },
 
     /** The file if `owner` owns it (any of their devices: the owner is the account), else undefined (a 404 either way). */
@@ -143,10 +182,17 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
       return blobsOf(file.storage)?.get(db, file.id)
     },
 
-    /** An image's thumbnail (kept in its row, whichever back end holds its bytes), or undefined. */
+    /**
+     * An image's thumbnail (kept in its row, whichever back end holds its bytes), or undefined (no
+     * image, or one that does not decode: the original is served instead). One not made yet (asked
+     * for before the upload's own making ended, or after a crash cut it off) is made now.
+     */
     async thumbOf(file: StoredFile): Promise<Uint8Array | undefined> {
+      if (!isImage(file.mediaType)) return undefined
       const [row] = rowsOf<{ thumb: Uint8Array | null }>(await db.execute(sql`select thumb from files where id = ${file.id}`))
-      return row?.thumb ? new Uint8Array(row.thumb) : undefined
+      if (!row) return undefined
+      const thumb = row.thumb ?? (await thumbnails.make(file, () => this.bytesOf(file)))
+      return thumb && thumb.byteLength > 0 ? new Uint8Array(thumb) : undefined
     },
 
     async byIds(ids: readonly string[]): Promise<StoredFile[]> {
@@ -203,6 +249,34 @@ export function createFiles(options: { db: Db; blobs: BlobStore; limits: FileLim
     /** Uploads no message named within `olderThanMs` of arriving (a cancelled send, a closed tab). */
     async sweepUnreferenced(olderThanMs: number): Promise<number> {
       return remove(await select(sql`session_id is null and created_at < now() - make_interval(secs => ${olderThanMs / 1000})`))
+    },
+  }
+}
+
+/**
+ * Makes each image's thumbnail once, off the upload's path (a 10 MB PNG's took 47-157 ms:
+ * bench/README.md, figure 15): one making per file at a time in this process, and kept only in a
+ * row that has none, so whichever making ends first (this process's or another's, the upload's or
+ * a request's) is the one every reader gets. An image that does not decode gets an empty one, and
+ * is never tried again.
+ */
+function thumbnailMaker(db: Db, makeThumbnail: typeof thumbnailOf) {
+  const making = new Map<string, Promise<Uint8Array | undefined>>()
+  return {
+    make(file: { id: string; mediaType: string }, bytesOf: () => Promise<Uint8Array | undefined>): Promise<Uint8Array | undefined> {
+      const running = making.get(file.id)
+      if (running) return running
+      const made = (async () => {
+        const bytes = await bytesOf()
+        if (!bytes) return undefined
+        const thumb = (await makeThumbnail(bytes, file.mediaType)) ?? new Uint8Array(0)
+        const [row] = rowsOf<{ thumb: Uint8Array }>(
+          await db.execute(sql`update files set thumb = coalesce(thumb, ${Buffer.from(thumb)}) where id = ${file.id} returning thumb`),
+        )
+        return row ? new Uint8Array(row.thumb) : undefined
+      })().finally(() => making.delete(file.id))
+      making.set(file.id, made)
+      return made
     },
   }
 }

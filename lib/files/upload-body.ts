@@ -1,8 +1,8 @@
 /**
  * An upload's body, read as it streams and cut off at the cap: a body past `maxBytes` is
  * refused as soon as it passes it (a Content-Length that says so, at once), so a huge upload
- * costs the server at most `maxBytes` of memory. A body cut off by the client throws: nothing
- * has been stored yet at that point.
+ * costs the server at most `maxBytes` of memory. A body cut off by the client throws, and the
+ * upload drops whatever of it the back end had begun to store (files.ts).
  *
  * A body that stops arriving is a 408 (`upload_timeout`): after `idleMs` without a byte, or past
  * a deadline of `idleMs` plus its size at MIN_BYTES_PER_S, so a slow drip holds a connection for
@@ -13,12 +13,28 @@ import { FileRefused } from './refused'
 /** 32 KiB/s (256 kbit/s, a poor mobile link): a 10 MB file has 5 minutes. */
 const MIN_BYTES_PER_S = 32 * 1024
 
-export async function readUploadBody(request: Request, maxBytes: number, idleMs: number): Promise<Uint8Array> {
+/** The body's length as its Content-Length declares it (undefined without one), refused at once past `maxBytes`. */
+export function declaredBytes(request: Request, maxBytes: number): number | undefined {
   const declared = Number(request.headers.get('content-length') ?? NaN)
-  if (Number.isFinite(declared) && declared > maxBytes) throw new FileRefused('file_too_large', `a file may have at most ${maxBytes} bytes`)
+  if (!Number.isFinite(declared)) return undefined
+  if (declared > maxBytes) throw new FileRefused('file_too_large', `a file may have at most ${maxBytes} bytes`)
+  return declared
+}
+
+/**
+ * The whole body; each chunk is also handed to `onChunk` as it arrives (the upload hashes it and
+ * starts storing it then). A body that ends short of its Content-Length was cut off.
+ */
+export async function readUploadBody(
+  request: Request,
+  maxBytes: number,
+  idleMs: number,
+  onChunk: (chunk: Uint8Array) => void = () => {},
+): Promise<Uint8Array> {
+  const declared = declaredBytes(request, maxBytes)
   if (!request.body) return new Uint8Array(0)
-  const expected = Number.isFinite(declared) ? declared : maxBytes
-  const deadline = Date.now() + idleMs + (expected / MIN_BYTES_PER_S) * 1000
+  const cap = declared ?? maxBytes
+  const deadline = Date.now() + idleMs + (cap / MIN_BYTES_PER_S) * 1000
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
   let total = 0
@@ -27,9 +43,11 @@ export async function readUploadBody(request: Request, maxBytes: number, idleMs:
       const { done, value } = await readWithin(reader, Math.min(idleMs, deadline - Date.now()))
       if (done) break
       total += value.byteLength
-      if (total > maxBytes) throw new FileRefused('file_too_large', `a file may have at most ${maxBytes} bytes`)
+      if (total > cap) throw new FileRefused('file_too_large', `a file may have at most ${cap} bytes (its Content-Length, or the cap)`)
       chunks.push(value)
+      onChunk(value)
     }
+    if (declared !== undefined && total < declared) throw new FileRefused('truncated_file', 'the upload ended before its Content-Length')
   } catch (error) {
     await reader.cancel().catch(() => {})
     throw error

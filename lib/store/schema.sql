@@ -164,7 +164,8 @@ create table public.auth_verification (
 
 create table public.file_bytes (
   file_id text not null,
-  bytes bytea not null
+  bytes bytea not null,
+  seq integer default 0 not null
 );
 
 create table public.files (
@@ -254,7 +255,7 @@ alter table public.auth_user add constraint auth_user_email_unique UNIQUE (email
 alter table public.auth_user add constraint auth_user_pkey PRIMARY KEY (id);
 alter table public.auth_verification add constraint auth_verification_pkey PRIMARY KEY (id);
 alter table public.file_bytes add constraint file_bytes_file_id_files_id_fk FOREIGN KEY (file_id) REFERENCES files(id) ON DELETE CASCADE;
-alter table public.file_bytes add constraint file_bytes_pkey PRIMARY KEY (file_id);
+alter table public.file_bytes add constraint file_bytes_file_id_seq_pk PRIMARY KEY (file_id, seq);
 alter table public.files add constraint files_pkey PRIMARY KEY (id);
 alter table public.mail_outbox add constraint mail_outbox_pkey PRIMARY KEY (id);
 alter table public.notes add constraint notes_pkey PRIMARY KEY (idempotency_key);
