@@ -109,3 +109,87 @@ test('a Stop this browser has not delivered keeps the server’s markup out of s
   await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled', { timeout: 30_000 })
   expect(await chat.answerText(answerId)).toBe(shown)
 })
+
+test('a Stop acknowledged while the reload’s HTML was rendered without it: the reloaded page still shows only the cut', async ({ page }) => {
+  const errors = reactErrors(page)
+  await installRecorder(page)
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce('acked-before-reload'))
+  await chat.waitForStreaming(40)
+  const answerId = await chat.lastAnswerId()
+  const path = new URL(page.url()).pathname
+
+  // The order the race needs, made certain: the Stop's push waits until the server has rendered
+  // the reloaded page (from the log without the Stop); then it lands, the old page hears so, and
+  // only then does the new page's HTML reach the browser.
+  let releaseStop!: () => void
+  const stopMayGo = new Promise<void>((r) => (releaseStop = r))
+  await page.route('**/api/sessions/*/events', async (route) => {
+    if (route.request().method() !== 'POST') return route.continue()
+    await stopMayGo
+    await route.continue()
+  })
+  // What the old page writes to its outbox, told as it happens (a page navigating cannot be evaluated in).
+  let oldPageAcknowledged!: Promise<void>
+  {
+    let resolve!: () => void
+    oldPageAcknowledged = new Promise<void>((r) => (resolve = r))
+    await page.exposeFunction('outboxWritten', (stored: string | null) => {
+      if ((JSON.parse(stored ?? '[]') as Array<{ index: number }>).every((e) => e.index >= 0)) resolve()
+    })
+    await page.evaluate(() => {
+      const tell = (key: string) =>
+        key.startsWith('a2.outbox:') && (window as unknown as { outboxWritten(v: string | null): void }).outboxWritten(localStorage.getItem(key))
+      const { setItem, removeItem } = Storage.prototype
+      Storage.prototype.setItem = function (key, value) {
+        setItem.call(this, key, value)
+        tell(key)
+      }
+      Storage.prototype.removeItem = function (key) {
+        removeItem.call(this, key)
+        tell(key)
+      }
+    })
+  }
+  let rendered = false
+  const thisPage = (url: URL) => url.pathname === path
+  await page.route(thisPage, async (route) => {
+    if (route.request().resourceType() !== 'document') return route.continue()
+    const response = await route.fetch()
+    rendered = true
+    const acknowledged = page.waitForResponse((r) => r.request().method() === 'POST' && r.url().includes('/events'))
+    releaseStop()
+    expect((await acknowledged).status()).toBe(201)
+    // The old page took the answer: its outbox holds no intent still to send.
+    await oldPageAcknowledged
+    await route.fulfill({ response })
+  })
+  const reloaded = page.waitForEvent('load')
+  const shown = await page.evaluate(() => {
+    const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+    const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText.trim()
+    ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
+    location.reload()
+    return text
+  })
+  await reloaded
+  expect(rendered).toBe(true)
+  await page.unroute('**/api/sessions/*/events')
+
+  await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
+  expect(await chat.answerText(answerId)).toBe(shown)
+  await expect(page.locator('html[data-held]')).toHaveCount(0)
+  // From the first paint after the reload, the answer showed the cut and nothing else.
+  const history = await recordedFor(page, answerId)
+  expect(history.texts).toEqual([shown])
+  expect(history.statuses).toEqual(['stopped'])
+  expect(errors).toEqual([])
+
+  // A page rendered after the Stop landed is not held, and lets the kept Stop go.
+  await page.unroute(thisPage)
+  await page.reload()
+  await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+  expect(await chat.answerText(answerId)).toBe(shown)
+  await expect.poll(() => page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('a2.outbox:')).length)).toBe(0)
+})

@@ -29,9 +29,13 @@ const stop = (id: string, session: string): A2Event => ({
   createdAt: '2026-01-01T00:00:00.000Z',
 })
 const keyOf = (session: string) => `a2.outbox:/api/sessions/${session}/events`
+/** The intents stored under `key` still to send: an acknowledged one (its log index, not -1) stays for the chat's next page, never sent again. */
+const toSend = (storage: { getItem(key: string): string | null }, key: string) =>
+  (JSON.parse(storage.getItem(key) ?? '[]') as A2Event[]).filter((e) => e.index < 0).map((e) => e.id)
 
 /** A server answering each push by `answer(url, id)`: 'ok', a status, or 'down' (a network error). */
 function fakeServer(answer: (url: string, id: string) => 'ok' | number | 'down') {
+  let head = 0
   const sent: Array<{ url: string; id: string; keepalive: boolean }> = []
   const listeners = new Set<() => void>()
   const fn = (async (url: string, init: RequestInit) => {
@@ -40,7 +44,8 @@ function fakeServer(answer: (url: string, id: string) => 'ok' | number | 'down')
     for (const listener of listeners) listener()
     const verdict = answer(url, id)
     if (verdict === 'down') throw new TypeError('Failed to fetch')
-    if (verdict === 'ok') return Response.json({ events: [{ ...stop(id, 's'), index: 0 }] }, { status: 201 })
+    if (verdict === 'ok')
+      return Response.json({ events: [{ ...stop(id, 's'), index: head++, createdAt: new Date().toISOString() }] }, { status: 201 })
     return Response.json({ error: { code: 'refused', message: 'no' } }, { status: verdict })
   }) as unknown as typeof fetch
   return { fn, sent, onSend: (listener: () => void) => (listeners.add(listener), () => void listeners.delete(listener)) }
@@ -67,21 +72,48 @@ function until(check: () => boolean, what: string, on: (listener: () => void) =>
 }
 
 describe('the outbox courier', () => {
-  it('sends every stored intent of a session no store here has open, keepalive, and drops each once acknowledged', async () => {
+  it('sends every stored intent of a session no store here has open, keepalive, and marks each acknowledged: kept for its chat, never sent again', async () => {
     const storage = memoryStorage()
     storage.setItem(keyOf('a'), JSON.stringify([stop('stop-a1', 'a'), stop('stop-a2', 'a')]))
     storage.setItem(keyOf('b'), JSON.stringify([stop('stop-b', 'b')]))
     storage.setItem('unrelated', 'kept')
     const server = fakeServer(() => 'ok')
     const halt = startOutboxCourier({ fetch: server.fn, storage })
-    await until(() => server.sent.length === 3 && !storage.items.has(keyOf('b')) && !storage.items.has(keyOf('a')), 'three sends', server.onSend)
+    await until(
+      () => server.sent.length === 3 && toSend(storage, keyOf('b')).length === 0 && toSend(storage, keyOf('a')).length === 0,
+      'three sends',
+      server.onSend,
+    )
     halt()
     expect(server.sent).toEqual([
       { url: '/api/sessions/a/events', id: 'stop-a1', keepalive: true },
       { url: '/api/sessions/a/events', id: 'stop-a2', keepalive: true },
       { url: '/api/sessions/b/events', id: 'stop-b', keepalive: true },
     ])
-    expect([...storage.items.keys()]).toEqual(['unrelated'])
+    expect([...storage.items.keys()]).toEqual([keyOf('a'), keyOf('b'), 'unrelated'])
+    expect(JSON.parse(storage.getItem(keyOf('a'))!)).toMatchObject([
+      { id: 'stop-a1', index: 0 },
+      { id: 'stop-a2', index: 1 },
+    ])
+    // The next page's courier sends nothing of it again.
+    const next = startOutboxCourier({ fetch: server.fn, storage })
+    await new Promise((r) => setImmediate(r))
+    next()
+    expect(server.sent).toHaveLength(3)
+  })
+
+  it('drops an acknowledged intent no page of its chat let go within a day of its press', async () => {
+    const storage = memoryStorage()
+    const recent = { ...stop('stop-recent', 'r'), index: 4, createdAt: new Date().toISOString() }
+    const old = { ...stop('stop-old', 'o'), index: 9, createdAt: new Date(Date.now() - 25 * 3_600_000).toISOString() }
+    storage.setItem(keyOf('r'), JSON.stringify([recent]))
+    storage.setItem(keyOf('o'), JSON.stringify([old]))
+    const server = fakeServer(() => 'ok')
+    const halt = startOutboxCourier({ fetch: server.fn, storage })
+    await until(() => !storage.items.has(keyOf('o')), 'the day-old one dropped', server.onSend)
+    halt()
+    expect(storage.getItem(keyOf('r'))).toBe(JSON.stringify([recent]))
+    expect(server.sent).toEqual([])
   })
 
   it('retries while the server is away, drops a final refusal, and leaves a session whose store is open to that store', async () => {
@@ -106,14 +138,14 @@ describe('the outbox courier', () => {
     expect(storage.items.has(keyOf('gone'))).toBe(false) // refused for good (404): dropped
     expect(storage.items.has(keyOf('away'))).toBe(true)
     up = true
-    await until(() => !storage.items.has(keyOf('away')), 'the send once back', server.onSend)
+    await until(() => toSend(storage, keyOf('away')).length === 0, 'the send once back', server.onSend)
     expect(server.sent.filter((s) => s.id === 'stop-gone')).toHaveLength(1)
     expect(server.sent.some((s) => s.id === 'stop-open')).toBe(false)
     expect(storage.items.has(keyOf('open'))).toBe(true)
 
     // The chat is left: what its store had not delivered is the courier's at once.
     open.close()
-    await until(() => !storage.items.has(keyOf('open')), 'the open chat’s Stop, once it was closed', server.onSend)
+    await until(() => toSend(storage, keyOf('open')).length === 0, 'the open chat’s Stop, once it was closed', server.onSend)
     expect(server.sent.filter((s) => s.id === 'stop-open')).toHaveLength(1)
     halt()
   })
@@ -125,7 +157,7 @@ describe('the outbox courier', () => {
     storage.setItem(keyOf('ok'), JSON.stringify([stop('ok1', 'ok')]))
     const server = fakeServer(() => 'ok')
     const halt = startOutboxCourier({ fetch: server.fn, storage })
-    await until(() => !storage.items.has(keyOf('ok')), 'the same-origin send', server.onSend)
+    await until(() => toSend(storage, keyOf('ok')).length === 0, 'the same-origin send', server.onSend)
     halt()
     expect(server.sent.map((s) => s.id)).toEqual(['ok1'])
   })
@@ -148,8 +180,8 @@ describe('the outbox courier', () => {
     }) as unknown as typeof fetch
     const halt = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
     await until(
-      () => storage.items.size === 0,
-      'both dropped',
+      () => toSend(storage, keyOf('f')).length === 0 && !storage.items.has(keyOf('s')),
+      'the fresh one acknowledged, the stale one dropped',
       () => () => {},
     )
     halt()
@@ -186,7 +218,7 @@ describe('the outbox courier', () => {
     storage.setItem(keyOf('b'), JSON.stringify([{ ...stop('stop-of-b', 'b'), createdAt: new Date().toISOString() }]))
     asB() // a page of B's loads next (a reload, a second tab): it sends A's once more, and B's
     const nextOfB = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
-    await until(() => !storage.items.has(keyOf('b')), 'B’s own Stop delivered', onSend)
+    await until(() => toSend(storage, keyOf('b')).length === 0, 'B’s own Stop delivered', onSend)
     nextOfB()
     expect(sent.filter((id) => id === 'stop-of-a')).toHaveLength(2) // once a page, not every retry round
     expect(storage.items.has(keyOf('a'))).toBe(true)
@@ -196,7 +228,7 @@ describe('the outbox courier', () => {
     // A signs in again on this browser: the page that loads delivers A's Stop to A's chat.
     signedIn = 'A'
     const asA = startOutboxCourier({ fetch: fn, storage, retryDelaysMs: [1] })
-    await until(() => !storage.items.has(keyOf('a')), 'A’s Stop delivered under A', onSend)
+    await until(() => toSend(storage, keyOf('a')).length === 0, 'A’s Stop delivered under A', onSend)
     asA()
     expect(applied).toEqual([
       { session: 'b', id: 'stop-of-b', as: 'B' },

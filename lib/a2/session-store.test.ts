@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { A2HttpError, createSessionStore, PushError, startOutboxCourier } from '@/lib/a2/react'
-import { httpErrorOf, outboxKeyOf, type A2Event } from '@/lib/a2'
+import { heldByOutbox, httpErrorOf, outboxKeyOf, type A2Event } from '@/lib/a2'
 
 type State = string[]
 const reducer = (state: State, event: A2Event) => [...state, `${event.type}:${(event.payload as { v: string }).v}`]
@@ -177,6 +177,11 @@ describe('push ordering', () => {
 })
 
 /** A Storage stand-in shared by two stores: what survives a reload of the tab. */
+/** The intents stored under `key` still to send: an acknowledged one (its log index, not -1) stays for the chat's next page, never sent again. */
+function toSend(storage: { getItem(key: string): string | null }, key = outboxKeyOf('s')): string[] {
+  return (JSON.parse(storage.getItem(key) ?? '[]') as A2Event[]).filter((e) => e.index < 0).map((e) => e.id)
+}
+
 function memoryStorage() {
   const items = new Map<string, string>()
   return {
@@ -263,7 +268,8 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     acknowledge()
     await until(() => after.getSnapshot().outbox.length === 0, 'the acknowledgement', [after.subscribe])
     expect(after.getSnapshot()).toMatchObject({ state: ['note:stop'], pending: [], lastSeenIndex: 0 })
-    expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
+    // Kept as the log has it, for a page of this chat rendered before it landed; never sent again.
+    expect(JSON.parse(storage.getItem(outboxKeyOf('s'))!)).toMatchObject([{ id: 'stop-1', index: 0 }])
   })
 
   it('a page rendered on the server hydrates against the store as made: the outbox shows right after, and its key names the session', async () => {
@@ -280,6 +286,68 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     expect(reloaded.getServerSnapshot()).toMatchObject({ state: ['message:hi'], pending: [], outbox: [], lastSeenIndex: 4, loaded: true })
     // The same object each time (useSyncExternalStore compares by identity).
     expect(reloaded.getServerSnapshot()).toBe(reloaded.getServerSnapshot())
+  })
+
+  it('a Stop acknowledged just before a reload still cuts the reloaded page, whose HTML the server rendered before the Stop landed', async () => {
+    const storage = memoryStorage()
+    const taken = fakeFetch((body) => Response.json({ events: [{ ...event(7, 'stop'), id: body.id }] }, { status: 201 }))
+    const pressed = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: ['note:a'],
+      after: 3,
+      fetch: taken.fn,
+      durableTypes: ['note'],
+      storage,
+    })
+    // Stop, then reload at once: the server takes the Stop (index 7) and the old page hears so
+    // before it unloads, while the reload's HTML was rendered from the log at index 5.
+    await pressed.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
+    pressed.close()
+    const resent = fakeFetch(() => Response.json({ error: { code: 'unexpected', message: 'sent again' } }, { status: 400 }))
+    const reloaded = createSessionStore<State>({
+      sessionId: 's',
+      reducer,
+      initial: ['note:a', 'note:b'],
+      after: 5,
+      fetch: resent.fn,
+      durableTypes: ['note'],
+      storage,
+    })
+    expect(reloaded.getSnapshot().state).toEqual(['note:a', 'note:b', 'note:stop'])
+    // Nothing is left to send: the Stop is in the log; the tail brings it.
+    expect(reloaded.getSnapshot().outbox).toEqual([])
+    reloaded.connect()
+    await new Promise((r) => setTimeout(r, 0))
+    expect(resent.calls).toEqual([])
+    reloaded.receive([event(6, 'c'), { ...event(7, 'stop'), id: 'stop-1' }])
+    expect(reloaded.getSnapshot()).toMatchObject({ state: ['note:a', 'note:b', 'note:c', 'note:stop'], pending: [] })
+    reloaded.close()
+
+    // A page whose first fold holds the Stop needs it no more: the outbox lets it go.
+    const later = createSessionStore<State>({ sessionId: 's', reducer, initial: ['note:a', 'note:b', 'note:c', 'note:stop'], after: 7, storage })
+    expect(later.getSnapshot().pending).toEqual([])
+    expect(storage.items.size).toBe(0)
+  })
+
+  it('holds a server-rendered page while its outbox has an intent its first fold lacks, with the source the page runs', () => {
+    // The page's inline script runs heldByOutbox's own source (hold-if-pending.tsx).
+    const inPage = new Function(`return (${heldByOutbox.toString()})`)() as typeof heldByOutbox
+    const stored = (...events: Array<Partial<A2Event>>) => JSON.stringify(events.map((e) => ({ ...event(-1, 'stop'), ...e })))
+    const cases: Array<[raw: string | null, lastSeenIndex: number, held: boolean]> = [
+      [null, 5, false],
+      [stored({ index: -1 }), 5, true], // not acknowledged
+      [stored({ index: 7 }), 5, true], // landed after the fold the page was rendered from
+      [stored({ index: 5 }), 5, false],
+      [stored({ index: 3 }, { index: 6 }), 5, true],
+      ['not json', 5, true],
+      ['{"index":1}', 5, true],
+      ['[null]', 5, true],
+    ]
+    for (const [raw, lastSeenIndex, held] of cases) {
+      expect([raw, heldByOutbox(raw, lastSeenIndex)]).toEqual([raw, held])
+      expect([raw, inPage(raw, lastSeenIndex)]).toEqual([raw, held])
+    }
   })
 
   it('treats a 4xx as final (except 408 and 429): one send, dropped from the outbox, reported', async () => {
@@ -383,7 +451,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     await until(() => tabB.getSnapshot().outbox.length === 0, 'both Stops acknowledged', [tabB.subscribe])
     const sent = new Set(server.calls.map((c) => JSON.parse(c).id))
     expect(sent).toEqual(new Set(['stop-a', 'stop-b']))
-    expect(storage.items.size).toBe(0)
+    expect(toSend(storage)).toEqual([])
     tabB.close()
   })
 
@@ -417,7 +485,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
       pressed.receive([{ ...event(0, 'stop'), id: 'stop-1' }])
       await expect(stopped).resolves.toMatchObject([{ id: 'stop-1' }])
       expect(pressed.getSnapshot()).toMatchObject({ outbox: [], pending: [], state: ['note:stop'] })
-      expect([...storage.items.values()].some((v) => v.includes('stop-1'))).toBe(false)
+      expect(toSend(storage)).toEqual([])
       pressed.close()
       other.close()
     } finally {
@@ -577,7 +645,7 @@ describe('a chat left while its message is on its way', () => {
         const timer = setInterval(listener, 5)
         return () => clearInterval(timer)
       }
-      await until(() => memory.items.size === 0, 'the courier’s delivery', [page.onCall, every5ms])
+      await until(() => toSend(memory, outboxKeyOf('ordered')).length === 0, 'the courier’s delivery', [page.onCall, every5ms])
     } finally {
       halt()
     }

@@ -23,7 +23,7 @@ export default async function ChatPage({
   const nonce = (await headers()).get('x-nonce') ?? undefined
   return (
     <>
-      {firstScreen && <HoldIfPending sessionId={id} nonce={nonce} />}
+      {firstScreen && <HoldIfPending sessionId={id} lastSeenIndex={firstScreen.lastSeenIndex} nonce={nonce} />}
       {/* A new store per session: switching chats remounts the chat. */}
       <Chat key={id} sessionId={id} revealTurn={typeof turn === 'string' ? turn : undefined} firstScreen={firstScreen} />
     </>

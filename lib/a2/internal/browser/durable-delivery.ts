@@ -6,7 +6,7 @@
  * entry stays in storage and the store's connect() (or the next page) resumes it.
  */
 import type { A2Event } from '../core/contract'
-import { heldForReference, keptForItsIdentity, type Outbox } from './outbox'
+import { heldForReference, isAcknowledged, keptForItsIdentity, type Outbox } from './outbox'
 import type { OrderedQueue } from './ordered-queue'
 import type { PushError, PushOutcome } from './post-push'
 import type { WakeableSleeps } from './wakeable-sleep'
@@ -59,6 +59,8 @@ export function createDurableDelivery(options: DurableDeliveryOptions): DurableD
     for (;;) {
       const entry = outbox.entries().find((e) => e.event.id === id)
       if (!entry || options.isClosed()) return
+      // In the log already (this page or another heard so): kept only to cut a page rendered before it.
+      if (isAcknowledged(entry)) return settle(id, { events: [entry.event] })
       const outcome = await options.post(entry.event)
       if (outcome.kind === 'ok') {
         options.acknowledged(outcome.events)

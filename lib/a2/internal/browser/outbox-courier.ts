@@ -7,10 +7,20 @@
  * end. The app starts one courier a page: it sends every stored intent whose session has no
  * connected store here — at once, when a store of this page closes, when the browser comes
  * back online, when another tab stores one, and every second while any is refused for now —
- * and drops each once it is acknowledged or refused for good (one refused `not_found`, another
+ * and marks each acknowledged (outbox.ts keeps it for the chat's next page) or drops it refused for good (one refused `not_found`, another
  * identity's chat, stays for a page of that identity: keptForItsIdentity). Tabs may send the same intent at once: its id makes it one event.
  */
-import { createOutbox, heldForReference, keptForItsIdentity, onOutboxReleased, OUTBOX_PREFIX, outboxClaimed, type OutboxStorage } from './outbox'
+import {
+  ACKNOWLEDGED_KEEP_MS,
+  createOutbox,
+  heldForReference,
+  isAcknowledged,
+  keptForItsIdentity,
+  onOutboxReleased,
+  OUTBOX_PREFIX,
+  outboxClaimed,
+  type OutboxStorage,
+} from './outbox'
 import { postPush } from './post-push'
 
 /** Web Storage with enumeration (localStorage fits; tests pass a map). */
@@ -61,9 +71,15 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
     let refused = false
     for (const key of unclaimedKeys()) {
       const outbox = createOutbox(key, storage)
-      for (const { event } of outbox.entries()) {
+      for (const entry of outbox.entries()) {
+        const { event } = entry
         // A store of this session connected meanwhile: it delivers from here on.
         if (stopped || outboxClaimed(key)) break
+        if (isAcknowledged(entry)) {
+          // Kept for the next page of its chat; a chat not opened again within a day lets it go here.
+          if (!(Math.abs(Date.now() - Date.parse(event.createdAt)) < ACKNOWLEDGED_KEEP_MS)) outbox.remove(event.id)
+          continue
+        }
         if (notOurs.has(event.id)) continue
         const outcome = await postPush(doFetch, key.slice(OUTBOX_PREFIX.length), [{ id: event.id, type: event.type, payload: event.payload }], {
           keepalive: true,
@@ -71,7 +87,11 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
         // A Stop that overtook the answer it names (still on its way from a tab) is held a while, not dropped.
         if (outcome.kind === 'retry' || (outcome.kind === 'final' && heldForReference(event, outcome.error.code))) refused = true
         else if (outcome.kind === 'final' && keptForItsIdentity(event, outcome.error.code)) notOurs.add(event.id)
-        else outbox.remove(event.id) // acknowledged, or refused for good
+        else {
+          const landed = outcome.kind === 'ok' ? outcome.events.find((e) => e.id === event.id) : undefined
+          if (landed) outbox.acknowledged(landed)
+          else outbox.remove(event.id) // refused for good
+        }
       }
     }
     return refused

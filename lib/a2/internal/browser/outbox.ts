@@ -10,6 +10,13 @@
  * and writes it back changed by id (a tab's whole list written over the other's dropped its
  * Stop); two tabs sending the same Stop is one event (its id).
  * Only the events are stored (id, type, payload, createdAt); the failure count is per page.
+ *
+ * An acknowledged intent stays, as the server's event (its log index, no longer -1), until a
+ * page of its chat starts from a fold that holds it (`letGo`). A page's first screen may come
+ * from the server rendered before the intent committed: a Stop pressed just before a reload is
+ * acknowledged to the old page while the new page's HTML was read from the log without it, and
+ * the reloaded page showed the answer past the cut until its tail brought the Stop. Nothing
+ * acknowledged is sent again; the courier drops what no page let go within a day.
  */
 import type { A2Event } from '../core/contract'
 
@@ -21,7 +28,7 @@ export interface OutboxStorage {
 }
 
 export interface OutboxEntry {
-  /** The optimistic event, with the client id every resend carries. */
+  /** The optimistic event, with the client id every resend carries (index -1); once acknowledged, the server's event. */
   event: A2Event
   /** Sends that failed (network, 5xx, 408, 429) since this page loaded it. */
   failures: number
@@ -32,6 +39,10 @@ export interface Outbox {
   add(event: A2Event): OutboxEntry
   failed(id: string): void
   remove(id: string): void
+  /** The server took the intent (`event`, as the log holds it): never sent again, kept until a fold holds it. */
+  acknowledged(event: A2Event): void
+  /** Drops the acknowledged entries a fold up to `lastSeenIndex` holds; returns their ids. */
+  letGo(lastSeenIndex: number): string[]
   /** Re-reads the stored list (another tab changed it); new events go to `adopt`. */
   sync(): void
 }
@@ -97,11 +108,34 @@ export function createOutbox(key: string, storage: OutboxStorage | undefined, ad
       if (entries.length !== before) save()
       if (adopted.length > 0) adopt(adopted)
     },
+    acknowledged(event) {
+      if (!entries.some((e) => e.event.id === event.id && !isAcknowledged(e))) return
+      const adopted = reload().filter((e) => e.id !== event.id)
+      entries = entries.map((e) => (e.event.id === event.id ? { ...e, event } : e))
+      save()
+      if (adopted.length > 0) adopt(adopted)
+    },
+    letGo(lastSeenIndex) {
+      const held = (e: OutboxEntry) => isAcknowledged(e) && e.event.index <= lastSeenIndex
+      if (!entries.some(held)) return []
+      const adopted = reload()
+      const gone = entries.filter(held).map((e) => e.event.id)
+      entries = entries.filter((e) => !held(e))
+      save()
+      const left = adopted.filter((e) => !gone.includes(e.id))
+      if (left.length > 0) adopt(left)
+      return gone
+    },
     sync() {
       const adopted = reload()
       if (adopted.length > 0) adopt(adopted)
     },
   }
+}
+
+/** Whether the server took this intent: the entry is its event in the log, kept only to cut a page rendered before it. */
+export function isAcknowledged(entry: OutboxEntry): boolean {
+  return entry.event.index >= 0
 }
 
 function load(key: string, storage: OutboxStorage | undefined): A2Event[] {
@@ -147,6 +181,14 @@ export function heldForReference(event: A2Event, code: string, now = Date.now())
  */
 export const NOT_FOUND_HOLD_MS = 24 * 3_600_000
 
+/**
+ * How long an acknowledged intent no page let go is kept, counted from its press: the page
+ * that would (its chat opened again) may never come. A first screen read before the intent
+ * committed is at most one render old; an answer streams for minutes. A day of Stops is a few
+ * hundred bytes each.
+ */
+export const ACKNOWLEDGED_KEEP_MS = NOT_FOUND_HOLD_MS
+
 /** A refusal that may be the browser's identity, not the intent: `not_found` within its hold. */
 export function keptForItsIdentity(event: A2Event, code: string, now = Date.now()): boolean {
   if (code !== 'not_found') return false
@@ -163,12 +205,27 @@ export function eventsUrlOf(sessionId: string, base = '/api'): string {
 }
 
 /**
- * The storage key of a session's outbox, present exactly while it holds an intent not yet
- * acknowledged (an empty outbox removes its key). A page rendered on the server from the
- * confirmed log checks it before painting: this browser's pending Stop cuts what it may show.
+ * The storage key of a session's outbox, present exactly while it holds an intent (an empty
+ * outbox removes its key). A page rendered on the server from the log up to an index checks it
+ * before painting (`heldByOutbox`): an intent that fold lacks cuts what the page may show.
  */
 export function outboxKeyOf(sessionId: string, base = '/api'): string {
   return `${OUTBOX_PREFIX}${eventsUrlOf(sessionId, base)}`
+}
+
+/**
+ * Whether a page whose first screen folds the log up to `lastSeenIndex` must wait for the
+ * outbox (stored as `raw`) before painting it: some intent in it is not in that fold. Runs as
+ * it is inside the page's HTML (components/chat/hold-if-pending.tsx): no imports, no closures.
+ */
+export function heldByOutbox(raw: string | null, lastSeenIndex: number): boolean {
+  if (raw === null) return false
+  try {
+    const list = JSON.parse(raw)
+    return !Array.isArray(list) || list.some((e) => !(e && e.index >= 0 && e.index <= lastSeenIndex))
+  } catch {
+    return true
+  }
 }
 
 /** Outbox keys whose session store is connected in this page (it delivers them; the courier leaves them alone). */

@@ -22,6 +22,7 @@ import {
   createOutbox,
   defaultOutboxStorage,
   eventsUrlOf,
+  isAcknowledged,
   outboxKeyOf,
   UNSEEN_REFERENCE_HOLD_MS,
   type OutboxEntry,
@@ -180,11 +181,13 @@ export function createSessionStore<S>(options: SessionStoreOptions<S>): SessionS
   )
   const listeners = new Set<() => void>()
   const events: A2Event[] = [...(options.events ?? [])]
+  // An intent acknowledged before the fold this page starts from is in it.
+  outbox.letGo(options.after ?? -1)
   const s: StoreState<S> = {
     confirmedState: options.initial,
     events,
     lastSeenIndex: options.after ?? -1,
-    // A reloaded page shows its unacknowledged intents at once: the view stays cut.
+    // A reloaded page shows at once the intents its first fold lacks: the view stays cut.
     pending: outbox.entries().map((e) => e.event),
     confirmedIds: new Set(events.map((e) => e.id)),
     connection: 'closed',
@@ -284,7 +287,7 @@ function storeApi<S>(parts: StoreParts<S>, listeners: Set<() => void>): SessionS
         connection: s.connection,
         error: s.error,
         loaded: s.loaded,
-        outbox: outbox.entries(),
+        outbox: outbox.entries().filter((e) => !isAcknowledged(e)),
       }
       return s.snapshot
     },
@@ -328,7 +331,7 @@ function receive<S>({ s, options, tail, durable, outbox, emit }: StoreParts<S>, 
     if (durable.awaits(event.id) || outbox.entries().some((e) => e.event.id === event.id)) {
       // The tail brought an intent whose answer was lost, or that another tab delivered: it is
       // in the log, so it is acknowledged.
-      outbox.remove(event.id)
+      outbox.acknowledged(event)
       durable.landed(event.id, [event])
     }
     changed = true
@@ -342,7 +345,7 @@ function receive<S>({ s, options, tail, durable, outbox, emit }: StoreParts<S>, 
 /** The server answered a push with its events: fold them, and stop showing what the fold now holds. */
 function acknowledge<S>(parts: StoreParts<S>, confirmed: A2Event[]): void {
   const { s, outbox, emit } = parts
-  for (const event of confirmed) outbox.remove(event.id)
+  for (const event of confirmed) outbox.acknowledged(event)
   // Fold the answer now only if it continues the feed; otherwise the tail brings it in order.
   if (confirmed[0]?.index === s.lastSeenIndex + 1) receive(parts, confirmed)
   // A repeat is answered with the original events, which the feed (or the snapshot) may already hold.
@@ -351,9 +354,11 @@ function acknowledge<S>(parts: StoreParts<S>, confirmed: A2Event[]): void {
   emit()
 }
 
-/** Another tab's intents, found in the shared list: this page shows them and sends them too. */
+/** Another tab's intents, found in the shared list: this page shows those its fold lacks, and sends those not yet acknowledged. */
 function adopt<S>({ s, emit, durable }: StoreParts<S>, stored: A2Event[]): void {
-  const added = stored.filter((event) => !s.confirmedIds.has(event.id) && !s.pending.some((p) => p.id === event.id))
+  const added = stored.filter(
+    (event) => !s.confirmedIds.has(event.id) && !s.pending.some((p) => p.id === event.id) && !(event.index >= 0 && event.index <= s.lastSeenIndex),
+  )
   if (added.length === 0) return
   s.pending = [...s.pending, ...added]
   emit()
@@ -421,6 +426,8 @@ function connect<S>(parts: StoreParts<S>): void {
         if (snap.lastSeenIndex > s.lastSeenIndex) {
           s.confirmedState = snap.state
           s.lastSeenIndex = snap.lastSeenIndex
+          const folded = new Set(parts.outbox.letGo(s.lastSeenIndex))
+          s.pending = s.pending.filter((p) => !folded.has(p.id))
         }
         s.loaded = true
         emit()
