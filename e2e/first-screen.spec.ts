@@ -21,6 +21,17 @@ function reactErrors(page: Page): string[] {
   return seen
 }
 
+/** After a reload: the answer is stopped at `shown`, the page is not held, and from its first paint it showed the cut and nothing else. */
+async function expectOnlyTheCut(chat: ChatPage, answerId: string, shown: string, errors: string[]): Promise<void> {
+  await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
+  expect(await chat.answerText(answerId)).toBe(shown)
+  await expect(chat.page.locator('html[data-held]')).toHaveCount(0)
+  const history = await recordedFor(chat.page, answerId)
+  expect(history.texts).toEqual([shown])
+  expect(history.statuses).toEqual(['stopped'])
+  expect(errors).toEqual([])
+}
+
 test('the owner’s chat is in the page’s HTML, hydrates without a mismatch and stays live; another browser’s page has none of it', async ({
   page,
   browser,
@@ -95,14 +106,7 @@ test('a Stop this browser has not delivered keeps the server’s markup out of s
   await expect.poll(async () => (await (await page.request.get(page.url())).text()).includes('data-status="streaming"')).toBe(true)
 
   await page.reload()
-  await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
-  expect(await chat.answerText(answerId)).toBe(shown)
-  await expect(page.locator('html[data-held]')).toHaveCount(0)
-  // From the first paint after the reload, the answer showed the cut and nothing else.
-  const history = await recordedFor(page, answerId)
-  expect(history.texts).toEqual([shown])
-  expect(history.statuses).toEqual(['stopped'])
-  expect(errors).toEqual([])
+  await expectOnlyTheCut(chat, answerId, shown, errors)
 
   // Pushes get through again: the Stop is delivered, and the cut holds.
   await page.unroute('**/api/sessions/*/events')
@@ -165,26 +169,11 @@ test('a Stop acknowledged while the reload’s HTML was rendered without it: the
     await oldPageAcknowledged
     await route.fulfill({ response })
   })
-  const reloaded = page.waitForEvent('load')
-  const shown = await page.evaluate(() => {
-    const answers = document.querySelectorAll('[data-testid="message-assistant"]')
-    const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText.trim()
-    ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
-    location.reload()
-    return text
-  })
-  await reloaded
+  const shown = await chat.stopAndReloadAtOnce()
   expect(rendered).toBe(true)
   await page.unroute('**/api/sessions/*/events')
-
   await expect(chat.answer(answerId)).toHaveAttribute('data-ended', 'cancelled')
-  expect(await chat.answerText(answerId)).toBe(shown)
-  await expect(page.locator('html[data-held]')).toHaveCount(0)
-  // From the first paint after the reload, the answer showed the cut and nothing else.
-  const history = await recordedFor(page, answerId)
-  expect(history.texts).toEqual([shown])
-  expect(history.statuses).toEqual(['stopped'])
-  expect(errors).toEqual([])
+  await expectOnlyTheCut(chat, answerId, shown, errors)
 
   // A page rendered after the Stop landed is not held, and lets the kept Stop go.
   await page.unroute(thisPage)

@@ -71,17 +71,8 @@ test('Stop survives an immediate reload: the same cut before and after, nothing 
   await chat.waitForStreaming(80)
   const answerId = await chat.lastAnswerId()
 
-  // Read what is shown, press Stop and reload, all in one task: the Stop's push is still
-  // in flight as the page unloads.
-  const reloaded = page.waitForEvent('load')
-  const shown = await page.evaluate(() => {
-    const answers = document.querySelectorAll('[data-testid="message-assistant"]')
-    const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText.trim()
-    ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
-    location.reload()
-    return text
-  })
-  await reloaded
+  // The Stop's push is still in flight as the page unloads.
+  const shown = await chat.stopAndReloadAtOnce()
   await chat.input.waitFor({ state: 'visible' })
 
   await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')

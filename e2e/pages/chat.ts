@@ -238,6 +238,23 @@ export class ChatPage {
     })
   }
 
+  /**
+   * Reads what the newest answer shows, presses Stop and reloads, all in one task (the Stop's
+   * push is still on its way as the page unloads); resolves with that text once the new page loaded.
+   */
+  async stopAndReloadAtOnce(): Promise<string> {
+    const loaded = this.page.waitForEvent('load')
+    const shown = await this.page.evaluate(() => {
+      const answers = document.querySelectorAll('[data-testid="message-assistant"]')
+      const text = (answers[answers.length - 1].querySelector('[data-testid="answer-text"]') as HTMLElement).innerText.trim()
+      ;(document.querySelector('[data-testid="stop-button"]') as HTMLButtonElement).click()
+      location.reload()
+      return text
+    })
+    await loaded
+    return shown
+  }
+
   /** Waits until the last answer shows at least `minChars` characters, whatever its status. */
   async waitForText(minChars: number, options: { timeout?: number } = {}): Promise<void> {
     await this.page.waitForFunction(
