@@ -3,6 +3,7 @@
  * keyed `<prefix><file id>` (never the name), private (no ACL is set: the bucket's default,
  * which should deny public reads). The app serves the bytes itself after its own check.
  */
+import { PassThrough } from 'node:stream'
 import type { S3Client } from '@aws-sdk/client-s3'
 import type { BlobStore } from './blob-store'
 
@@ -61,12 +62,13 @@ export function s3Blobs(settings: S3Settings): BlobStore {
       const { client, s3 } = await connect()
       await client.send(new s3.PutObjectCommand({ Bucket: settings.bucket, Key: key(id), Body: bytes, ContentLength: bytes.byteLength }))
     },
-    open(id) {
-      // A multipart upload whose parts go up as the body arrives (figure 15, bench/README.md: a
-      // 10 MB put after the body took 93-321 ms more). The object exists only once it is
-      // completed in done(): an upload cut off or refused leaves none, however late the server
-      // handles what was sent. A single streamed PutObject left one behind on s3rver under load
-      // (1 in 40 cut-off uploads at load ~5): the server created it after the abort's delete.
+    open(id, size) {
+      // A multipart upload whose parts stream up as the body arrives, each with its length known
+      // from the declared size (figure 15, bench/README.md: a 10 MB put after the body took 93-321
+      // ms more). The object exists only once the upload is completed in done(): an upload cut
+      // off or refused leaves none, however late the server handles what was sent. A single
+      // streamed PutObject left one behind on s3rver under load (1 in 40 cut-off uploads at load
+      // ~5): the server created it after the abort's delete had run.
       const cut = new AbortController()
       const started = connect().then(async ({ client, s3 }) => {
         const made = await client.send(new s3.CreateMultipartUploadCommand({ Bucket: settings.bucket, Key: key(id) }), { abortSignal: cut.signal })
@@ -74,14 +76,17 @@ export function s3Blobs(settings: S3Settings): BlobStore {
       })
       started.catch(() => {}) // awaited by done(), or dropped by abort()
       const parts: Array<Promise<{ ETag?: string; PartNumber: number }>> = []
-      let waiting: Uint8Array[] = []
-      let waitingBytes = 0
-      const send = () => {
-        const body = Buffer.concat(waiting)
+      /** The part being streamed, and how many of its bytes are still to come. */
+      let part: { body: PassThrough; left: number } | undefined
+      /** Declared bytes no part has taken yet. */
+      let unassigned = size
+      let overflowed = false
+      const startPart = () => {
+        const length = Math.min(PART_BYTES, unassigned)
+        unassigned -= length
+        const body = new PassThrough()
         const number = parts.length + 1
-        waiting = []
-        waitingBytes = 0
-        const part = started.then(({ client, s3, uploadId }) =>
+        const sent = started.then(({ client, s3, uploadId }) =>
           client
             .send(
               new s3.UploadPartCommand({
@@ -90,23 +95,33 @@ export function s3Blobs(settings: S3Settings): BlobStore {
                 UploadId: uploadId,
                 PartNumber: number,
                 Body: body,
-                ContentLength: body.length,
+                ContentLength: length,
               }),
               { abortSignal: cut.signal },
             )
             .then((answer) => ({ ETag: answer.ETag, PartNumber: number })),
         )
-        part.catch(() => {})
-        parts.push(part)
+        sent.catch(() => {})
+        parts.push(sent)
+        return { body, left: length }
       }
       return {
         write(chunk) {
-          waiting.push(chunk.slice())
-          waitingBytes += chunk.byteLength
-          if (waitingBytes >= PART_BYTES) send()
+          for (let at = 0; at < chunk.byteLength;) {
+            if (!part && unassigned === 0) return void (overflowed = true) // more than declared: done() refuses it
+            part ??= startPart()
+            const n = Math.min(part.left, chunk.byteLength - at)
+            part.body.write(chunk.subarray(at, at + n))
+            part.left -= n
+            at += n
+            if (part.left === 0) {
+              part.body.end()
+              part = undefined
+            }
+          }
         },
         async done() {
-          if (waitingBytes > 0 || parts.length === 0) send()
+          if (overflowed || part || unassigned > 0) throw new Error(`the upload's body did not match its declared ${size} bytes`)
           const { client, s3, uploadId } = await started
           const sent = await Promise.all(parts)
           await client.send(
@@ -115,14 +130,15 @@ export function s3Blobs(settings: S3Settings): BlobStore {
         },
         async abort() {
           cut.abort()
-          waiting = []
+          part?.body.destroy()
+          part = undefined
           await Promise.allSettled(parts)
           const upload = await started.catch(() => undefined)
           if (upload) {
             const { client, s3, uploadId } = upload
             await client.send(new s3.AbortMultipartUploadCommand({ Bucket: settings.bucket, Key: key(id), UploadId: uploadId })).catch(() => {})
           }
-          await remove([id]) // an upload completed before the abort (refused after its bytes were whole)
+          await remove([id]) // an upload completed before the abort (refused by the quota after its bytes were whole)
         },
       }
     },
