@@ -21,6 +21,17 @@ function reactErrors(page: Page): string[] {
   return seen
 }
 
+/** A new chat whose answer is streaming, recorded from here on (installRecorder), with React's complaints kept. */
+async function answerStreaming(page: Page, name: string): Promise<{ chat: ChatPage; answerId: string; errors: string[] }> {
+  const errors = reactErrors(page)
+  await installRecorder(page)
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(nonce(name))
+  await chat.waitForStreaming(40)
+  return { chat, answerId: await chat.lastAnswerId(), errors }
+}
+
 /** After a reload: the answer is stopped at `shown`, the page is not held, and from its first paint it showed the cut and nothing else. */
 async function expectOnlyTheCut(chat: ChatPage, answerId: string, shown: string, errors: string[]): Promise<void> {
   await expect(chat.answer(answerId)).toHaveAttribute('data-status', 'stopped')
@@ -90,13 +101,7 @@ test('the owner’s chat is in the page’s HTML, hydrates without a mismatch an
 test('a Stop this browser has not delivered keeps the server’s markup out of sight across a reload: the first answer shown is the cut', async ({
   page,
 }) => {
-  const errors = reactErrors(page)
-  await installRecorder(page)
-  const chat = new ChatPage(page)
-  await chat.goto('/')
-  await chat.send(nonce('held'))
-  await chat.waitForStreaming(40)
-  const answerId = await chat.lastAnswerId()
+  const { chat, answerId, errors } = await answerStreaming(page, 'held')
 
   // Pushes fail from here: the Stop stays in the browser's outbox while the server goes on writing.
   await page.route('**/api/sessions/*/events', (route) => (route.request().method() === 'POST' ? route.abort() : route.continue()))
@@ -115,13 +120,7 @@ test('a Stop this browser has not delivered keeps the server’s markup out of s
 })
 
 test('a Stop acknowledged while the reload’s HTML was rendered without it: the reloaded page still shows only the cut', async ({ page }) => {
-  const errors = reactErrors(page)
-  await installRecorder(page)
-  const chat = new ChatPage(page)
-  await chat.goto('/')
-  await chat.send(nonce('acked-before-reload'))
-  await chat.waitForStreaming(40)
-  const answerId = await chat.lastAnswerId()
+  const { chat, answerId, errors } = await answerStreaming(page, 'acked-before-reload')
   const path = new URL(page.url()).pathname
 
   // The order the race needs, made certain: the Stop's push waits until the server has rendered

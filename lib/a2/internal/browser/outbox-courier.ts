@@ -19,6 +19,7 @@ import {
   onOutboxReleased,
   OUTBOX_PREFIX,
   outboxClaimed,
+  pressedWithin,
   type OutboxStorage,
 } from './outbox'
 import { postPush } from './post-push'
@@ -77,7 +78,7 @@ export function startOutboxCourier(options: OutboxCourierOptions = {}): () => vo
         if (stopped || outboxClaimed(key)) break
         if (isAcknowledged(entry)) {
           // Kept for the next page of its chat; a chat not opened again within a day lets it go here.
-          if (!(Math.abs(Date.now() - Date.parse(event.createdAt)) < ACKNOWLEDGED_KEEP_MS)) outbox.remove(event.id)
+          if (!pressedWithin(event, ACKNOWLEDGED_KEEP_MS)) outbox.remove(event.id)
           continue
         }
         if (notOurs.has(event.id)) continue

@@ -153,6 +153,12 @@ function isEvent(value: unknown): value is A2Event {
   return typeof e === 'object' && e !== null && typeof e.id === 'string' && typeof e.type === 'string' && 'payload' in e
 }
 
+/** Whether `event` was pressed less than `ms` ago (a clock set back counts the same; an unreadable time, never). */
+export function pressedWithin(event: A2Event, ms: number, now = Date.now()): boolean {
+  const age = now - Date.parse(event.createdAt)
+  return Number.isFinite(age) && Math.abs(age) < ms
+}
+
 /**
  * How long a durable intent refused `invalid_reference` (it names an event the log does not
  * hold) is held and sent again, counted from its press, before the refusal is taken as final.
@@ -167,9 +173,7 @@ export const UNSEEN_REFERENCE_HOLD_MS = 60_000
 
 /** A final refusal that is not final yet: `invalid_reference` within the hold since the intent was pressed. */
 export function heldForReference(event: A2Event, code: string, now = Date.now()): boolean {
-  if (code !== 'invalid_reference') return false
-  const age = now - Date.parse(event.createdAt)
-  return Number.isFinite(age) && Math.abs(age) < UNSEEN_REFERENCE_HOLD_MS
+  return code === 'invalid_reference' && pressedWithin(event, UNSEEN_REFERENCE_HOLD_MS, now)
 }
 
 /**
@@ -191,9 +195,7 @@ export const ACKNOWLEDGED_KEEP_MS = NOT_FOUND_HOLD_MS
 
 /** A refusal that may be the browser's identity, not the intent: `not_found` within its hold. */
 export function keptForItsIdentity(event: A2Event, code: string, now = Date.now()): boolean {
-  if (code !== 'not_found') return false
-  const age = now - Date.parse(event.createdAt)
-  return Number.isFinite(age) && Math.abs(age) < NOT_FOUND_HOLD_MS
+  return code === 'not_found' && pressedWithin(event, NOT_FOUND_HOLD_MS, now)
 }
 
 /** The prefix of every session's outbox key in storage (`a2.outbox:<the session's events URL>`). */
