@@ -222,6 +222,40 @@ describe.each(layers)('effects in flight on %s', (kind) => {
     expect(await effectRow(s.jobId)).toMatchObject({ status: 'FAILED', error: { aborted: 'CANCELLED' } })
   })
 
+  it('item 7 · an overlapSafe call whose append is refused for the Stop before its hint arrives is FAILED with the abort’s code too', async () => {
+    // Under load the call's next chunk can reach the store after the Stop and before the Stop's
+    // hint fires the signal: the store refuses it (run_cancelled) and the call throws with the
+    // signal still unfired. The runs view reads `aborted` to show the call stopped, not FAILED red.
+    let dropHints = false
+    const worker = interceptStore(store, { dropNotifications: () => dropHints })
+    const next = { gate: hold(), appended: 0 }
+    const s = await setup(
+      async (ctx) => {
+        await ctx
+          .effect(
+            'model',
+            async () => {
+              for (;;) {
+                await ctx.append({ type: 'chunk', payload: { of: ctx.event.id, delta: 'x' } })
+                next.appended++
+                await next.gate.promise
+              }
+            },
+            { overlapSafe: true },
+          )
+          .catch(() => {})
+      },
+      { on: worker },
+    )
+    await s.startWorker()
+    await waitUntil(() => next.appended === 1, 'the first chunk')
+    dropHints = true // the Stop's hint is lost (or late): only the refused append can tell the call
+    await s.cancel()
+    next.gate.open()
+    await waitForJob(store, s.generate.id, s.name, (j) => j.status === 'CANCELLED')
+    expect(await effectRow(s.jobId)).toMatchObject({ status: 'FAILED', error: { aborted: 'CANCELLED' } })
+  })
+
   it('item 6 · a drain that resumes after the first died knows the forced-out attempt’s call may still run: UNKNOWN, FORCED_AFTER_GRACE, then its late outcome', async () => {
     const inFlight = hold()
     const provider = hold()

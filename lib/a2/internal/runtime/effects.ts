@@ -9,7 +9,7 @@
  *                                 └──(cannot tell)──▶ UNKNOWN (an operator decides)
  */
 import { sql } from 'drizzle-orm'
-import { A2Error } from '../core/errors'
+import { A2Error, isA2Error } from '../core/errors'
 import { brandOf } from '../core/brand'
 import { RunAborted, abortReason } from '../core/abort'
 import type { ConsumerReconcile, EffectOptions, EffectStatus, Fence, ReconcileResult } from '../core/types'
@@ -261,8 +261,10 @@ async function callAndRecord<R>(
   } catch (error) {
     const message = (error instanceof Error ? error.message : String(error)).slice(0, 500)
     // Ended by its run's abort (a Stop, a lost claim): the abort's code says why, so a view can
-    // show a stopped call as stopped, not as an error.
-    const aborted = abortReason(run.signal)?.code
+    // show a stopped call as stopped, not as an error. A step the store refused for the Stop is
+    // the Stop too, though its hint may not have fired the signal yet (a loaded worker's next
+    // chunk can reach the store first).
+    const aborted = abortReason(run.signal)?.code ?? (isA2Error(error, 'run_cancelled') ? 'CANCELLED' : undefined)
     if (aborted && !options.overlapSafe) {
       // An aborted request may already have reached its receiver: FAILED would be a guess, and
       // a guess that forgets a charge (effects-in-flight.test.ts). The receiver is
