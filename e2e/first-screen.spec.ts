@@ -181,3 +181,41 @@ test('a Stop acknowledged while the reload’s HTML was rendered without it: the
   expect(await chat.answerText(answerId)).toBe(shown)
   await expect.poll(() => page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('a2.outbox:')).length)).toBe(0)
 })
+
+test('finished answers come as the server rendered their Markdown: no Markdown module loads until the reader types, and a code block copies', async ({
+  page,
+  context,
+}) => {
+  const errors = reactErrors(page)
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'])
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(`${nonce('markdown')} [[markdown]]`)
+  await chat.waitForStatus('done')
+  const answerId = await chat.lastAnswerId()
+
+  // The Markdown module is the one script that carries react-markdown's option names.
+  const markdownModules: string[] = []
+  page.on('response', async (response) => {
+    if (response.request().resourceType() !== 'script') return
+    const body = await response.text().catch(() => '')
+    if (body.includes('remarkRehypeOptions')) markdownModules.push(response.url())
+  })
+  await page.reload()
+  const answer = chat.answer(answerId)
+  await expect(answer.locator('table td', { hasText: 'the reader' })).toBeVisible()
+  await expect(answer.locator('li strong', { hasText: 'question' })).toBeVisible()
+  // Hydrated: the server's code block is live (its button copies the code).
+  const copy = answer.getByRole('button', { name: 'Copy code' })
+  await expect(async () => {
+    await copy.click()
+    await expect(answer.getByRole('button', { name: 'Copied' })).toBeVisible({ timeout: 500 })
+  }).toPass()
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('const stop = { of, lastSeenIndex }')
+  expect(markdownModules).toEqual([])
+
+  // Typing a question loads it, ahead of the answer that will stream as Markdown.
+  await chat.input.fill('and')
+  await expect.poll(() => markdownModules.length).toBe(1)
+  expect(errors).toEqual([])
+})

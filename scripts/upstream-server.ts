@@ -72,6 +72,10 @@ export const REFUSE_TOOLS = { error: { code: 400, message: 'tools param requires
 /** What a `[[reasons]]` prompt is streamed as reasoning before its answer. */
 export const REASONING = 'The user asks something; I should answer briefly and plainly. '
 
+/** What a `[[markdown]]` prompt is answered: a heading, a list, a table and a fenced code block. */
+export const MARKDOWN_ANSWER =
+  '## Stop is an event\n\nThe log keeps:\n\n- the **question**\n- each `chunk`\n\n| event | who |\n| --- | --- |\n| cancelled | the reader |\n\n```ts\nconst stop = { of, lastSeenIndex }\n```\n'
+
 /** The body of each status `[[fail N STATUS]]` can answer with: what OpenAI-compatible servers send. */
 const FAILURE_BODIES: Record<number, unknown> = {
   400: {
@@ -117,9 +121,10 @@ export function startUpstream(opts: UpstreamOptions = {}): Promise<Upstream> {
     return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content ?? '')
   }
   // `[[tokens N]]` in the last user message: N tokens instead of `tokens` (a test whose steps
-  // must all happen while the answer streams, however loaded the machine).
+  // must all happen while the answer streams, however loaded the machine); `[[markdown]]`: MARKDOWN_ANSWER.
   const answerFor = (body: unknown): string[] => {
     if (opts.text) return words(opts.text(body))
+    if (lastUserText(body as object).includes('[[markdown]]')) return words(MARKDOWN_ANSWER)
     const asked = /\[\[tokens (\d+)\]\]/.exec(lastUserText(body as object))
     return Array.from({ length: asked ? Number(asked[1]) : tokenCount }, (_, i) => `tok${i} `)
   }

@@ -3,7 +3,7 @@ import { memo, useEffect, useState } from 'react'
 import { answerRest, answerText, isTerminal, type AnswerTurn } from '@/lib/chat/fold/reducer'
 import { AlertIcon, ArrowRightIcon, BookmarkIcon, RefreshIcon, SparkleIcon, StopCircleIcon } from '../icons'
 import { useModels } from '../models'
-import { Markdown } from '../markdown'
+import { AnswerMarkdown } from './answer-markdown'
 import { CopyButton } from './copy-button'
 import { FinishedBeforeStop } from './finished-before-stop'
 import { AnswerParts } from './answer-parts'
@@ -75,7 +75,11 @@ export const Answer = memo(function Answer({
         {/* One live region for the text and how it ended, so "Stopped" is announced too. */}
         <div aria-live="polite" aria-busy={streaming || waiting}>
           <div data-testid="answer-text">
-            {text ? <Markdown text={text} streaming={streaming} /> : streaming ? <span className="streaming-caret" aria-hidden="true" /> : null}
+            {text ? (
+              <AnswerMarkdown id={answer.id} text={text} streaming={streaming} />
+            ) : streaming ? (
+              <span className="streaming-caret" aria-hidden="true" />
+            ) : null}
           </div>
 
           {status === 'stopped' && (

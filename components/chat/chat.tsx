@@ -3,6 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState, useSyncExternalStore
 import dynamic from 'next/dynamic'
 import { useChat } from '@/lib/chat/browser/use-chat'
 import { ApprovalProvider } from './approval'
+import { RenderedAnswersContext, type RenderedAnswers } from './answer-markdown'
 import { titleFrom } from '@/lib/chat/server/title'
 import { visibleTurns, type Selection } from '@/lib/chat/fold/versions'
 import type { ChatState } from '@/lib/chat/fold/reducer'
@@ -18,6 +19,8 @@ import { OfflineNotice } from './offline-notice'
 import { focusAnswer, focusMessage, touchPrimary } from './touch'
 import { chosenModel, useModels } from '../models'
 
+const NONE_RENDERED: RenderedAnswers = {}
+
 /** "This chat isn't available": loaded only when a chat is not there (it asks better-auth's client, ~50 KB, whether to offer signing in). */
 const NotFoundView = dynamic(() => import('../not-found').then((m) => m.NotFoundView))
 
@@ -25,7 +28,18 @@ const NotFoundView = dynamic(() => import('../not-found').then((m) => m.NotFound
  * One chat session. Mount with `key={sessionId}`: the session store lives as long as the component.
  * `firstScreen`: the chat as the page's server read it for its owner, rendered in the page's HTML.
  */
-export function Chat({ sessionId, revealTurn, firstScreen }: { sessionId: string; revealTurn?: string; firstScreen?: FirstScreen }) {
+export function Chat({
+  sessionId,
+  revealTurn,
+  firstScreen,
+  renderedAnswers = NONE_RENDERED,
+}: {
+  sessionId: string
+  revealTurn?: string
+  firstScreen?: FirstScreen
+  /** The first screen's finished answers, their Markdown rendered by the page's server. */
+  renderedAnswers?: RenderedAnswers
+}) {
   const {
     state,
     active,
@@ -103,22 +117,24 @@ export function Chat({ sessionId, revealTurn, firstScreen }: { sessionId: string
   return (
     <div className="flex min-h-0 flex-1 flex-col">
       <h1 className="sr-only">{title}</h1>
-      <ApprovalProvider decide={decide}>
-        <Messages
-          turns={visible}
-          busy={active !== undefined}
-          stopsUndelivered={stopsUndelivered}
-          followKey={followKey}
-          onRegenerate={onRegenerate}
-          onContinue={onContinue}
-          onEdit={onEdit}
-          onSelectVersion={onSelectVersion}
-          hasOlder={history.older !== null}
-          onLoadOlder={loadOlder}
-          revealTurn={loaded ? revealTurn : undefined}
-          empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
-        />
-      </ApprovalProvider>
+      <RenderedAnswersContext value={renderedAnswers}>
+        <ApprovalProvider decide={decide}>
+          <Messages
+            turns={visible}
+            busy={active !== undefined}
+            stopsUndelivered={stopsUndelivered}
+            followKey={followKey}
+            onRegenerate={onRegenerate}
+            onContinue={onContinue}
+            onEdit={onEdit}
+            onSelectVersion={onSelectVersion}
+            hasOlder={history.older !== null}
+            onLoadOlder={loadOlder}
+            revealTurn={loaded ? revealTurn : undefined}
+            empty={loadingHistory ? <HistorySkeleton /> : <EmptyChat />}
+          />
+        </ApprovalProvider>
+      </RenderedAnswersContext>
 
       <ChatFooter
         sessionId={sessionId}

@@ -3,6 +3,7 @@ import { forwardRef, useEffect, useImperativeHandle, useLayoutEffect, useRef, us
 import { MAX_MESSAGE_CHARS } from '@/lib/chat/limits'
 import { ArrowUpIcon, SpinnerIcon, StopIcon } from '../icons'
 import { touchPrimary } from './touch'
+import { preloadMarkdown } from './answer-markdown'
 import { clearDraftIf, readDraft, writeDraft } from './drafts'
 import { ModelPicker } from './model-picker'
 import { AttachButton, AttachmentTray, fileDropHandlers, useAttachments } from './attachments'
@@ -127,7 +128,10 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         ref={textareaRef}
         data-testid="composer-input"
         value={text}
-        onChange={(e) => setText(e.target.value)}
+        onChange={(e) => {
+          setText(e.target.value)
+          preloadMarkdown() // the answer to this will stream as Markdown
+        }}
         onPaste={dropHandlers.onPaste}
         onKeyDown={(e) => {
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {

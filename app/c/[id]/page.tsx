@@ -4,6 +4,7 @@ import { Chat } from '@/components/chat/chat'
 import { HoldIfPending } from '@/components/chat/hold-if-pending'
 import { isSessionId } from '@/components/session-id'
 import { pageFirstScreen } from '@/lib/chat/server/page-first-screen'
+import { finishedAnswers } from './finished-answers'
 
 export default async function ChatPage({
   params,
@@ -25,7 +26,13 @@ export default async function ChatPage({
     <>
       {firstScreen && <HoldIfPending sessionId={id} lastSeenIndex={firstScreen.lastSeenIndex} nonce={nonce} />}
       {/* A new store per session: switching chats remounts the chat. */}
-      <Chat key={id} sessionId={id} revealTurn={typeof turn === 'string' ? turn : undefined} firstScreen={firstScreen} />
+      <Chat
+        key={id}
+        sessionId={id}
+        revealTurn={typeof turn === 'string' ? turn : undefined}
+        firstScreen={firstScreen}
+        renderedAnswers={firstScreen && finishedAnswers(firstScreen)}
+      />
     </>
   )
 }
