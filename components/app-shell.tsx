@@ -85,7 +85,9 @@ export function AppShell({ children }: { children: React.ReactNode }) {
         aria-modal={drawerOpen || undefined}
         role={drawerOpen ? 'dialog' : undefined}
         className={`fixed inset-y-0 left-0 z-40 w-[272px] shrink-0 border-r border-neutral-200 bg-neutral-50 transition-transform duration-200 ease-out md:static md:z-auto md:translate-x-0 dark:border-neutral-800 dark:bg-neutral-950 ${
-          drawerOpen ? 'translate-x-0 shadow-xl' : '-translate-x-full max-md:invisible'
+          // Closed on a narrow screen, its contents are not even laid out: a quarter of the home
+          // page's first style and layout on a phone (figure 13, bench/README.md).
+          drawerOpen ? 'translate-x-0 shadow-xl' : '-translate-x-full max-md:invisible max-md:[content-visibility:hidden]'
         } ${collapsed ? 'md:hidden' : ''}`}
       >
         <SessionList

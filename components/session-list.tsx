@@ -32,12 +32,17 @@ interface SessionListProps {
 
 export function SessionList({ activeId, onClose, onCloseButton, onCollapse }: SessionListProps) {
   useEffect(() => {
-    void chatListStore.load()
+    // A task after hydration's effects, not in theirs: loading changes the list's store, and a
+    // store's change re-renders synchronously, which made that task one a phone could not split.
+    const firstLoad = setTimeout(() => void chatListStore.load(), 0)
     const onVisible = () => {
       if (document.visibilityState === 'visible') void chatListStore.refresh()
     }
     document.addEventListener('visibilitychange', onVisible)
-    return () => document.removeEventListener('visibilitychange', onVisible)
+    return () => {
+      clearTimeout(firstLoad)
+      document.removeEventListener('visibilitychange', onVisible)
+    }
   }, [])
 
   const search = useSearch()

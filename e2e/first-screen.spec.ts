@@ -182,6 +182,36 @@ test('a Stop acknowledged while the reload’s HTML was rendered without it: the
   await expect.poll(() => page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith('a2.outbox:')).length)).toBe(0)
 })
 
+test('a chat opens at its latest turn before any script of the app has run', async ({ page, browser }) => {
+  const chat = new ChatPage(page)
+  await chat.goto('/')
+  await chat.send(`${nonce('opens at the bottom')} [[markdown]]`)
+  await chat.waitForStatus('done')
+  await chat.send(`${nonce('and again')} [[markdown]]`)
+  await chat.waitForStatus('done')
+  const lastAnswer = await chat.lastAnswerId()
+
+  // A phone-sized window, the app's scripts never arriving: what is on screen is the HTML and its inline scripts alone.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 600 }, storageState: await page.context().storageState() })
+  try {
+    const held = await phone.newPage()
+    await held.route('**/_next/static/chunks/*.js', (route) => route.abort())
+    await held.goto(`/c/${chat.sessionId()}`)
+    const scroller = held.locator('[data-conversation-scroller]')
+    await expect
+      .poll(() =>
+        scroller.evaluate((el) => ({
+          scrolls: el.scrollHeight > el.clientHeight + 100,
+          fromBottom: el.scrollHeight - el.scrollTop - el.clientHeight,
+        })),
+      )
+      .toEqual({ scrolls: true, fromBottom: 0 })
+    await expect(held.locator(`[data-answer-id="${lastAnswer}"] [data-testid="answer-tokens"]`)).toBeInViewport()
+  } finally {
+    await phone.close()
+  }
+})
+
 test('finished answers come as the server rendered their Markdown: no Markdown module loads until the reader types, and a code block copies', async ({
   page,
   context,

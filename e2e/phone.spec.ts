@@ -22,7 +22,11 @@ test('in the phone drawer every chat shows its Rename and Delete, not only the o
     ids.push(chat.sessionId()!)
   }
 
+  // Closed, the drawer's contents are not even laid out (the page's first layout on a phone); open, they are.
+  const drawer = page.locator('#sidebar')
+  await expect(drawer).toHaveCSS('content-visibility', 'hidden')
   await page.getByRole('button', { name: 'Open sidebar' }).tap()
+  await expect(drawer).toHaveCSS('content-visibility', 'visible')
   const sidebar = new Sidebar(page)
   for (const id of ids) {
     const row = page.locator('li', { has: sidebar.item(id) })

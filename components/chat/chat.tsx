@@ -92,7 +92,6 @@ export function Chat({
   }, [error])
 
   useEscapeStops(activeId, stop)
-  useShowWhenHydrated()
   const { onSend, onStop, onRegenerate, onContinue, onEdit } = useTurnActions({
     sessionId,
     chat: { send, stop, regenerate, continueAnswer, edit, store },
@@ -111,11 +110,17 @@ export function Chat({
   // and "no such session" with a Retry that cannot work would say neither.
   // Deleted for good in another tab of this browser (sessions-channel.ts): gone here too.
   if ((!loaded && meansNoSuchChat(error)) || error?.status === 404 || missing.includes(sessionId)) {
-    return <NotFoundView kind="chat" sessionId={sessionId} replacesChat={loaded} />
+    return (
+      <>
+        <ShowWhenHydrated />
+        <NotFoundView kind="chat" sessionId={sessionId} replacesChat={loaded} />
+      </>
+    )
   }
 
   return (
     <div className="flex min-h-0 flex-1 flex-col">
+      <ShowWhenHydrated />
       <h1 className="sr-only">{title}</h1>
       <RenderedAnswersContext value={renderedAnswers}>
         <ApprovalProvider decide={decide}>
@@ -203,8 +208,10 @@ const noSubscription = () => () => {}
  * A page held out of sight for a Stop this browser has not delivered (hold-if-pending.tsx) shows
  * once hydrated: React hydrates the server's markup, then renders the store as this browser has
  * it (its outbox applied) in the same pass that turns `hydrated` true; the effect runs after it.
+ * A component of its own, so that pass re-renders it alone, not the whole chat: a chat's
+ * re-render right after hydration was a task the phone could not split (figure 13).
  */
-function useShowWhenHydrated(): void {
+function ShowWhenHydrated(): null {
   const hydrated = useSyncExternalStore(
     noSubscription,
     () => true,
@@ -213,6 +220,7 @@ function useShowWhenHydrated(): void {
   useEffect(() => {
     if (hydrated) document.documentElement.removeAttribute('data-held')
   }, [hydrated])
+  return null
 }
 
 /** Escape stops the answer being written, from anywhere on the page. */

@@ -84,6 +84,7 @@ export function Messages({
     <div className="relative flex min-h-0 flex-1 flex-col">
       <div
         ref={scrollRef}
+        data-conversation-scroller
         onScroll={updateAtBottom}
         onWheel={(e) => {
           // Scrolling up, even a little, means "let me read": stop following at once.

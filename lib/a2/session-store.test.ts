@@ -288,6 +288,24 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     expect(reloaded.getServerSnapshot()).toBe(reloaded.getServerSnapshot())
   })
 
+  it('a page whose browser holds nothing the server lacks hydrates with no second render: its snapshot is the server’s until one differs', async () => {
+    const made = {
+      sessionId: 's',
+      reducer,
+      initial: ['message:hi'],
+      after: 4,
+      events: [event(4, 'hi')],
+      fetch: offline().fn,
+      storage: memoryStorage(),
+    }
+    const store = createSessionStore<State>(made)
+    // useSyncExternalStore renders the page again, synchronously, when these two differ by identity.
+    expect(store.getSnapshot()).toBe(store.getServerSnapshot())
+    store.receive([event(5, 'more')])
+    expect(store.getSnapshot()).not.toBe(store.getServerSnapshot())
+    expect(store.getSnapshot()).toMatchObject({ state: ['message:hi', 'note:more'], lastSeenIndex: 5 })
+  })
+
   it('a Stop acknowledged just before a reload still cuts the reloaded page, whose HTML the server rendered before the Stop landed', async () => {
     const storage = memoryStorage()
     const taken = fakeFetch((body) => Response.json({ events: [{ ...event(7, 'stop'), id: body.id }] }, { status: 201 }))

@@ -2,6 +2,7 @@ import { headers } from 'next/headers'
 import { notFound } from 'next/navigation'
 import { Chat } from '@/components/chat/chat'
 import { HoldIfPending } from '@/components/chat/hold-if-pending'
+import { ScrollToLatest } from '@/components/chat/scroll-to-latest'
 import { isSessionId } from '@/components/session-id'
 import { pageFirstScreen } from '@/lib/chat/server/page-first-screen'
 import { finishedAnswers } from './finished-answers'
@@ -33,6 +34,8 @@ export default async function ChatPage({
         firstScreen={firstScreen}
         renderedAnswers={firstScreen && finishedAnswers(firstScreen)}
       />
+      {/* After the chat's markup, composer included: the scroller has its final height when it runs. */}
+      {firstScreen && typeof turn !== 'string' && <ScrollToLatest nonce={nonce} />}
     </>
   )
 }

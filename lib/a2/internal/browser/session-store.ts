@@ -279,16 +279,19 @@ function storeApi<S>(parts: StoreParts<S>, listeners: Set<() => void>): SessionS
   }
   return {
     getSnapshot() {
-      s.snapshot ??= {
-        state: s.pending.reduce(options.reducer, s.confirmedState),
-        events: s.events,
-        lastSeenIndex: s.lastSeenIndex,
-        pending: s.pending,
-        connection: s.connection,
-        error: s.error,
-        loaded: s.loaded,
-        outbox: outbox.entries().filter((e) => !isAcknowledged(e)),
-      }
+      s.snapshot ??= sameAsServer(
+        {
+          state: s.pending.reduce(options.reducer, s.confirmedState),
+          events: s.events,
+          lastSeenIndex: s.lastSeenIndex,
+          pending: s.pending,
+          connection: s.connection,
+          error: s.error,
+          loaded: s.loaded,
+          outbox: outbox.entries().filter((e) => !isAcknowledged(e)),
+        },
+        serverSnapshot,
+      )
       return s.snapshot
     },
     getServerSnapshot: () => serverSnapshot,
@@ -474,4 +477,22 @@ function close<S>(parts: StoreParts<S>): void {
   parts.tail.stop()
   s.connection = 'closed'
   parts.emit()
+}
+
+/**
+ * The server's snapshot itself while the browser's says the same (nothing pending, no outbox,
+ * not connected yet): React then keeps the page it hydrated instead of rendering it once more,
+ * synchronously, right after hydration. Events only grow, so equal counts are equal events.
+ */
+function sameAsServer<S>(snapshot: SessionSnapshot<S>, server: SessionSnapshot<S>): SessionSnapshot<S> {
+  const same =
+    snapshot.state === server.state &&
+    snapshot.events.length === server.events.length &&
+    snapshot.lastSeenIndex === server.lastSeenIndex &&
+    snapshot.pending.length === 0 &&
+    snapshot.connection === server.connection &&
+    snapshot.error === undefined &&
+    snapshot.loaded === server.loaded &&
+    snapshot.outbox.length === 0
+  return same ? server : snapshot
 }
