@@ -34,10 +34,16 @@ if (DATABASE_URL) {
     const store = await openPostgresStore(DATABASE_URL)
     const { lastAnswer } = await seedLongHistory(store, session.id, { answers: ANSWERS }).finally(() => store.close())
 
+    // The page's HTML carries the latest 20 turns; the rest of the first 60 are added above once the page is idle,
+    // the newest answer kept in view.
+    const html = await (await page.request.get(`/c/${session.id}`)).text()
+    expect(html).toContain('>question 190<')
+    expect(html).not.toContain('>question 189<')
     await chat.goto(`/c/${session.id}`)
     const turns = page.locator('ol[aria-label="Conversation"] > li')
     await expect(chat.answer(lastAnswer!)).toBeVisible()
     await expect(turns).toHaveCount(60)
+    await expect(chat.answer(lastAnswer!)).toBeInViewport()
     await expect(page.getByText('question 199', { exact: true })).toBeVisible()
     await expect(page.getByText('question 169', { exact: true })).toHaveCount(0) // turn 340: above the window
 

@@ -8,6 +8,13 @@ import type { VisibleTurn } from '@/lib/chat/fold/versions'
  * answer in Chromium, and re-rendered every turn's element at each chunk.
  */
 const FIRST_TURNS = 60
+/**
+ * Of those, the latest 20 come with the page; the rest are added above while the page is idle,
+ * 10 at a time. The 60-turn chat's HTML was parsed, styled and laid out whole before its first
+ * paint, and hydrated whole after it: tasks a phone could not split (bench/README.md's figure 13).
+ */
+const PAINTED_TURNS = 20
+const FILL_TURNS = 10
 /** Turns each "Show earlier messages" adds above. */
 export const MORE_TURNS = 60
 
@@ -16,6 +23,8 @@ export interface EarlierTurns {
   start: number
   /** The turns on screen. */
   shown: VisibleTurn[]
+  /** The rest of the first screen's turns are still being added above. */
+  filling: boolean
   loadingEarlier: boolean
   loadFailed: boolean
   /** "Show earlier messages": the next page above, from the browser's turns or the server's. */
@@ -52,8 +61,11 @@ export function useEarlierTurns({
   // turns being read stay where they were while the earlier ones appear above.
   const keepFromEnd = useRef<number | null>(null)
   const pinned = fromSlot === null ? -1 : turns.findIndex((t) => t.slot === fromSlot)
-  const start = pinned >= 0 ? pinned : Math.max(0, turns.length - FIRST_TURNS)
+  // How many of the latest turns are on screen while none is pinned: PAINTED_TURNS, then up to FIRST_TURNS.
+  const [filled, setFilled] = useState(PAINTED_TURNS)
+  const start = pinned >= 0 ? pinned : Math.max(0, turns.length - filled)
   const shown = start === 0 ? turns : turns.slice(start)
+  const filling = pinned < 0 && filled < FIRST_TURNS && start > 0
 
   // Asked for earlier turns that the server still had to send: shown once they are in.
   const [loadingEarlier, setLoadingEarlier] = useState(false)
@@ -98,12 +110,32 @@ export function useEarlierTurns({
     if (el) el.scrollIntoView({ block: 'center' })
   }, [fromSlot, revealTurn, scrollRef])
 
+  // The first screen's earlier turns, added above while the page is idle, the turns being read kept in place.
+  useEffect(() => {
+    if (!filling) return
+    return whenIdle(() => {
+      const el = scrollRef.current
+      keepFromEnd.current = el ? el.scrollHeight - el.scrollTop : null
+      setFilled((n) => Math.min(FIRST_TURNS, n + FILL_TURNS))
+    })
+  }, [filling, filled, scrollRef])
+
   useLayoutEffect(() => {
     const el = scrollRef.current
     if (keepFromEnd.current === null || !el) return
     el.scrollTop = el.scrollHeight - keepFromEnd.current
     keepFromEnd.current = null
-  }, [fromSlot, scrollRef])
+  }, [start, scrollRef])
 
-  return { start, shown, loadingEarlier, loadFailed, showEarlier }
+  return { start, shown, filling, loadingEarlier, loadFailed, showEarlier }
+}
+
+/** Runs `work` when the browser is idle (soon in any case), or a moment later where it cannot tell (Safari); returns the cancel. */
+function whenIdle(work: () => void): () => void {
+  if (typeof requestIdleCallback === 'function') {
+    const id = requestIdleCallback(work, { timeout: 500 })
+    return () => cancelIdleCallback(id)
+  }
+  const id = setTimeout(work, 50)
+  return () => clearTimeout(id)
 }

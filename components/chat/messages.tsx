@@ -59,7 +59,7 @@ export function Messages({
   const scrollRef = useRef<HTMLDivElement>(null)
   const stick = useRef(true)
   const [atBottom, setAtBottom] = useState(true)
-  const { start, shown, loadingEarlier, loadFailed, showEarlier } = useEarlierTurns({
+  const { start, shown, filling, loadingEarlier, loadFailed, showEarlier } = useEarlierTurns({
     turns,
     hasOlder,
     onLoadOlder,
@@ -101,7 +101,9 @@ export function Messages({
             empty
           ) : (
             <>
-              {(start > 0 || hasOlder) && <ShowEarlier start={start} loading={loadingEarlier} failed={loadFailed} onClick={showEarlier} />}
+              {((start > 0 && !filling) || hasOlder) && (
+                <ShowEarlier start={start} loading={loadingEarlier} failed={loadFailed} onClick={showEarlier} />
+              )}
               <ol className="space-y-8" aria-label="Conversation">
                 {shown.map(({ turn, slot, versions, version }, i) => (
                   // Keyed by slot: switching versions keeps the turn's element, and with it
