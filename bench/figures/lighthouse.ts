@@ -23,7 +23,7 @@ import { track } from '../lib/children'
 import { until } from '../lib/time'
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium'
-/** Where each run's whole Lighthouse result is kept (its trace-derived audits: long tasks, bootup time), when set. */
+/** Where each run's whole Lighthouse result and its trace are kept (long tasks, bootup time, the profile), when set. */
 const REPORTS_DIR = process.env.BENCH_LIGHTHOUSE_REPORTS
 const ROOT = process.cwd()
 const BARE_DIR = path.join(ROOT, 'bench', 'bare-page')
@@ -118,8 +118,13 @@ export async function lighthouseFigure(opts: {
         // Lighthouse's trace now and then misses the navigation (NO_NAVSTART) on this loaded machine: one more try.
         for (let attempt = 1; attempt <= 2; attempt++) {
           try {
-            const { lhr, run } = await lighthouseRun(target.url, target.cookie)
-            if (REPORTS_DIR) writeFileSync(path.join(REPORTS_DIR, `${target.name}-${round + 1}.json`), JSON.stringify(lhr))
+            const { lhr, run, trace } = await lighthouseRun(target.url, target.cookie)
+            if (REPORTS_DIR) {
+              const name = path.join(REPORTS_DIR, `${target.name}-${round + 1}`)
+              writeFileSync(`${name}.json`, JSON.stringify(lhr))
+              // The trace the audits were computed from: Chromium's DevTools opens it (Performance panel).
+              writeFileSync(`${name}.trace.json`, JSON.stringify(trace))
+            }
             version = lhr.lighthouseVersion
             chromium = lhr.environment.hostUserAgent.match(/Chrome\/[\d.]+/)?.[0] ?? lhr.environment.hostUserAgent
             pages[target.name].push(run)
@@ -153,7 +158,7 @@ export async function lighthouseFigure(opts: {
 }
 
 /** One Lighthouse run in a browser of its own (no cache, no compiled code carried from the previous page). */
-async function lighthouseRun(url: string, cookie: string | undefined): Promise<{ lhr: Lhr; run: PageRun }> {
+async function lighthouseRun(url: string, cookie: string | undefined): Promise<{ lhr: Lhr; run: PageRun; trace: unknown }> {
   const { default: lighthouse } = await import('lighthouse')
   const { launch } = await import('chrome-launcher')
   const chrome = await launch({ chromePath: CHROMIUM, chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu'] })
@@ -168,7 +173,7 @@ async function lighthouseRun(url: string, cookie: string | undefined): Promise<{
     const lhr = result?.lhr as Lhr | undefined
     if (!lhr) throw new Error('no result')
     if (lhr.runtimeError) throw new Error(`${lhr.runtimeError.code}: ${lhr.runtimeError.message}`)
-    return { lhr, run: pageRun(lhr) }
+    return { lhr, run: pageRun(lhr), trace: result?.artifacts.Trace }
   } finally {
     chrome.kill()
   }

@@ -196,6 +196,13 @@ function useAutosize(textareaRef: React.RefObject<HTMLTextAreaElement | null>, t
   useLayoutEffect(() => {
     const el = textareaRef.current
     if (!el) return
+    if (text === '') {
+      // One row, as rendered: no measuring, which would lay out the whole page inside the
+      // commit that mounts the box (hydration's, on a phone already its longest task).
+      el.style.height = ''
+      el.style.overflowY = 'hidden'
+      return
+    }
     el.style.height = 'auto'
     el.style.height = `${Math.min(el.scrollHeight, MAX_HEIGHT)}px`
     el.style.overflowY = el.scrollHeight > MAX_HEIGHT ? 'auto' : 'hidden'

@@ -10,11 +10,14 @@ import type { VisibleTurn } from '@/lib/chat/fold/versions'
 const FIRST_TURNS = 60
 /**
  * Of those, the latest 20 come with the page; the rest are added above while the page is idle,
- * 10 at a time. The 60-turn chat's HTML was parsed, styled and laid out whole before its first
- * paint, and hydrated whole after it: tasks a phone could not split (bench/README.md's figure 13).
+ * 4 at a time. The 60-turn chat's HTML was parsed, styled and laid out whole before its first
+ * paint, and hydrated whole after it: tasks a phone could not split. Added 10 at a time, each
+ * addition (render, commit, the layout that keeps the reader's place) took 17–24 ms of a
+ * laptop's main thread, 68–95 ms at a phone's 4× slower CPU: over the 50 ms that blocks a tap
+ * (bench/README.md's figure 13).
  */
 const PAINTED_TURNS = 20
-const FILL_TURNS = 10
+const FILL_TURNS = 4
 /** Turns each "Show earlier messages" adds above. */
 export const MORE_TURNS = 60
 

@@ -306,6 +306,53 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     expect(store.getSnapshot()).toMatchObject({ state: ['message:hi', 'note:more'], lastSeenIndex: 5 })
   })
 
+  it('connect() sends the outbox at once and opens the tail a task later, so hydration’s effects do not render the page again; closed before then, no stream opens', async () => {
+    const storage = memoryStorage()
+    const down = offline()
+    const before = createSessionStore<State>({ sessionId: 's', reducer, initial: [], fetch: down.fn, durableTypes: ['note'], storage })
+    void before.push({ id: 'stop-1', type: 'note', payload: { v: 'stop' } })
+    before.close()
+    const opened: string[] = []
+    class RecordingEventSource {
+      onopen?: () => void
+      onmessage?: unknown
+      onerror?: unknown
+      constructor(url: string) {
+        opened.push(url)
+      }
+      close() {}
+    }
+    const up = fakeFetch(async (body) => Response.json({ events: [{ ...event(0, 'stop'), id: body.id }] }, { status: 201 }))
+    const made = {
+      sessionId: 's',
+      reducer,
+      initial: [],
+      fetch: up.fn,
+      durableTypes: ['note'],
+      storage,
+      EventSource: RecordingEventSource as unknown as typeof EventSource,
+    }
+    const page = createSessionStore<State>(made)
+    let changes = 0
+    page.subscribe(() => changes++)
+    page.connect()
+    // Nothing changed in this task: React's effects that connect render nothing again.
+    expect(changes).toBe(0)
+    expect(opened).toEqual([])
+    // The Stop goes whether or not the stream ever opens (this one never does).
+    await until(() => up.calls.length === 1, 'the Stop’s send', [up.onCall])
+    expect(JSON.parse(up.calls[0]).id).toBe('stop-1')
+    await expect.poll(() => opened.length).toBe(1)
+    expect(page.getSnapshot().connection).toBe('connecting')
+
+    const left = createSessionStore<State>({ ...made, storage: memoryStorage() })
+    left.connect()
+    left.close()
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(opened).toHaveLength(1)
+    page.close()
+  })
+
   it('a Stop acknowledged just before a reload still cuts the reloaded page, whose HTML the server rendered before the Stop landed', async () => {
     const storage = memoryStorage()
     const taken = fakeFetch((body) => Response.json({ events: [{ ...event(7, 'stop'), id: body.id }] }, { status: 201 }))
@@ -439,6 +486,7 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     store.connect()
     void store.push({ type: 'note', payload: { v: 'stop' } })
     await until(() => store.getSnapshot().outbox[0]?.failures === 1, 'the first failed send', [store.subscribe])
+    await expect.poll(() => sources.length).toBe(1) // the tail's stream, opened a task after connect()
     up = true
     sources[0].onopen?.()
     await until(() => store.getSnapshot().outbox.length === 0, 'the resend on reconnect', [store.subscribe])
