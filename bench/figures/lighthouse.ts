@@ -88,8 +88,9 @@ export async function lighthouseFigure(opts: {
   const processes: ChildProcess[] = []
   try {
     // Turbopack builds the repository's instrumentation.ts and proxy.ts (found at the workspace
-    // root) into the bare page's server too: it starts with the app's environment, a database of
-    // its own, and sends the same headers. What the phone loads and runs is the bare page's alone.
+    // root) into the bare page's server too: it starts with the app's environment and a database of
+    // its own; its next.config.mjs adds the headers next.config.ts gives the app's responses. What
+    // the phone loads and runs is the bare page's alone.
     processes.push(startNext(BARE_DIR, opts.barePort, appEnv(upstream, bareDataDir)))
     processes.push(startNext(ROOT, opts.appPort, appEnv(upstream, dataDir)))
     const app = `http://127.0.0.1:${opts.appPort}`
@@ -291,7 +292,7 @@ export async function serving(url: string): Promise<void> {
 
 async function buildBarePage(say: (line: string) => void): Promise<void> {
   const built = path.join(BARE_DIR, '.next', 'BUILD_ID')
-  if (existsSync(built) && !newestSource([path.join(BARE_DIR, 'app')], statSync(built).mtimeMs)) return
+  if (existsSync(built) && !newestSource([BARE_DIR], statSync(built).mtimeMs)) return
   say('13: building the bare page (bench/bare-page)')
   const child = spawn(process.execPath, [NEXT_BIN, 'build'], {
     cwd: BARE_DIR,
