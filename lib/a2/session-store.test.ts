@@ -345,11 +345,16 @@ describe('the outbox: a durable push is an intent, kept until the server acknowl
     await expect.poll(() => opened.length).toBe(1)
     expect(page.getSnapshot().connection).toBe('connecting')
 
-    const left = createSessionStore<State>({ ...made, storage: memoryStorage() })
+    const left = createSessionStore<State>({ ...made, sessionId: 'left', storage: memoryStorage() })
     left.connect()
     left.close()
-    await new Promise((resolve) => setTimeout(resolve, 5))
-    expect(opened).toHaveLength(1)
+    // A store connected after it opens its tail in a task queued after the one `left` had queued.
+    const later = createSessionStore<State>({ ...made, sessionId: 'later', storage: memoryStorage() })
+    later.connect()
+    await expect.poll(() => opened.length).toBe(2)
+    expect(opened[1]).toContain('/later/')
+    expect(opened.filter((url) => url.includes('/left/'))).toEqual([])
+    later.close()
     page.close()
   })
 
