@@ -109,18 +109,11 @@ export function Chat({
   // Once loaded, a 404 answers a push to a chat deleted since (from another tab): it is gone,
   // and "no such session" with a Retry that cannot work would say neither.
   // Deleted for good in another tab of this browser (sessions-channel.ts): gone here too.
-  if ((!loaded && meansNoSuchChat(error)) || error?.status === 404 || missing.includes(sessionId)) {
-    return (
-      <>
-        <ShowWhenHydrated />
-        <NotFoundView kind="chat" sessionId={sessionId} replacesChat={loaded} />
-      </>
-    )
-  }
-
-  return (
+  const gone = (!loaded && meansNoSuchChat(error)) || error?.status === 404 || missing.includes(sessionId)
+  const page = gone ? (
+    <NotFoundView kind="chat" sessionId={sessionId} replacesChat={loaded} />
+  ) : (
     <div className="flex min-h-0 flex-1 flex-col">
-      <ShowWhenHydrated />
       <h1 className="sr-only">{title}</h1>
       <RenderedAnswersContext value={renderedAnswers}>
         <ApprovalProvider decide={decide}>
@@ -158,6 +151,12 @@ export function Chat({
         active={active !== undefined}
       />
     </div>
+  )
+  return (
+    <>
+      <ShowWhenHydrated />
+      {page}
+    </>
   )
 }
 
